@@ -1,0 +1,3 @@
+"""rubric_runner: a declarative, Hydra-configured runner for deepagents' RubricMiddleware."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,171 @@
+"""Typed config schema (registered with Hydra's ConfigStore) and validation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+CONF_DIR = next(
+    (p for p in (PACKAGE_DIR / "conf", PACKAGE_DIR.parent / "conf") if p.is_dir()),
+    PACKAGE_DIR.parent / "conf",
+)
+
+
+class ConfigError(ValueError):
+    """A user-fixable problem with the config: names the key and the fix."""
+
+    def __init__(self, key: str, problem: str, fix: str) -> None:
+        super().__init__(f"{key}: {problem} ({fix})")
+        self.key, self.problem, self.fix = key, problem, fix
+
+
+@dataclass
+class ModelConfig:
+    """One chat model: the worker or the grader."""
+
+    # "provider:model-id" as langchain's init_chat_model takes it, or "scripted:<name>"
+    model: str = MISSING
+    # sampling temperature; null leaves the provider default
+    temperature: Optional[float] = None
+    # cap on output tokens per call; null leaves the provider default
+    max_tokens: Optional[int] = None
+    # seconds before one request times out
+    timeout: Optional[float] = None
+    # client-side retries of failed requests
+    max_retries: Optional[int] = None
+    # endpoint override, e.g. a local OpenAI-compatible server
+    base_url: Optional[str] = None
+    # scripted provider only: YAML file of replies (sections worker: and grader:)
+    script: Optional[str] = None
+    # any other keyword arguments for the provider's chat model class
+    kwargs: Dict[str, Any] = field(default_factory=dict)
+    # tools this model may call, by registered name -> settings (null or a mapping)
+    tools: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class WorkerConfig(ModelConfig):
+    """The deep agent that does the work."""
+
+    # the worker's system prompt (from the prompt/worker group)
+    system_prompt: str = ""
+
+
+@dataclass
+class GraderConfig(ModelConfig):
+    """The LLM-as-a-judge that grades the worker's transcript."""
+
+    # grading passes per rubric attempt; a positive integer
+    max_iterations: int = 3
+    # grading instructions; null uses the library's built-in grader prompt
+    system_prompt: Optional[str] = None
+
+
+@dataclass
+class RubricConfig:
+    """What to ask and what "done" means."""
+
+    # short name, used in records and reports
+    name: str = MISSING
+    # the task message sent to the worker
+    task: str = MISSING
+    # newline-separated criteria the grader checks
+    text: str = MISSING
+
+
+@dataclass
+class RunConfig:
+    """How one run executes."""
+
+    # conversation thread id; null makes a fresh one per run
+    thread_id: Optional[str] = None
+    # where the agent's checkpoints go: "sqlite" (checkpoints.sqlite in the run dir) or "memory"
+    checkpointer: str = "sqlite"
+    # characters kept of each tool input and output in events.jsonl
+    preview_chars: int = 400
+    # print the live trail on the console
+    console: bool = True
+
+
+@dataclass
+class Config:
+    """The whole composed config."""
+
+    worker: WorkerConfig = field(default_factory=WorkerConfig)
+    grader: GraderConfig = field(default_factory=GraderConfig)
+    rubric: RubricConfig = field(default_factory=RubricConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    # extra notes copied into the result record, e.g. a sweep label
+    tags: List[str] = field(default_factory=list)
+
+
+def _conf_path(relative: str) -> str:
+    """Resolver ``${conf_path:scripts/code.yaml}``: a file shipped in conf/."""
+    return str(CONF_DIR / relative)
+
+
+def register_configs() -> None:
+    """Register the schema and the ``conf_path`` resolver (idempotent)."""
+    ConfigStore.instance().store(name="schema", node=Config)
+    if not OmegaConf.has_resolver("conf_path"):
+        OmegaConf.register_new_resolver("conf_path", _conf_path)
+
+
+CHECKPOINTERS = ("sqlite", "memory")
+SECRET_WORDS = ("api_key", "apikey", "secret", "password", "access_token", "authorization")
+
+
+def validate(cfg: DictConfig) -> Config:
+    """Resolve ``cfg`` against the schema and check what types cannot express."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(Config), cfg)
+        OmegaConf.resolve(merged)
+        config: Config = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    except Exception as exc:  # omegaconf raises many error types; all are config errors
+        key = getattr(exc, "full_key", None) or "config"
+        message = str(exc).splitlines()[0]
+        raise ConfigError(key, message, "fix the value or the override") from None
+    for role in ("worker", "grader"):
+        node: ModelConfig = getattr(config, role)
+        if ":" not in node.model or node.model.startswith(":") or node.model.endswith(":"):
+            raise ConfigError(
+                f"{role}.model",
+                f"{node.model!r} is not 'provider:model-id'",
+                f"e.g. {role}.model=anthropic:claude-haiku-4-5",
+            )
+        for key in node.kwargs:
+            if any(word in key.lower() for word in SECRET_WORDS):
+                raise ConfigError(
+                    f"{role}.kwargs.{key}",
+                    "secrets are not accepted in config",
+                    "set the provider's API key environment variable instead",
+                )
+        for name, settings in node.tools.items():
+            if settings is not None and not isinstance(settings, dict):
+                raise ConfigError(
+                    f"{role}.tools.{name}",
+                    f"settings must be a mapping or null, got {type(settings).__name__}",
+                    f"e.g. {role}.tools.{name}={{}}",
+                )
+    iterations = config.grader.max_iterations
+    if isinstance(iterations, bool) or iterations < 1:
+        raise ConfigError(
+            "grader.max_iterations",
+            f"must be a positive integer, got {iterations}",
+            "e.g. grader.max_iterations=3",
+        )
+    for key in ("task", "text"):
+        if not str(getattr(config.rubric, key)).strip():
+            raise ConfigError(f"rubric.{key}", "is empty", f"give rubric.{key} some text")
+    if config.run.checkpointer not in CHECKPOINTERS:
+        raise ConfigError(
+            "run.checkpointer",
+            f"unknown checkpointer {config.run.checkpointer!r}",
+            f"use one of {', '.join(CHECKPOINTERS)}",
+        )
+    return config

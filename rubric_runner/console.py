@@ -1,0 +1,47 @@
+"""The live trail a person reads while a run goes on."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+
+class Console:
+    """Prints short lines: what is being graded, each verdict, failing criteria and gaps."""
+
+    def __init__(self, enabled: bool = True, stream: TextIO | None = None) -> None:
+        self.enabled = enabled
+        self.stream = stream or sys.stdout
+
+    def line(self, text: str) -> None:
+        """Print one line, if the console is on."""
+        if self.enabled:
+            print(text, file=self.stream, flush=True)
+
+    def start(self, worker: str, grader: str, rubric: str, scripted: bool) -> None:
+        """The header: who works, who grades, which rubric."""
+        label = "  [scripted models: replaying a script, no provider is called]" if scripted else ""
+        self.line(f"rubric_runner: worker={worker} grader={grader} rubric={rubric}{label}")
+
+    def grading_started(self, iteration: int) -> None:
+        """A grading pass begins."""
+        self.line(f"-- grading iteration {iteration}")
+
+    def tool(self, agent: str, name: str, output: str) -> None:
+        """A tool call finished."""
+        first = output.splitlines()[0] if output else ""
+        self.line(f"   {agent} called {name} -> {first[:160]}")
+
+    def verdict(self, event: dict[str, Any]) -> None:
+        """A grading pass ended: the verdict and each failing criterion's gap."""
+        self.line(f"   verdict: {event.get('result')} - {event.get('explanation') or ''}".rstrip(" -"))
+        for criterion in event.get("criteria") or []:
+            if not criterion.get("passed"):
+                self.line(f"     x {criterion.get('name')}: {criterion.get('gap', '')}")
+
+    def finish(self, status: str, iterations: int, run_dir: str, error: str | None = None) -> None:
+        """The final status and where the record is."""
+        if error:
+            self.line(f"error: {error}")
+        self.line(f"status: {status} after {iterations} grading iteration(s)")
+        self.line(f"run dir: {run_dir}")

@@ -1,0 +1,117 @@
+"""Chat models from config: credential checks, then langchain's init_chat_model."""
+
+from __future__ import annotations
+
+import os
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+from .config import ConfigError, ModelConfig
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+API_KEY_ENV = {
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "google_genai": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "baseten": ("BASETEN_API_KEY",),
+}
+"""Environment variables that hold each provider's key (the first is the one to set)."""
+
+EXTRAS = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "google_genai": "google",
+    "openrouter": "openrouter",
+    "fireworks": "fireworks",
+    "baseten": "baseten",
+    "ollama": "ollama",
+}
+"""The pip extra of rubric_runner that installs each provider's package."""
+
+OLLAMA_DEFAULT_URL = "http://localhost:11434"
+OFFLINE_HINT = "or run offline with worker=scripted grader=scripted"
+
+
+def split_model(spec: str) -> tuple[str, str]:
+    """``"provider:model-id"`` -> ``("provider", "model-id")``."""
+    provider, _, model_id = spec.partition(":")
+    return provider, model_id
+
+
+def is_scripted(node: ModelConfig) -> bool:
+    """Whether this model replays a script instead of calling a provider."""
+    return split_model(node.model)[0] == "scripted"
+
+
+def check_credentials(node: ModelConfig, role: str) -> None:
+    """Fail before any model call when the provider cannot possibly answer."""
+    provider, _ = split_model(node.model)
+    names = API_KEY_ENV.get(provider)
+    if names and not any(os.environ.get(name) for name in names):
+        raise ConfigError(
+            f"{role}.model",
+            f"{node.model} needs an API key",
+            f"set {names[0]} in the environment, {OFFLINE_HINT}",
+        )
+    if provider == "ollama":
+        base_url = node.base_url or os.environ.get("OLLAMA_HOST") or OLLAMA_DEFAULT_URL
+        if not base_url.startswith(("http://", "https://")):
+            base_url = f"http://{base_url}"
+        try:
+            with urllib.request.urlopen(f"{base_url.rstrip('/')}/api/tags", timeout=3):
+                pass
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise ConfigError(
+                f"{role}.base_url",
+                f"no Ollama server answers at {base_url} ({exc})",
+                f"start `ollama serve` or set {role}.base_url, {OFFLINE_HINT}",
+            ) from None
+
+
+def client_kwargs(node: ModelConfig) -> dict[str, Any]:
+    """The settings passed to the provider's chat model class."""
+    settings = {
+        key: getattr(node, key)
+        for key in ("temperature", "max_tokens", "timeout", "max_retries", "base_url")
+        if getattr(node, key) is not None
+    }
+    return {**settings, **node.kwargs}
+
+
+def build_chat_model(node: ModelConfig, role: str) -> BaseChatModel:
+    """Build the chat model a config node describes; ``role`` names the config key."""
+    if is_scripted(node):
+        return _build_scripted(node, role)
+    check_credentials(node, role)
+    from deepagents.profiles.provider.provider_profiles import apply_provider_profile
+    from langchain.chat_models import init_chat_model
+
+    provider, model_id = split_model(node.model)
+    kwargs = {**apply_provider_profile(node.model), **client_kwargs(node)}
+    try:
+        return init_chat_model(model_id, model_provider=provider, **kwargs)
+    except ImportError as exc:
+        extra = EXTRAS.get(provider)
+        fix = f"pip install 'rubric_runner[{extra}]'" if extra else f"install {exc.name or 'the provider package'}"
+        raise ConfigError(f"{role}.model", f"provider package for {provider!r} is missing", fix) from None
+    except ValueError as exc:
+        raise ConfigError(
+            f"{role}.model", str(exc).splitlines()[0], "use a provider init_chat_model knows"
+        ) from None
+
+
+def _build_scripted(node: ModelConfig, role: str) -> BaseChatModel:
+    from .scripted import ScriptedChatModel, ScriptError, load_script
+
+    if not node.script:
+        raise ConfigError(f"{role}.script", "the scripted model needs a script file", f"set {role}.script=PATH")
+    try:
+        turns = load_script(node.script, role)
+    except ScriptError as exc:
+        raise ConfigError(f"{role}.script", str(exc), "fix the script file") from None
+    return ScriptedChatModel(model=node.model, turns=turns)

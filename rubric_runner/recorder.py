@@ -1,0 +1,101 @@
+"""Turns model, tool and grading callbacks into events, usage counts and a console trail."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import ToolMessage
+
+from .console import Console
+from .runlog import RunResult
+
+GRADER_METADATA_KEY = "rubric_grader_configured_model"
+"""Metadata key RubricMiddleware puts on every call its grader makes."""
+
+
+def preview(value: Any, limit: int) -> str:
+    """A bounded, single-string preview of a tool input or output."""
+    if isinstance(value, ToolMessage):
+        value = value.content
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}...(+{len(text) - limit} chars)"
+
+
+class Recorder(BaseCallbackHandler):
+    """Records one run: tool calls and token usage by agent, grading events, evaluations."""
+
+    def __init__(self, log: Any, result: RunResult, console: Console, preview_chars: int) -> None:
+        self.log = log
+        self.result = result
+        self.console = console
+        self.preview_chars = preview_chars
+        self._lock = threading.Lock()
+        self._agents: dict[UUID, str] = {}
+        self._tools: dict[UUID, tuple[str, str, float]] = {}
+
+    @staticmethod
+    def _agent(metadata: dict[str, Any] | None) -> str:
+        return "grader" if GRADER_METADATA_KEY in (metadata or {}) else "worker"
+
+    def on_chat_model_start(self, serialized, messages, *, run_id, metadata=None, **kwargs) -> None:
+        with self._lock:
+            self._agents[run_id] = self._agent(metadata)
+
+    def on_llm_end(self, response, *, run_id, **kwargs) -> None:
+        with self._lock:
+            agent = self._agents.pop(run_id, "worker")
+            generation = response.generations[0][0] if response.generations and response.generations[0] else None
+            usage = getattr(getattr(generation, "message", None), "usage_metadata", None)
+            self.result.usage[agent].add(usage)
+        self.log.info("token_usage", agent=agent, **(usage or {}))
+
+    def on_llm_error(self, error, *, run_id, **kwargs) -> None:
+        with self._lock:
+            agent = self._agents.pop(run_id, "worker")
+        self.log.warning("model_error", agent=agent, error_type=type(error).__name__, error=str(error))
+
+    def on_tool_start(self, serialized, input_str, *, run_id, metadata=None, inputs=None, **kwargs) -> None:
+        name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
+        agent = self._agent(metadata)
+        with self._lock:
+            self._tools[run_id] = (name, agent, time.monotonic())
+        self.log.info(
+            "tool_call_start",
+            agent=agent,
+            tool=name,
+            input=preview(inputs if inputs is not None else input_str, self.preview_chars),
+        )
+
+    def on_tool_end(self, output, *, run_id, **kwargs) -> None:
+        with self._lock:
+            name, agent, started = self._tools.pop(run_id, ("tool", "worker", time.monotonic()))
+        shown = preview(output, self.preview_chars)
+        self.log.info(
+            "tool_call_end", agent=agent, tool=name, output=shown, seconds=round(time.monotonic() - started, 3)
+        )
+        self.console.tool(agent, name, shown)
+
+    def on_tool_error(self, error, *, run_id, **kwargs) -> None:
+        with self._lock:
+            name, agent, _ = self._tools.pop(run_id, ("tool", "worker", 0.0))
+        self.log.warning("tool_call_error", agent=agent, tool=name, error_type=type(error).__name__, error=str(error))
+        self.console.tool(agent, name, f"error: {error}")
+
+    def on_stream_event(self, event: dict[str, Any]) -> None:
+        """A custom event from the middleware's stream (``rubric_evaluation_*``)."""
+        payload = {key: value for key, value in event.items() if key != "type"}
+        self.log.info(event.get("type", "custom_event"), **payload)
+        if event.get("type") == "rubric_evaluation_start":
+            self.console.grading_started(event["iteration"])
+        elif event.get("type") == "rubric_evaluation_end":
+            self.console.verdict(event)
+
+    def on_evaluation(self, evaluation: dict[str, Any]) -> None:
+        """``RubricMiddleware(on_evaluation=...)``: keep every evaluation for the record."""
+        with self._lock:
+            self.result.evaluations.append(dict(evaluation))
+            self.result.grading_run_id = evaluation.get("grading_run_id")
