@@ -104,16 +104,19 @@ class Config:
     tags: List[str] = field(default_factory=list)
 
 
-def _conf_path(relative: str) -> str:
-    """Resolver ``${conf_path:scripts/code.yaml}``: a file shipped in conf/."""
-    return str(CONF_DIR / relative)
+DATA_DIR = PACKAGE_DIR / "data"
+
+
+def _package_data(relative: str) -> str:
+    """Resolver ``${package_data:suites/find_duplicates.yaml}``: a file shipped with rubric_runner."""
+    return str(DATA_DIR / relative)
 
 
 def register_configs() -> None:
-    """Register the schema and the ``conf_path`` resolver (idempotent)."""
+    """Register the schema and the ``package_data`` resolver (idempotent)."""
     ConfigStore.instance().store(name="schema", node=Config)
-    if not OmegaConf.has_resolver("conf_path"):
-        OmegaConf.register_new_resolver("conf_path", _conf_path)
+    if not OmegaConf.has_resolver("package_data"):
+        OmegaConf.register_new_resolver("package_data", _package_data)
 
 
 CHECKPOINTERS = ("sqlite", "memory")

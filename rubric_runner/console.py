@@ -42,6 +42,6 @@ class Console:
     def finish(self, status: str, iterations: int, run_dir: str, error: str | None = None) -> None:
         """The final status and where the record is."""
         if error:
-            self.line(f"error: {error}")
+            print(f"error: {error}", file=sys.stderr, flush=True)
         self.line(f"status: {status} after {iterations} grading iteration(s)")
         self.line(f"run dir: {run_dir}")

@@ -1,0 +1,81 @@
+"""Shared fixtures: composed configs, scripted models, offline environment, tmp run dirs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+
+from rubric_runner.config import CONF_DIR, register_configs
+from rubric_runner.models import API_KEY_ENV
+from rubric_runner.runner import run
+
+register_configs()
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def offline_env(monkeypatch):
+    """No provider keys and no stray entry-point plugins unless a test asks for them."""
+    for names in API_KEY_ENV.values():
+        for name in names:
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "")
+
+
+def compose_config(overrides: list[str] | None = None):
+    """The config ``python -m rubric_runner OVERRIDES`` would run with."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides or []))
+
+
+def verdict(result: str, *criteria: tuple[str, bool], explanation: str = "graded") -> dict[str, Any]:
+    """A scripted grader turn returning a GraderResponse."""
+    items = [
+        {"name": name, "passed": passed} if passed else {"name": name, "passed": False, "gap": f"fix {name}"}
+        for name, passed in criteria
+    ]
+    return {"tool_calls": [{"name": "GraderResponse", "args": {"result": result, "explanation": explanation, "criteria": items}}]}
+
+
+def write_script(path: Path, worker: list[dict], grader: list[dict]) -> Path:
+    """Write a scripted-model file with ``worker:`` and ``grader:`` sections."""
+    path.write_text(yaml.safe_dump({"worker": worker, "grader": grader}), encoding="utf-8")
+    return path
+
+
+def scripted_overrides(script: Path, *extra: str) -> list[str]:
+    """Overrides for a fully scripted run replaying ``script``."""
+    return ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}", "run.console=false", *extra]
+
+
+def run_scripted(tmp_path: Path, script: Path, *extra: str):
+    """Run in-process with scripted models; returns (result, run_dir)."""
+    overrides = scripted_overrides(script, *extra)
+    run_dir = tmp_path / "run"
+    return run(compose_config(overrides), run_dir, overrides), run_dir
+
+
+def read_events(run_dir: Path) -> list[dict[str, Any]]:
+    """Every line of the run's events.jsonl, parsed."""
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m rubric_runner ARGS`` in a real subprocess."""
+    full_env = {**os.environ, "RUBRIC_RUNNER_PLUGINS": "", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "rubric_runner", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

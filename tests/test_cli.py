@@ -1,0 +1,58 @@
+"""The command line in real subprocesses: the demo, exit codes, the files a run leaves."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import ROOT, run_cli, verdict, write_script
+
+
+def test_offline_demo(tmp_path):
+    run_dir = tmp_path / "demo"
+    proc = run_cli("worker=scripted", "grader=scripted", "rubric=code", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "scripted" in proc.stdout
+    assert "test_unhashable" in proc.stdout
+    assert "status: satisfied after 2 grading iteration(s)" in proc.stdout
+    assert f"run dir: {run_dir}" in proc.stdout
+    for name in ("result.json", "events.jsonl", "transcript.json", ".hydra/config.yaml", ".hydra/overrides.yaml"):
+        assert (run_dir / name).is_file(), name
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "satisfied"
+
+
+def test_unsatisfied_run_exits_1(tmp_path):
+    failing = verdict("needs_revision", ("c", False))
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[failing])
+    proc = run_cli(
+        "worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}",
+        "grader.max_iterations=1", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "x c: fix c" in proc.stdout
+    assert "status: max_iterations_reached" in proc.stdout
+
+
+def test_missing_key_exits_2_with_one_clear_line(tmp_path):
+    proc = run_cli("rubric=haiku", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "ANTHROPIC_API_KEY" in proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    record = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert record["status"] == "error" and record["error"]["type"] == "ConfigError"
+
+
+def test_unknown_preset_exits_2(tmp_path):
+    proc = run_cli("grader=nope", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "grader/nope" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_prompt_group_override_from_the_command_line(tmp_path):
+    proc = run_cli("prompt/grader=code_reviewer", "rubric=code", "--cfg", "job", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "You are a code reviewer grading generated code against a rubric." in proc.stdout
+
+
+def test_console_script_is_installed():
+    scripts = (ROOT / "pyproject.toml").read_text()
+    assert 'rubric-runner = "rubric_runner.cli:main"' in scripts

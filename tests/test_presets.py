@@ -1,0 +1,110 @@
+"""Every model preset composes in both groups and builds the right LangChain class, offline."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import compose_config
+from rubric_runner.config import validate
+from rubric_runner.models import API_KEY_ENV, build_chat_model
+
+PRESETS = {
+    "sonnet": ("ChatAnthropic", "claude-sonnet-4-6"),
+    "haiku": ("ChatAnthropic", "claude-haiku-4-5"),
+    "gpt": ("ChatOpenAI", "gpt-5.5"),
+    "gemini": ("ChatGoogleGenerativeAI", "gemini-3.6-flash"),
+    "glm_openrouter": ("ChatOpenRouter", "z-ai/glm-5.2"),
+    "glm_fireworks": ("ChatFireworks", "accounts/fireworks/models/glm-5p2"),
+    "glm_baseten": ("ChatBaseten", "zai-org/GLM-5.2"),
+    "ollama": ("ChatOllama", "north-mini-code-1.0"),
+}
+
+
+@pytest.fixture
+def dummy_keys(monkeypatch):
+    for names in API_KEY_ENV.values():
+        monkeypatch.setenv(names[0], "dummy-key-for-offline-tests")
+
+
+def _model_id(model) -> str:
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value.removeprefix("models/")
+    raise AssertionError(f"{type(model).__name__} exposes no model id")
+
+
+@pytest.mark.parametrize("role", ["worker", "grader"])
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_preset_builds_its_chat_model(preset, role, dummy_keys, monkeypatch):
+    if preset == "ollama":  # the reachability probe is exercised separately
+        monkeypatch.setattr("rubric_runner.models.check_credentials", lambda node, role: None)
+    config = validate(compose_config([f"{role}={preset}"]))
+    model = build_chat_model(getattr(config, role), role)
+    class_name, model_id = PRESETS[preset]
+    assert type(model).__name__ == class_name
+    assert _model_id(model) == model_id
+
+
+def test_defaults_are_sonnet_haiku_haiku():
+    config = validate(compose_config())
+    assert config.worker.model == "anthropic:claude-sonnet-4-6"
+    assert config.grader.model == "anthropic:claude-haiku-4-5"
+    assert config.rubric.name == "haiku"
+    assert config.grader.max_iterations == 3
+    assert config.grader.system_prompt is None
+
+
+def test_any_init_chat_model_string_and_client_settings_pass_through(dummy_keys):
+    config = validate(
+        compose_config(
+            [
+                "worker.model=anthropic:claude-opus-4-7",
+                "worker.temperature=0.2",
+                "worker.max_tokens=1234",
+                "worker.timeout=7",
+                "worker.max_retries=5",
+                "worker.base_url=http://127.0.0.1:9",
+            ]
+        )
+    )
+    model = build_chat_model(config.worker, "worker")
+    assert _model_id(model) == "claude-opus-4-7"
+    assert (model.temperature, model.max_tokens, model.default_request_timeout, model.max_retries) == (0.2, 1234, 7.0, 5)
+    assert model.anthropic_api_url == "http://127.0.0.1:9"
+
+
+@pytest.mark.parametrize(
+    ("preset", "variable"),
+    [
+        ("sonnet", "ANTHROPIC_API_KEY"),
+        ("gpt", "OPENAI_API_KEY"),
+        ("gemini", "GOOGLE_API_KEY"),
+        ("glm_openrouter", "OPENROUTER_API_KEY"),
+        ("glm_fireworks", "FIREWORKS_API_KEY"),
+        ("glm_baseten", "BASETEN_API_KEY"),
+    ],
+)
+def test_missing_key_names_the_variable(preset, variable):
+    from rubric_runner.config import ConfigError
+
+    config = validate(compose_config([f"worker={preset}"]))
+    with pytest.raises(ConfigError) as caught:
+        build_chat_model(config.worker, "worker")
+    assert variable in str(caught.value) and "worker=scripted grader=scripted" in str(caught.value)
+
+
+def test_unreachable_ollama_names_the_base_url():
+    from rubric_runner.config import ConfigError
+
+    config = validate(compose_config(["worker=ollama", "worker.base_url=http://127.0.0.1:9"]))
+    with pytest.raises(ConfigError) as caught:
+        build_chat_model(config.worker, "worker")
+    assert "http://127.0.0.1:9" in str(caught.value) and caught.value.key == "worker.base_url"
+
+
+def test_prompts_from_the_docs():
+    config = validate(compose_config(["rubric=code", "prompt/grader=code_reviewer"]))
+    assert config.worker.system_prompt.startswith("You are a careful Python engineer.")
+    assert config.grader.system_prompt == "You are a code reviewer grading generated code against a rubric."
+    assert list(config.grader.tools) == ["run_test_suite"]
