@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .config import Config
@@ -16,6 +17,7 @@ def build_agent(
     registry: ToolRegistry,
     on_evaluation: Callable[[dict[str, Any]], None],
     checkpointer: Any,
+    run_dir: Path,
 ) -> Any:
     """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...)])``."""
     from langchain_core._api import LangChainBetaWarning
@@ -26,8 +28,8 @@ def build_agent(
 
         grader_tools = registry.resolve(config.grader.tools, "grader")
         worker_tools = registry.resolve(config.worker.tools, "worker")
-        grader = build_chat_model(config.grader, "grader")
-        worker = build_chat_model(config.worker, "worker")
+        grader = build_chat_model(config.grader, "grader", run_dir)
+        worker = build_chat_model(config.worker, "worker", run_dir)
         middleware = RubricMiddleware(
             model=grader,
             system_prompt=config.grader.system_prompt,

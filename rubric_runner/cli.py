@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
+
+import yaml
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -16,7 +19,9 @@ from .runlog import CONFIG_ERROR_EXIT
 register_configs()
 _job_started = False
 
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "resume": "rubric_runner.cli:resume",
+}
 """``rubric-runner NAME ARGS...`` -> ``"module:function"``, imported only when used; returns the exit code."""
 
 
@@ -42,6 +47,19 @@ def run_hydra() -> None:
         if not _job_started and exc.code not in (0, None):
             raise SystemExit(CONFIG_ERROR_EXIT) from None
         raise
+
+
+def resume(argv: list[str]) -> int:
+    """``rubric-runner resume RUN_DIR [OVERRIDES...]``: continue a run with its own overrides."""
+    if not argv or not (Path(argv[0]) / ".hydra" / "overrides.yaml").is_file():
+        print("usage: rubric-runner resume RUN_DIR [OVERRIDES...]  (RUN_DIR must hold .hydra/overrides.yaml)", file=sys.stderr)
+        return CONFIG_ERROR_EXIT
+    run_dir = Path(argv[0]).resolve()
+    saved = yaml.safe_load((run_dir / ".hydra" / "overrides.yaml").read_text(encoding="utf-8")) or []
+    kept = [override for override in saved if not override.startswith("run.resume=")]
+    sys.argv = [sys.argv[0], *kept, *argv[1:], f"hydra.run.dir={run_dir}", "run.resume=true"]
+    run_hydra()
+    return 0
 
 
 def main() -> None:

@@ -82,8 +82,10 @@ class RubricConfig:
 class RunConfig:
     """How one run executes."""
 
-    # conversation thread id; null makes a fresh one per run
+    # conversation thread id; null makes a fresh one per run (or reuses the run dir's on resume)
     thread_id: Optional[str] = None
+    # continue the run recorded in this run dir from its checkpoint instead of starting over
+    resume: bool = False
     # where the agent's checkpoints go: "sqlite" (checkpoints.sqlite in the run dir) or "memory"
     checkpointer: str = "sqlite"
     # characters kept of each tool input and output in events.jsonl

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import ConfigError, ModelConfig
@@ -83,10 +84,13 @@ def client_kwargs(node: ModelConfig) -> dict[str, Any]:
     return {**settings, **node.kwargs}
 
 
-def build_chat_model(node: ModelConfig, role: str) -> BaseChatModel:
-    """Build the chat model a config node describes; ``role`` names the config key."""
+def build_chat_model(node: ModelConfig, role: str, state_dir: Path | None = None) -> BaseChatModel:
+    """Build the chat model a config node describes; ``role`` names the config key.
+
+    ``state_dir`` (the run dir) keeps a scripted model's position in its script.
+    """
     if is_scripted(node):
-        return _build_scripted(node, role)
+        return _build_scripted(node, role, state_dir)
     check_credentials(node, role)
     from deepagents.profiles.provider.provider_profiles import apply_provider_profile
     from langchain.chat_models import init_chat_model
@@ -105,7 +109,7 @@ def build_chat_model(node: ModelConfig, role: str) -> BaseChatModel:
         ) from None
 
 
-def _build_scripted(node: ModelConfig, role: str) -> BaseChatModel:
+def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None) -> BaseChatModel:
     from .scripted import ScriptedChatModel, ScriptError, load_script
 
     if not node.script:
@@ -114,4 +118,5 @@ def _build_scripted(node: ModelConfig, role: str) -> BaseChatModel:
         turns = load_script(node.script, role)
     except ScriptError as exc:
         raise ConfigError(f"{role}.script", str(exc), "fix the script file") from None
-    return ScriptedChatModel(model=node.model, turns=turns)
+    cursor_path = state_dir / f"scripted-{role}.cursor" if state_dir else None
+    return ScriptedChatModel(model=node.model, turns=turns, cursor_path=cursor_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -28,8 +29,11 @@ def preview(value: Any, limit: int) -> str:
 class Recorder(BaseCallbackHandler):
     """Records one run: tool calls and token usage by agent, grading events, evaluations."""
 
-    def __init__(self, log: Any, result: RunResult, console: Console, preview_chars: int) -> None:
+    def __init__(
+        self, log: Any, result: RunResult, console: Console, preview_chars: int, persist: Callable[[], None]
+    ) -> None:
         self.log = log
+        self.persist = persist
         self.result = result
         self.console = console
         self.preview_chars = preview_chars
@@ -95,7 +99,9 @@ class Recorder(BaseCallbackHandler):
             self.console.verdict(event)
 
     def on_evaluation(self, evaluation: dict[str, Any]) -> None:
-        """``RubricMiddleware(on_evaluation=...)``: keep every evaluation for the record."""
+        """``RubricMiddleware(on_evaluation=...)``: keep every evaluation, on disk at once."""
         with self._lock:
             self.result.evaluations.append(dict(evaluation))
             self.result.grading_run_id = evaluation.get("grading_run_id")
+            self.result.iterations = len(self.result.evaluations)
+            self.persist()

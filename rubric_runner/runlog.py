@@ -16,6 +16,8 @@ SCHEMA_VERSION = 1
 SECRET_ENV = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)$")
 
 STATUSES = ("running", "satisfied", "max_iterations_reached", "failed", "grader_error", "error", "interrupted")
+TERMINAL_STATUSES = ("satisfied", "max_iterations_reached", "failed", "grader_error")
+"""Statuses of a run that finished its grading loop; resuming such a run does nothing."""
 EXIT_CODES = {
     "satisfied": 0,
     "max_iterations_reached": 1,
@@ -73,7 +75,23 @@ class RunResult:
     wall_seconds: float | None = None
     run_dir: str | None = None
     error: dict[str, str] | None = None
+    resumed: int = 0
     schema_version: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        """Rebuild a record read from ``result.json``."""
+        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        known["usage"] = {role: Usage(**counts) for role, counts in data.get("usage", {}).items()}
+        return cls(**known)
+
+
+def read_result(path: Path) -> RunResult | None:
+    """The record in ``path``, or None when there is none (or it is unreadable)."""
+    try:
+        return RunResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def secret_values() -> list[str]:

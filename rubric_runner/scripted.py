@@ -56,8 +56,15 @@ class ScriptedChatModel(BaseChatModel):
     model: str = "scripted"
     turns: list[dict[str, Any]] = Field(default_factory=list)
     latency: float = 0.0
+    cursor_path: Path | None = None
+    """Where the position in the script is kept, so a resumed run continues the script."""
     _cursor: int = PrivateAttr(default=0)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def model_post_init(self, context: Any) -> None:
+        """Pick up the position a previous, interrupted process reached."""
+        if self.cursor_path is not None and self.cursor_path.exists():
+            self._cursor = int(self.cursor_path.read_text() or 0)
 
     @property
     def _llm_type(self) -> str:
@@ -82,6 +89,12 @@ class ScriptedChatModel(BaseChatModel):
             self._cursor += 1
             return turn
 
+    def _save_cursor(self) -> None:
+        """Record a finished turn; a call cut short is replayed by the next process."""
+        if self.cursor_path is not None:
+            with self._lock:
+                self.cursor_path.write_text(str(self._cursor))
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -93,6 +106,7 @@ class ScriptedChatModel(BaseChatModel):
         delay = float(turn.get("latency", self.latency))
         if delay:
             time.sleep(delay)
+        self._save_cursor()
         if "raise" in turn:
             raise ScriptError(str(turn["raise"]))
         content = str(turn.get("content", ""))

@@ -1,0 +1,126 @@
+"""SIGINT / SIGTERM mid-run in a real subprocess, then resume from the SQLite checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import verdict, write_script
+
+SLOW_CODE = "import time\ntime.sleep(2)\n"
+GOOD_CODE = "def find_duplicates(lst):\n    seen, dups = [], []\n    for x in lst:\n        if x in seen and x not in dups:\n            dups.append(x)\n        seen.append(x)\n    return dups\n"
+CRITERIA = ("All tests pass in run_test_suite",)
+
+
+def _script(path: Path) -> Path:
+    return write_script(
+        path,
+        worker=[{"content": SLOW_CODE, "latency": 2}, {"content": GOOD_CODE}],
+        grader=[
+            {"tool_calls": [{"name": "run_test_suite", "args": {"code": SLOW_CODE}}]},
+            {**verdict("needs_revision", (CRITERIA[0], False)), "latency": 2},
+            {"tool_calls": [{"name": "run_test_suite", "args": {"code": GOOD_CODE}}]},
+            verdict("satisfied", (CRITERIA[0], True)),
+        ],
+    )
+
+
+def _events(run_dir: Path) -> list[dict]:
+    path = run_dir / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _wait_for(run_dir: Path, event: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(e["event"] == event for e in _events(run_dir)):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{event} never appeared in {run_dir}/events.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("point", "after_event", "signum"),
+    [
+        ("worker call", "run_start", signal.SIGINT),
+        ("tool call", "tool_call_start", signal.SIGINT),
+        ("grader call", "tool_call_end", signal.SIGTERM),
+    ],
+)
+def test_interrupt_then_resume(tmp_path, point, after_event, signum):
+    script = _script(tmp_path / "script.yaml")
+    run_dir = tmp_path / "run"
+    args = [
+        "worker=scripted", "grader=scripted", "rubric=code", f"worker.script={script}",
+        f"grader.script={script}", f"hydra.run.dir={run_dir}",
+    ]
+    proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(run_dir, after_event)
+    time.sleep(0.3)  # inside the slow call now
+    os.kill(proc.pid, signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (point, out, err)
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "interrupted" and record["exit_code"] == 130
+    assert _events(run_dir)[-1]["event"] == "run_end"
+
+    resumed = subprocess.run([sys.executable, "-m", "rubric_runner", "resume", str(run_dir)], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, (point, resumed.stdout, resumed.stderr)
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "satisfied" and record["resumed"] == 1
+    # every scripted turn was used exactly once: no completed call or grading pass was repeated
+    assert record["usage"]["worker"]["calls"] == 2
+    assert record["usage"]["grader"]["calls"] == 4
+    assert [e["iteration"] for e in record["evaluations"]] == [0, 1]
+    assert [e["result"] for e in record["evaluations"]] == ["needs_revision", "satisfied"]
+
+
+def test_resuming_a_complete_run_changes_nothing(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[verdict("satisfied", ("c", True))])
+    run_dir = tmp_path / "run"
+    args = ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}", f"hydra.run.dir={run_dir}"]
+    first = subprocess.run([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    before = (run_dir / "result.json").read_text()
+    again = subprocess.run([sys.executable, "-m", "rubric_runner", "resume", str(run_dir)], cwd=tmp_path, capture_output=True, text=True)
+    assert again.returncode == 0 and "already complete: satisfied" in again.stdout
+    assert (run_dir / "result.json").read_text() == before
+
+
+def test_second_signal_stops_at_once_and_resume_redoes_the_step(tmp_path):
+    script = _script(tmp_path / "script.yaml")
+    run_dir = tmp_path / "run"
+    args = [
+        "worker=scripted", "grader=scripted", "rubric=code", f"worker.script={script}",
+        f"grader.script={script}", f"hydra.run.dir={run_dir}",
+    ]
+    proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(run_dir, "run_start")
+    time.sleep(0.3)  # inside the 2 s worker call
+    os.kill(proc.pid, signal.SIGINT)
+    time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGINT)
+    started = time.monotonic()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert time.monotonic() - started < 1.0  # did not wait for the worker call to finish
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "interrupted" and "twice" in record["error"]["message"]
+    assert "stopping at the next checkpoint" in out
+
+    resumed = subprocess.run([sys.executable, "-m", "rubric_runner", "resume", str(run_dir)], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "satisfied"
+    assert [e["result"] for e in record["evaluations"]] == ["needs_revision", "satisfied"]
