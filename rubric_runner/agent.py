@@ -1,4 +1,4 @@
-"""Builds the worker deep agent with RubricMiddleware from a validated config."""
+"""Builds, once per run, the worker deep agent with RubricMiddleware and what it shares."""
 
 from __future__ import annotations
 
@@ -8,39 +8,73 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config
-from .models import build_chat_model
-from .tools import ToolRegistry
+from .dataset import Task
+from .models import build_chat_model, split_model
+from .plugins import Plugins
+from .tools import ToolRegistry, validate_settings
 
 
-def build_agent(
-    config: Config,
-    registry: ToolRegistry,
-    on_evaluation: Callable[[dict[str, Any]], None],
-    checkpointer: Any,
-    run_dir: Path,
-) -> Any:
-    """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...)])``."""
-    from langchain_core._api import LangChainBetaWarning
+class Shared:
+    """Tools, models, response cache and rate limiters shared by every task of a run."""
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LangChainBetaWarning)
-        from deepagents import RubricMiddleware, create_deep_agent
+    def __init__(self, config: Config, run_dir: Path, roles: tuple[str, ...] = ("grader", "worker")) -> None:
+        self.config = config
+        self.run_dir = run_dir
+        self.registry = ToolRegistry(Plugins())
+        self.grader_tools = self.registry.resolve(config.grader.tools, "grader")
+        self.worker_tools = self.registry.resolve(config.worker.tools, "worker")
+        self.cache = None
+        if config.run.cache:
+            from .cache import SQLiteResponseCache
 
-        grader_tools = registry.resolve(config.grader.tools, "grader")
-        worker_tools = registry.resolve(config.worker.tools, "worker")
-        grader = build_chat_model(config.grader, "grader", run_dir)
-        worker = build_chat_model(config.worker, "worker", run_dir)
-        middleware = RubricMiddleware(
-            model=grader,
-            system_prompt=config.grader.system_prompt,
-            tools=grader_tools,
-            max_iterations=config.grader.max_iterations,
-            on_evaluation=on_evaluation,
+            self.cache = SQLiteResponseCache(config.run.cache)
+        limiters = self._rate_limiters()
+        models = {role: build_chat_model(getattr(config, role), role, run_dir, self._extras(role, limiters)) for role in roles}
+        self.grader_model, self.worker_model = models.get("grader"), models.get("worker")
+
+    def _rate_limiters(self) -> dict[str, Any]:
+        from langchain_core.rate_limiters import InMemoryRateLimiter
+
+        return {
+            provider: InMemoryRateLimiter(requests_per_second=rate, check_every_n_seconds=0.01, max_bucket_size=1)
+            for provider, rate in self.config.run.rate_limits.items()
+        }
+
+    def _extras(self, role: str, limiters: dict[str, Any]) -> dict[str, Any]:
+        provider, _ = split_model(getattr(self.config, role).model)
+        extras: dict[str, Any] = {}
+        if self.cache is not None:
+            extras["cache"] = self.cache
+        if provider in limiters:
+            extras["rate_limiter"] = limiters[provider]
+        return extras
+
+    def check_task_tools(self, tasks: list[Task]) -> None:
+        """Check each task's own tool settings against the tools they configure."""
+        for index, task in enumerate(tasks):
+            for name, settings in task.tools.items():
+                key = f"rubric.dataset[{index}].tools.{name}"
+                validate_settings(self.registry.find(name, key).tool, settings, key)
+
+    def build(self, on_evaluation: Callable[[dict[str, Any]], None], checkpointer: Any) -> Any:
+        """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...)])``."""
+        from langchain_core._api import LangChainBetaWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LangChainBetaWarning)
+            from deepagents import RubricMiddleware, create_deep_agent
+
+            middleware = RubricMiddleware(
+                model=self.grader_model,
+                system_prompt=self.config.grader.system_prompt,
+                tools=self.grader_tools,
+                max_iterations=self.config.grader.max_iterations,
+                on_evaluation=on_evaluation,
+            )
+        return create_deep_agent(
+            model=self.worker_model,
+            tools=self.worker_tools,
+            system_prompt=self.config.worker.system_prompt or None,
+            middleware=[middleware],
+            checkpointer=checkpointer,
         )
-    return create_deep_agent(
-        model=worker,
-        tools=worker_tools,
-        system_prompt=config.worker.system_prompt or None,
-        middleware=[middleware],
-        checkpointer=checkpointer,
-    )

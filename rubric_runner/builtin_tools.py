@@ -22,21 +22,27 @@ def strip_fences(code: str) -> str:
     return match.group(1) if match else code
 
 
-def load_suite(path: Path) -> tuple[str, list[dict[str, Any]]]:
-    """Read a case table: ``function:`` and ``cases:`` of ``{name, args, kwargs, expected}``."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+def check_suite(data: Any, source: str) -> tuple[str, list[dict[str, Any]]]:
+    """A case table: ``function:`` and ``cases:`` of ``{name, args, kwargs, expected}``."""
     if not isinstance(data, dict) or not isinstance(data.get("function"), str):
-        raise ValueError(f"{path}: a suite needs 'function: <name>'")
+        raise ValueError(f"{source}: a suite needs 'function: <name>'")
     cases = data.get("cases")
     if not isinstance(cases, list) or not all(isinstance(c, dict) and "name" in c and "expected" in c for c in cases):
-        raise ValueError(f"{path}: 'cases' must be a list of mappings with name and expected")
+        raise ValueError(f"{source}: 'cases' must be a list of mappings with name and expected")
     return data["function"], cases
+
+
+def load_suite(path: Path) -> tuple[str, list[dict[str, Any]]]:
+    """Read a case table from a YAML file."""
+    return check_suite(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))
 
 
 @tool
 def run_test_suite(
     code: str,
-    suite: Annotated[FilePath, InjectedToolArg],
+    suite: Annotated[FilePath | None, InjectedToolArg] = None,
+    function: Annotated[str | None, InjectedToolArg] = None,
+    cases: Annotated[list[dict[str, Any]] | None, InjectedToolArg] = None,
     wall_seconds: Annotated[PositiveFloat, InjectedToolArg] = 10.0,
     cpu_seconds: Annotated[PositiveInt, InjectedToolArg] = 5,
     memory_mb: Annotated[PositiveInt, InjectedToolArg] = 512,
@@ -47,7 +53,12 @@ def run_test_suite(
     tests, one failure message per failing test, and whether the code timed
     out or was killed.
     """
-    function, cases = load_suite(Path(suite))
+    if cases is not None:
+        function, cases = check_suite({"function": function, "cases": cases}, "inline cases")
+    elif suite is not None:
+        function, cases = load_suite(Path(suite))
+    else:
+        return {"ok": False, "passed": [], "failures": ["run_test_suite has no suite or cases configured"]}
     limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
     return run_cases(strip_fences(code), function, cases, limits)
 

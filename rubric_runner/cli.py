@@ -21,6 +21,7 @@ _job_started = False
 
 SUBCOMMANDS: dict[str, str] = {
     "resume": "rubric_runner.cli:resume",
+    "regrade": "rubric_runner.regrade:regrade",
 }
 """``rubric-runner NAME ARGS...`` -> ``"module:function"``, imported only when used; returns the exit code."""
 

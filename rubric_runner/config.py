@@ -72,10 +72,12 @@ class RubricConfig:
 
     # short name, used in records and reports
     name: str = MISSING
-    # the task message sent to the worker
-    task: str = MISSING
-    # newline-separated criteria the grader checks
+    # the task message sent to the worker (unused when a dataset gives the tasks)
+    task: str = ""
+    # newline-separated criteria the grader checks (a dataset task may bring its own)
     text: str = MISSING
+    # JSONL or YAML list of tasks: {id, task, rubric?, tools?: {tool: settings}}; null = the one task above
+    dataset: Optional[str] = None
 
 
 @dataclass
@@ -90,8 +92,16 @@ class RunConfig:
     checkpointer: str = "sqlite"
     # characters kept of each tool input and output in events.jsonl
     preview_chars: int = 400
-    # print the live trail on the console
+    # print the live trail on the console (a progress line instead for multi-task runs)
     console: bool = True
+    # tasks worked on at once
+    concurrency: int = 8
+    # times every task is run; records pass@k and pass^k
+    repeats: int = 1
+    # SQLite file of cached model responses (shared between runs and processes); null = no cache
+    cache: Optional[str] = None
+    # requests per second per provider, e.g. {anthropic: 2.0}; providers not listed are not limited
+    rate_limits: Dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -164,9 +174,17 @@ def validate(cfg: DictConfig) -> Config:
             f"must be a positive integer, got {iterations}",
             "e.g. grader.max_iterations=3",
         )
-    for key in ("task", "text"):
+    required = ("text",) if config.rubric.dataset else ("task", "text")
+    for key in required:
         if not str(getattr(config.rubric, key)).strip():
             raise ConfigError(f"rubric.{key}", "is empty", f"give rubric.{key} some text")
+    for key in ("concurrency", "repeats"):
+        value = getattr(config.run, key)
+        if isinstance(value, bool) or value < 1:
+            raise ConfigError(f"run.{key}", f"must be a positive integer, got {value}", f"e.g. run.{key}=1")
+    for provider, rate in config.run.rate_limits.items():
+        if not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate <= 0:
+            raise ConfigError(f"run.rate_limits.{provider}", f"must be a positive number, got {rate!r}", "requests per second, e.g. 2.0")
     if config.run.checkpointer not in CHECKPOINTERS:
         raise ConfigError(
             "run.checkpointer",

@@ -39,6 +39,20 @@ class Console:
             if not criterion.get("passed"):
                 self.line(f"     x {criterion.get('name')}: {criterion.get('gap', '')}")
 
+    def progress(self, done: int, total: int, satisfied: int, tokens: int) -> None:
+        """One rewritten status line for multi-task runs, only on a terminal."""
+        if self.enabled and sys.stderr.isatty():
+            end = "\n" if done == total else ""
+            print(f"\rtasks {done}/{total}  satisfied {satisfied}  tokens {tokens:,}", end=end, file=sys.stderr, flush=True)
+
+    def summary(self, aggregate: dict[str, Any]) -> None:
+        """The numbers of a multi-task run."""
+        self.line(
+            f"tasks {aggregate['tasks']} x repeats {aggregate['repeats']}: {aggregate['satisfied']}/{aggregate['runs']} satisfied"
+            f" (pass@k {aggregate['pass_at_k']:.2f}, pass^k {aggregate['pass_hat_k']:.2f});"
+            f" reused {aggregate['reused']}, re-run {aggregate['rerun']}, cache hits {aggregate['cache_hits']}"
+        )
+
     def finish(self, status: str, iterations: int, run_dir: str, error: str | None = None) -> None:
         """The final status and where the record is."""
         if error:

@@ -84,19 +84,23 @@ def client_kwargs(node: ModelConfig) -> dict[str, Any]:
     return {**settings, **node.kwargs}
 
 
-def build_chat_model(node: ModelConfig, role: str, state_dir: Path | None = None) -> BaseChatModel:
+def build_chat_model(
+    node: ModelConfig, role: str, state_dir: Path | None = None, extras: dict[str, Any] | None = None
+) -> BaseChatModel:
     """Build the chat model a config node describes; ``role`` names the config key.
 
-    ``state_dir`` (the run dir) keeps a scripted model's position in its script.
+    ``state_dir`` (the run dir) keeps a scripted model's position in its script;
+    ``extras`` (``cache``, ``rate_limiter``) go to the chat model class as they are.
     """
+    extras = extras or {}
     if is_scripted(node):
-        return _build_scripted(node, role, state_dir)
+        return _build_scripted(node, role, state_dir, extras)
     check_credentials(node, role)
     from deepagents.profiles.provider.provider_profiles import apply_provider_profile
     from langchain.chat_models import init_chat_model
 
     provider, model_id = split_model(node.model)
-    kwargs = {**apply_provider_profile(node.model), **client_kwargs(node)}
+    kwargs = {**apply_provider_profile(node.model), **client_kwargs(node), **extras}
     try:
         return init_chat_model(model_id, model_provider=provider, **kwargs)
     except ImportError as exc:
@@ -109,14 +113,14 @@ def build_chat_model(node: ModelConfig, role: str, state_dir: Path | None = None
         ) from None
 
 
-def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None) -> BaseChatModel:
+def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None, extras: dict[str, Any]) -> BaseChatModel:
     from .scripted import ScriptedChatModel, ScriptError, load_script
 
     if not node.script:
         raise ConfigError(f"{role}.script", "the scripted model needs a script file", f"set {role}.script=PATH")
     try:
-        turns = load_script(node.script, role)
+        turns, turns_by_task = load_script(node.script, role)
     except ScriptError as exc:
         raise ConfigError(f"{role}.script", str(exc), "fix the script file") from None
-    cursor_path = state_dir / f"scripted-{role}.cursor" if state_dir else None
-    return ScriptedChatModel(model=node.model, turns=turns, cursor_path=cursor_path)
+    cursor_dir = state_dir / "scripted-cursors" / role if state_dir else None
+    return ScriptedChatModel(model=node.model, turns=turns, turns_by_task=turns_by_task, cursor_dir=cursor_dir, **extras)

@@ -29,6 +29,8 @@ def preview(value: Any, limit: int) -> str:
 class Recorder(BaseCallbackHandler):
     """Records one run: tool calls and token usage by agent, grading events, evaluations."""
 
+    run_inline = True  # cheap and thread-safe: no need for an executor hop in async runs
+
     def __init__(
         self, log: Any, result: RunResult, console: Console, preview_chars: int, persist: Callable[[], None]
     ) -> None:
@@ -53,9 +55,11 @@ class Recorder(BaseCallbackHandler):
         with self._lock:
             agent = self._agents.pop(run_id, "worker")
             generation = response.generations[0][0] if response.generations and response.generations[0] else None
-            usage = getattr(getattr(generation, "message", None), "usage_metadata", None)
-            self.result.usage[agent].add(usage)
-        self.log.info("token_usage", agent=agent, **(usage or {}))
+            message = getattr(generation, "message", None)
+            usage = getattr(message, "usage_metadata", None)
+            cached = bool(getattr(message, "response_metadata", {}).get("cache_hit"))
+            self.result.usage[agent].add(usage, cached=cached)
+        self.log.info("token_usage", agent=agent, cache_hit=cached, **(usage or {}))
 
     def on_llm_error(self, error, *, run_id, **kwargs) -> None:
         with self._lock:

@@ -37,9 +37,18 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cached_calls: int = 0
 
-    def add(self, usage: dict[str, Any] | None) -> None:
-        """Count one model call and its ``usage_metadata`` (if the provider gave one)."""
+    def merge(self, other: Usage) -> None:
+        """Add another count to this one."""
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def add(self, usage: dict[str, Any] | None, cached: bool = False) -> None:
+        """Count one model call and its ``usage_metadata``; a cache hit costs no tokens."""
+        if cached:
+            self.cached_calls += 1
+            return
         self.calls += 1
         usage = usage or {}
         self.input_tokens += int(usage.get("input_tokens") or 0)
@@ -55,6 +64,10 @@ class RunResult:
     ``evaluations`` holds each pass's ``result``, ``explanation`` and
     ``criteria`` as the middleware reported them; ``error`` is set when the
     run ended by an exception (``{type, message}``) or on a config error.
+
+    A task of a multi-task run has ``task_id`` and ``repeat``. The run's own
+    record then lists its ``tasks`` (one row each) and an ``aggregate``;
+    its status is the worst task status and its usage the sum.
     """
 
     status: str = "running"
@@ -76,6 +89,11 @@ class RunResult:
     run_dir: str | None = None
     error: dict[str, str] | None = None
     resumed: int = 0
+    task_id: str | None = None
+    repeat: int | None = None
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    aggregate: dict[str, Any] | None = None
+    regraded_from: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
@@ -127,6 +145,7 @@ def _redact_event(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, 
 
 
 _PRE_CHAIN = [
+    structlog.contextvars.merge_contextvars,
     structlog.stdlib.add_log_level,
     structlog.stdlib.add_logger_name,
     structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -137,7 +156,6 @@ def configure_structlog() -> None:
     """Route structlog through stdlib logging, so one handler gets both kinds of record."""
     structlog.configure(
         processors=[
-            structlog.contextvars.merge_contextvars,
             *_PRE_CHAIN,
             structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],

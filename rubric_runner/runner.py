@@ -1,229 +1,133 @@
-"""run(): one rubric run from validated config to result record, testable without Hydra."""
+"""run(): one rubric run, from validated config to result records; testable without Hydra."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import threading
+import asyncio
 import time
-import uuid
-from collections.abc import Callable
-from dataclasses import asdict
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
-from .config import Config, ConfigError, validate
+from .config import ConfigError, validate
 from .console import Console
-from .models import is_scripted
-from .runlog import (
-    CONFIG_ERROR_EXIT,
-    EXIT_CODES,
-    TERMINAL_STATUSES,
-    EventLog,
-    RunResult,
-    read_result,
-    write_json,
-    write_result,
-)
+from .runlog import CONFIG_ERROR_EXIT, EXIT_CODES, EventLog, RunResult, Usage, write_result
+from .session import EVENTS_FILE, RESULT_FILE, Session, StopRequest, describe, now, usage_dict
 
-RESULT_FILE = "result.json"
-EVENTS_FILE = "events.jsonl"
-TRANSCRIPT_FILE = "transcript.json"
-CHECKPOINT_FILE = "checkpoints.sqlite"
+SEVERITY = ("satisfied", "max_iterations_reached", "failed", "grader_error", "error", "interrupted")
+"""Task statuses from best to worst; a multi-task run takes its worst task's status."""
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def _describe(config: Config, result: RunResult) -> None:
-    for role in ("worker", "grader"):
-        node = getattr(config, role)
-        getattr(result, role).update(
-            model=node.model, scripted=is_scripted(node), tools=sorted(node.tools)
-        )
-    result.grader["max_iterations"] = config.grader.max_iterations
-    result.rubric.update(name=config.rubric.name, text=config.rubric.text, task=config.rubric.task)
-    result.tags = list(config.tags)
-
-
-class StopRequest:
-    """SIGINT/SIGTERM handling for a run.
-
-    The first signal asks the run to stop at the next checkpoint, so no finished
-    step is lost. A second one calls ``stop_now`` (which records the run as
-    interrupted) and exits with 130 at once; the step in flight is redone on resume.
-    """
-
-    def __init__(self, console: Console, stop_now: Callable[[str], None]) -> None:
-        self.console = console
-        self.stop_now = stop_now
-        self.signal_name: str | None = None
-
-    def __call__(self, signum: int, frame: Any) -> None:
-        name = signal.Signals(signum).name
-        if self.signal_name is not None:
-            self.stop_now(f"{name} twice: stopped without waiting for a checkpoint")
-            os._exit(EXIT_CODES["interrupted"])
-        self.signal_name = name
-        self.console.line(f"{name}: stopping at the next checkpoint (send it again to stop at once)")
-
-    def check(self) -> None:
-        """Raise KeyboardInterrupt at a step boundary if a stop was asked for."""
-        if self.signal_name is not None:
-            raise KeyboardInterrupt(f"{self.signal_name}: stopped at a checkpoint")
-
-    @contextlib.contextmanager
-    def installed(self):
-        """Handle SIGINT and SIGTERM for the length of a run (main thread only)."""
-        if threading.current_thread() is not threading.main_thread():
-            yield self
-            return
-        previous = {signum: signal.signal(signum, self) for signum in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield self
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-
-
-@contextlib.contextmanager
-def _checkpointer(kind: str, run_dir: Path):
-    if kind == "memory":
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        yield InMemorySaver()
-        return
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    with SqliteSaver.from_conn_string(str(run_dir / CHECKPOINT_FILE)) as saver:
-        yield saver
-
-
-def _final_answer(messages: list[Any]) -> str | None:
-    from langchain_core.messages import AIMessage
-
-    for message in reversed(messages):
-        if isinstance(message, AIMessage) and not message.tool_calls:
-            return message.text
-    return None
-
-
-def _execute(
-    config: Config, result: RunResult, run_dir: Path, log: Any, console: Console, stop: StopRequest
-) -> None:
-    from langchain_core.messages import HumanMessage, messages_to_dict
-
-    from .agent import build_agent
-    from .plugins import Plugins
-    from .recorder import Recorder
-    from .tools import ToolRegistry
-
-    recorder = Recorder(log, result, console, config.run.preview_chars, lambda: write_result(run_dir / RESULT_FILE, result))
-    registry = ToolRegistry(Plugins())
-    with _checkpointer(config.run.checkpointer, run_dir) as checkpointer:
-        agent = build_agent(config, registry, recorder.on_evaluation, checkpointer, run_dir)
-        run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder]}
-        task: dict[str, Any] | None = {"messages": [HumanMessage(config.rubric.task)], "rubric": config.rubric.text}
-        if result.resumed and agent.get_state(run_config).next:
-            task = None  # continue the interrupted step from the last checkpoint
-            log.info("run_resumed", thread_id=result.thread_id, resumed=result.resumed)
-        try:
-            stream = agent.stream(task, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
-            for mode, chunk in stream:
-                if mode == "custom":
-                    recorder.on_stream_event(chunk)
-                else:
-                    stop.check()
-        finally:
-            state = agent.get_state(run_config).values
-            messages = state.get("messages", [])
-            write_json(run_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
-            result.final_answer = _final_answer(messages)
-            result.iterations = int(state.get("_rubric_iterations") or 0)
-            result.status = state.get("_rubric_status") or "error"
-            if state.get("_rubric_evaluations"):  # the checkpoint is the truth, also across resumes
-                run_id = state.get("_current_grading_run_id")
-                result.evaluations = [e for e in state["_rubric_evaluations"] if e["grading_run_id"] == run_id]
-    if result.status == "error":
-        result.error = {"type": "NoVerdict", "message": "the grader never returned a verdict"}
-
-
-def _start(config: Config, result: RunResult, run_dir: Path) -> RunResult | None:
-    """Fill in the record's start; on resume, carry over the previous record or return it if complete."""
-    previous = read_result(run_dir / RESULT_FILE) if config.run.resume else None
-    if previous is not None and previous.status in TERMINAL_STATUSES:
-        return previous
-    if previous is not None:
-        result.evaluations, result.usage = previous.evaluations, previous.usage
-        result.resumed = previous.resumed + 1
-        result.thread_id = previous.thread_id
-    result.thread_id = config.run.thread_id or result.thread_id or uuid.uuid4().hex
-    return None
+def aggregate(record: RunResult, results: list[RunResult], session: Session) -> None:
+    """Fill a multi-task run's record from its task records."""
+    record.usage = {"worker": Usage(), "grader": Usage()}
+    for result in results:
+        for role, counts in result.usage.items():
+            record.usage.setdefault(role, Usage()).merge(counts)
+    record.tasks = [
+        {
+            "task_id": r.task_id,
+            "repeat": r.repeat,
+            "status": r.status,
+            "iterations": r.iterations,
+            "run_dir": r.run_dir,
+            "reused": f"{r.task_id}-r{r.repeat}" in session.reused,
+        }
+        for r in results
+    ]
+    record.status = max((r.status for r in results), key=SEVERITY.index, default="error")
+    record.iterations = sum(r.iterations for r in results)
+    by_task: dict[str, list[bool]] = {}
+    for r in results:
+        by_task.setdefault(r.task_id or "task", []).append(r.status == "satisfied")
+    runs = len(results)
+    satisfied = sum(r.status == "satisfied" for r in results)
+    record.aggregate = {
+        "tasks": len(by_task),
+        "repeats": session.config.run.repeats,
+        "runs": runs,
+        "satisfied": satisfied,
+        "satisfied_rate": round(satisfied / runs, 4) if runs else 0.0,
+        "pass_at_k": round(sum(any(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
+        "pass_hat_k": round(sum(all(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
+        "statuses": {status: sum(r.status == status for r in results) for status in SEVERITY if any(r.status == status for r in results)},
+        "reused": len(session.reused),
+        "rerun": runs - len(session.reused),
+        "cache_hits": sum(counts.cached_calls for counts in record.usage.values()),
+    }
 
 
 def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None) -> RunResult:
-    """Run one rubric loop; write ``result.json``, ``events.jsonl`` and ``transcript.json``.
+    """Run the rubric loop for every task; write ``result.json``, ``events.jsonl``, transcripts.
 
-    With ``run.resume=true`` and a record already in ``run_dir``, a complete run is
-    left as it is and an interrupted or failed one continues from its checkpoint.
+    A single task writes its files in ``run_dir``. With a dataset or repeats,
+    each task writes in ``run_dir/tasks/<id>-r<k>/`` and ``run_dir/result.json``
+    aggregates them. With ``run.resume=true``, complete tasks are kept as they
+    are and interrupted or failed ones continue from their checkpoints.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    result = RunResult(overrides=list(overrides or []), run_dir=str(run_dir), started_at=_now())
+    record = RunResult(overrides=list(overrides or []), run_dir=str(run_dir), started_at=now())
     console = Console(enabled=bool(cfg.get("run", {}).get("console", True)))
     started = time.monotonic()
+    session: Session | None = None
 
     def finish() -> None:
-        """Complete and write the record, however the run ended."""
-        result.exit_code = (
-            CONFIG_ERROR_EXIT if result.error and result.error["type"] == "ConfigError" else EXIT_CODES.get(result.status, 3)
-        )
-        result.ended_at = _now()
-        result.wall_seconds = round(time.monotonic() - started, 3)
-        if result.status == "grader_error" and result.evaluations:
-            result.error = {"type": "GraderError", "message": result.evaluations[-1].get("explanation", "")}
-        write_result(run_dir / RESULT_FILE, result)
-        log.info("run_end", status=result.status, exit_code=result.exit_code, iterations=result.iterations,
-                 usage={k: asdict(v) for k, v in result.usage.items()}, wall_seconds=result.wall_seconds)
-        console.finish(result.status, result.iterations, str(run_dir), result.error and result.error["message"])
+        """Complete and write the run's record, however it ended."""
+        config_error = bool(record.error and record.error["type"] == "ConfigError")
+        record.exit_code = CONFIG_ERROR_EXIT if config_error else EXIT_CODES.get(record.status, 3)
+        record.ended_at = now()
+        record.wall_seconds = round(time.monotonic() - started, 3)
+        write_result(run_dir / RESULT_FILE, record)
+        log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.iterations,
+                 usage=usage_dict(record), wall_seconds=record.wall_seconds, aggregate=record.aggregate)
+        if record.aggregate:
+            console.summary(record.aggregate)
+        console.finish(record.status, record.iterations, str(run_dir), record.error and record.error["message"])
 
     def stop_now(reason: str) -> None:
-        result.status = "interrupted"
-        result.error = {"type": "KeyboardInterrupt", "message": reason}
+        nonlocal record
+        interrupted = session.interrupt_all(reason) if session is not None else []
+        if session is not None and not session.multi and interrupted:
+            record = interrupted[0]
+        else:
+            record.status = "interrupted"
+            record.error = {"type": "KeyboardInterrupt", "message": reason}
         log.warning("interrupted", reason=reason)
         finish()
 
     with EventLog(run_dir / EVENTS_FILE) as log, StopRequest(console, stop_now).installed() as stop:
         try:
             config = validate(cfg)
-            _describe(config, result)
-            complete = _start(config, result, run_dir)
-            if complete is not None:
-                log.info("run_already_complete", status=complete.status)
-                console.line(f"already complete: {complete.status} (nothing to resume)")
-                return complete
-            write_result(run_dir / RESULT_FILE, result)
-            log.info("run_start", worker=result.worker, grader=result.grader, rubric=config.rubric.name,
-                     overrides=result.overrides, thread_id=result.thread_id, resumed=result.resumed)
+            describe(config, record)
+            from .agent import Shared
+            from .dataset import load_tasks
+
+            tasks = load_tasks(config)
+            shared = Shared(config, run_dir)
+            shared.check_task_tools(tasks)
+            session = Session(config, run_dir, log, console, record.overrides, multi=len(tasks) > 1 or config.run.repeats > 1)
+            session.stop = stop
+            log.info("run_start", worker=record.worker, grader=record.grader, rubric=config.rubric.name,
+                     overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
             console.start(config.worker.model, config.grader.model, config.rubric.name,
-                          result.worker["scripted"] or result.grader["scripted"])
-            _execute(config, result, run_dir, log, console, stop)
+                          record.worker["scripted"] or record.grader["scripted"])
+            results = asyncio.run(session.run_tasks(tasks, lambda saver: shared.build(session.on_evaluation, saver)))
+            if session.multi:
+                aggregate(record, results, session)
+            elif session.reused:
+                log.info("run_already_complete", status=results[0].status)
+                console.line(f"already complete: {results[0].status} (nothing to resume)")
+                return results[0]
+            else:
+                record = results[0]
         except ConfigError as exc:
-            result.status = "error"
-            result.error = {"type": "ConfigError", "key": exc.key, "message": str(exc)}
+            record.status = "error"
+            record.error = {"type": "ConfigError", "key": exc.key, "message": str(exc)}
             log.error("config_error", key=exc.key, message=str(exc))
-        except KeyboardInterrupt as exc:
-            result.status = "interrupted"
-            result.error = {"type": "KeyboardInterrupt", "message": str(exc) or "interrupted"}
-            log.warning("interrupted", reason=str(exc) or "SIGINT")
-        except Exception as exc:  # any failure of the run must still leave its record
-            result.status = "error"
-            result.error = {"type": type(exc).__name__, "message": str(exc)}
+        except Exception as exc:  # whatever breaks the run as a whole still leaves its record
+            record.status = "error"
+            record.error = {"type": type(exc).__name__, "message": str(exc)}
             log.exception("run_error")
         finish()
-    return result
+    return record

@@ -2,25 +2,40 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import json
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
+
+from .context import current_task
 
 
 class ScriptError(ValueError):
     """The script file is missing, malformed, or has no reply left to give."""
 
 
-def load_script(path: str | Path, section: str) -> list[dict[str, Any]]:
-    """Read one section (``worker`` or ``grader``) of a YAML script file."""
+def _check_turns(turns: Any, where: str) -> list[dict[str, Any]]:
+    if not isinstance(turns, list):
+        raise ScriptError(f"{where} must be a list of turns")
+    for index, turn in enumerate(turns):
+        if not isinstance(turn, dict) or not ({"content", "tool_calls", "raise"} & set(turn)):
+            raise ScriptError(f"{where}[{index}] must be a mapping with content, tool_calls or raise")
+    return turns
+
+
+def load_script(path: str | Path, section: str) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """One section (``worker`` or ``grader``) of a YAML script file: the turns every task
+    replays, and the turns of tasks that have their own (``tasks: {id: {worker:, grader:}}``)."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -28,14 +43,20 @@ def load_script(path: str | Path, section: str) -> list[dict[str, Any]]:
         raise ScriptError(f"script file not found: {path}") from None
     except yaml.YAMLError as exc:
         raise ScriptError(f"script file {path} is not valid YAML: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get(section), list):
+    if not isinstance(data, dict) or not isinstance(data.get(section, []), list):
         raise ScriptError(f"script file {path} has no list under '{section}:'")
-    for index, turn in enumerate(data[section]):
-        if not isinstance(turn, dict) or not ({"content", "tool_calls", "raise"} & set(turn)):
-            raise ScriptError(
-                f"{path}: {section}[{index}] must be a mapping with content, tool_calls or raise"
-            )
-    return data[section]
+    per_task = data.get("tasks") or {}
+    if not isinstance(per_task, dict) or not all(isinstance(v, dict) for v in per_task.values()):
+        raise ScriptError(f"{path}: 'tasks' must map task ids to {{worker: [...], grader: [...]}}")
+    if section not in data and not any(section in v for v in per_task.values()):
+        raise ScriptError(f"script file {path} has no list under '{section}:'")
+    turns = _check_turns(data.get(section, []), f"{path}: {section}")
+    by_task = {
+        str(task_id): _check_turns(sections[section], f"{path}: tasks.{task_id}.{section}")
+        for task_id, sections in per_task.items()
+        if section in sections
+    }
+    return turns, by_task
 
 
 def _estimate_tokens(text: str) -> int:
@@ -49,77 +70,84 @@ class ScriptedChatModel(BaseChatModel):
     ``{name, args}``), or ``raise`` (a message: the call fails with
     ``ScriptError``, standing in for a provider failure). Optional ``latency``
     (seconds) delays the reply. Usage is estimated at four characters a token.
+
+    Each conversation thread (``thread_id``) replays the script from its own
+    position, so one model serves many concurrent tasks; a task listed in
+    ``turns_by_task`` replays its own turns instead. With ``cursor_dir``
+    the positions are kept on disk, and a resumed run continues the script.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     model: str = "scripted"
     turns: list[dict[str, Any]] = Field(default_factory=list)
+    turns_by_task: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     latency: float = 0.0
-    cursor_path: Path | None = None
-    """Where the position in the script is kept, so a resumed run continues the script."""
-    _cursor: int = PrivateAttr(default=0)
+    cursor_dir: Path | None = None
+    _cursors: dict[str, int] = PrivateAttr(default_factory=dict)
+    _calls: int = PrivateAttr(default=0)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    def model_post_init(self, context: Any) -> None:
-        """Pick up the position a previous, interrupted process reached."""
-        if self.cursor_path is not None and self.cursor_path.exists():
-            self._cursor = int(self.cursor_path.read_text() or 0)
 
     @property
     def _llm_type(self) -> str:
         return "scripted"
 
     @property
+    def _identifying_params(self) -> dict[str, Any]:
+        script = json.dumps([self.turns, self.turns_by_task], sort_keys=True, default=str)
+        return {"model": self.model, "script_sha256": hashlib.sha256(script.encode()).hexdigest()}
+
+    @property
     def calls(self) -> int:
-        """How many turns have been replayed so far."""
-        return self._cursor
+        """How many replies have been replayed, over all threads."""
+        return self._calls
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
         """Accept any tools; the script decides which calls are made."""
         return self
 
-    def _next_turn(self) -> dict[str, Any]:
+    def _cursor_file(self, thread: str) -> Path | None:
+        if self.cursor_dir is None:
+            return None
+        return self.cursor_dir / f"{hashlib.sha256(thread.encode()).hexdigest()[:16]}.cursor"
+
+    def _take_turn(self, thread: str) -> tuple[int, dict[str, Any]]:
+        task = current_task()
+        turns = self.turns_by_task.get(task.task_id, self.turns) if task else self.turns
         with self._lock:
-            if self._cursor >= len(self.turns):
-                raise ScriptError(
-                    f"script for {self.model!r} has no reply left after {len(self.turns)} turns"
-                )
-            turn = self.turns[self._cursor]
-            self._cursor += 1
-            return turn
+            if thread not in self._cursors:
+                path = self._cursor_file(thread)
+                self._cursors[thread] = int(path.read_text()) if path and path.exists() else 0
+            index = self._cursors[thread]
+            if index >= len(turns):
+                raise ScriptError(f"script for {self.model!r} has no reply left after {len(turns)} turns")
+            self._cursors[thread] = index + 1
+            self._calls += 1
+            return index, turns[index]
 
-    def _save_cursor(self) -> None:
-        """Record a finished turn; a call cut short is replayed by the next process."""
-        if self.cursor_path is not None:
-            with self._lock:
-                self.cursor_path.write_text(str(self._cursor))
+    def _finish_turn(self, thread: str, index: int) -> None:
+        """Record a finished turn on disk; a call cut short is replayed by the next process."""
+        path = self._cursor_file(thread)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(str(index + 1))
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        turn = self._next_turn()
-        delay = float(turn.get("latency", self.latency))
-        if delay:
-            time.sleep(delay)
-        self._save_cursor()
+    @staticmethod
+    def _thread(run_manager: Any) -> str:
+        metadata = getattr(run_manager, "metadata", None) or {}
+        return str(metadata.get("thread_id", "default"))
+
+    def _reply(self, messages: list[BaseMessage], index: int, turn: dict[str, Any]) -> ChatResult:
         if "raise" in turn:
             raise ScriptError(str(turn["raise"]))
         content = str(turn.get("content", ""))
         tool_calls = [
-            {"name": call["name"], "args": call.get("args", {}), "id": f"call_{self._cursor}_{i}"}
+            {"name": call["name"], "args": call.get("args", {}), "id": f"call_{index}_{i}"}
             for i, call in enumerate(turn.get("tool_calls") or [])
         ]
         prompt = "".join(str(m.content) for m in messages)
         output = content + "".join(str(c["args"]) for c in tool_calls)
-        usage = {
-            "input_tokens": _estimate_tokens(prompt),
-            "output_tokens": _estimate_tokens(output),
-        }
+        usage = {"input_tokens": _estimate_tokens(prompt), "output_tokens": _estimate_tokens(output)}
         usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
         message = AIMessage(
             content=content,
@@ -128,3 +156,34 @@ class ScriptedChatModel(BaseChatModel):
             response_metadata={"model_name": self.model, "scripted": True},
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _delay(self, turn: dict[str, Any]) -> float:
+        return float(turn.get("latency", self.latency))
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        thread = self._thread(run_manager)
+        index, turn = self._take_turn(thread)
+        if self._delay(turn):
+            time.sleep(self._delay(turn))
+        self._finish_turn(thread, index)
+        return self._reply(messages, index, turn)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        thread = self._thread(run_manager)
+        index, turn = self._take_turn(thread)
+        if self._delay(turn):
+            await asyncio.sleep(self._delay(turn))
+        self._finish_turn(thread, index)
+        return self._reply(messages, index, turn)

@@ -11,6 +11,7 @@ from langchain_core.tools import tool as as_tool
 from pydantic import TypeAdapter, ValidationError
 
 from .config import ConfigError
+from .context import current_task
 from .plugins import Plugins
 
 
@@ -84,32 +85,47 @@ def tool_settings(tool: BaseTool) -> dict[str, Any]:
     return {name: field for name, field in fields.items() if name not in visible}
 
 
-def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> BaseTool:
-    """A copy of ``tool`` whose hidden (injected) arguments take values from config."""
+def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> dict[str, Any]:
+    """``settings`` checked against the tool's setting fields; ``key`` names the config key."""
     fields = tool_settings(tool)
+    checked = {}
     for name, value in settings.items():
         if name not in fields:
             allowed = ", ".join(sorted(fields)) or "none"
             raise ConfigError(f"{key}.{name}", f"tool {tool.name!r} has no setting {name!r}", f"settings: {allowed}")
         try:
-            settings[name] = TypeAdapter(fields[name].annotation).validate_python(value)
+            checked[name] = TypeAdapter(fields[name].annotation).validate_python(value)
         except ValidationError as exc:
             problem = exc.errors()[0]["msg"]
             raise ConfigError(f"{key}.{name}", f"{problem}, got {value!r}", "fix the setting's value") from None
+    return checked
+
+
+def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> BaseTool:
+    """A copy of ``tool`` whose hidden (injected) arguments take values from config.
+
+    The current task (``context.current_task()``) may override them per call.
+    """
+    fields = tool_settings(tool)
+    settings = validate_settings(tool, settings, key)
     missing = [name for name, field in fields.items() if field.is_required() and name not in settings]
     if missing:
         raise ConfigError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
-    if not settings:
+    if not fields:
         return tool
-
     # The wrapper is the tool callbacks see; the inner call stays silent so it is recorded once.
     silent = {"callbacks": []}
 
+    def effective(arguments: dict[str, Any]) -> dict[str, Any]:
+        task = current_task()
+        overrides = task.tool_settings.get(tool.name, {}) if task else {}
+        return {**arguments, **settings, **overrides}
+
     def call(**arguments: Any) -> Any:
-        return tool.invoke({**arguments, **settings}, config=silent)
+        return tool.invoke(effective(arguments), config=silent)
 
     async def acall(**arguments: Any) -> Any:
-        return await tool.ainvoke({**arguments, **settings}, config=silent)
+        return await tool.ainvoke(effective(arguments), config=silent)
 
     return StructuredTool.from_function(
         func=call,

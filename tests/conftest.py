@@ -19,6 +19,7 @@ from rubric_runner.runner import run
 
 register_configs()
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
 
 
 @pytest.fixture(autouse=True)
@@ -45,9 +46,10 @@ def verdict(result: str, *criteria: tuple[str, bool], explanation: str = "graded
     return {"tool_calls": [{"name": "GraderResponse", "args": {"result": result, "explanation": explanation, "criteria": items}}]}
 
 
-def write_script(path: Path, worker: list[dict], grader: list[dict]) -> Path:
-    """Write a scripted-model file with ``worker:`` and ``grader:`` sections."""
-    path.write_text(yaml.safe_dump({"worker": worker, "grader": grader}), encoding="utf-8")
+def write_script(path: Path, worker: list[dict], grader: list[dict], tasks: dict | None = None) -> Path:
+    """Write a scripted-model file with ``worker:`` and ``grader:`` sections (and per-task ones)."""
+    data = {"worker": worker, "grader": grader, **({"tasks": tasks} if tasks else {})}
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
     return path
 
 

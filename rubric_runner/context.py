@@ -1,0 +1,30 @@
+"""Which task the current coroutine or thread works on.
+
+One agent serves every task of a run; what differs per task travels in this
+context variable: tool settings for the task, the repeat index (part of the
+response-cache key) and the recorder that keeps the task's record.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class TaskContext:
+    """What code deep inside the agent needs to know about the task it serves."""
+
+    task_id: str
+    repeat: int = 0
+    tool_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    recorder: Any = None
+
+
+CURRENT_TASK: ContextVar[TaskContext | None] = ContextVar("rubric_runner_task", default=None)
+
+
+def current_task() -> TaskContext | None:
+    """The task being worked on here, if any."""
+    return CURRENT_TASK.get()

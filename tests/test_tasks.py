@@ -1,0 +1,205 @@
+"""Task sets, concurrency, repeats, the response cache, multi-task resume and regrade."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sqlite3
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from conftest import compose_config, read_events, run_cli, scripted_overrides, verdict, write_script
+from rubric_runner.config import DATA_DIR
+from rubric_runner.runlog import RunResult
+from rubric_runner.runner import aggregate, run
+from rubric_runner.sandbox import Limits, run_cases
+from rubric_runner.session import Session
+
+DATA = Path(__file__).parent / "data"
+OK = verdict("satisfied", ("c", True))
+
+
+def _dataset(path: Path, ids: list[str]) -> Path:
+    path.write_text("".join(json.dumps({"id": i, "task": f"do {i}"}) + "\n" for i in ids))
+    return path
+
+
+def _run(tmp_path: Path, script: Path, *extra: str, name: str = "run"):
+    overrides = scripted_overrides(script, *extra)
+    run_dir = tmp_path / name
+    return run(compose_config(overrides), run_dir, overrides), run_dir
+
+
+def test_shipped_coding_dataset_has_ten_tasks_whose_suites_pass_a_reference_solution():
+    import code_task_solutions
+
+    lines = (DATA_DIR / "datasets" / "code_tasks.jsonl").read_text().splitlines()
+    tasks = [json.loads(line) for line in lines]
+    assert len(tasks) >= 10
+    for task in tasks:
+        suite = task["tools"]["run_test_suite"]
+        source = "import re\n\n" + inspect.getsource(getattr(code_task_solutions, suite["function"]))
+        result = run_cases(source, suite["function"], suite["cases"], Limits(wall_seconds=10))
+        assert result["ok"], (task["id"], result["failures"])
+        assert len(result["passed"]) == len(suite["cases"]) >= 3
+
+
+def test_code_tasks_preset_composes_with_the_dataset():
+    from rubric_runner.agent import Shared
+    from rubric_runner.config import validate
+    from rubric_runner.dataset import load_tasks
+
+    config = validate(compose_config(["rubric=code_tasks", "worker=scripted", "grader=scripted"]))
+    tasks = load_tasks(config)
+    assert len(tasks) == 12 and tasks[0].id == "find_duplicates"
+    Shared(config, Path("/nonexistent"), roles=()).check_task_tools(tasks)
+
+
+def test_multi_task_run_keeps_each_task_apart(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "answer"}], grader=[OK])
+    data = _dataset(tmp_path / "tasks.jsonl", ["a", "b", "c"])
+    record, run_dir = _run(tmp_path, script, f"rubric.dataset={data}", "run.concurrency=2")
+    assert record.status == "satisfied" and record.exit_code == 0
+    assert record.aggregate["runs"] == 3 and record.aggregate["satisfied_rate"] == 1.0
+    for task_id in ("a", "b", "c"):
+        task_record = json.loads((run_dir / "tasks" / f"{task_id}-r0" / "result.json").read_text())
+        assert task_record["task_id"] == task_id and task_record["status"] == "satisfied"
+        transcript = json.loads((run_dir / "tasks" / f"{task_id}-r0" / "transcript.json").read_text())
+        assert transcript["messages"][0]["data"]["content"] == f"do {task_id}"
+    ends = [e for e in read_events(run_dir) if e["event"] == "task_end"]
+    assert sorted(e["task_id"] for e in ends) == ["a", "b", "c"]
+    assert json.loads((run_dir / "result.json").read_text())["usage"]["worker"]["calls"] == 3
+
+
+def _max_overlap(records: list[dict]) -> int:
+    edges = []
+    for r in records:
+        edges += [(datetime.fromisoformat(r["started_at"]), 1), (datetime.fromisoformat(r["ended_at"]), -1)]
+    level = peak = 0
+    for _, step in sorted(edges, key=lambda e: (e[0], e[1])):
+        level += step
+        peak = max(peak, level)
+    return peak
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_concurrency_bounds_tasks_in_flight(tmp_path, concurrency):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "latency": 0.3}], grader=[OK])
+    data = _dataset(tmp_path / "tasks.jsonl", [f"t{i}" for i in range(8)])
+    record, run_dir = _run(tmp_path, script, f"rubric.dataset={data}", f"run.concurrency={concurrency}")
+    assert record.aggregate["satisfied"] == 8
+    tasks = [json.loads(p.read_text()) for p in run_dir.glob("tasks/*/result.json")]
+    assert _max_overlap(tasks) == concurrency
+
+
+def test_repeats_run_every_task_k_times(tmp_path):
+    script = write_script(
+        tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK],
+        tasks={"b": {"grader": [verdict("failed", explanation="no")]}},
+    )
+    record, run_dir = _run(tmp_path, script, f"rubric.dataset={_dataset(tmp_path / 't.jsonl', ['a', 'b'])}", "run.repeats=3")
+    assert record.aggregate["runs"] == 6 and record.aggregate["repeats"] == 3
+    assert (record.aggregate["pass_at_k"], record.aggregate["pass_hat_k"]) == (0.5, 0.5)
+    assert record.aggregate["statuses"] == {"satisfied": 3, "failed": 3} and record.exit_code == 1
+    assert sorted(p.parent.name for p in run_dir.glob("tasks/*/result.json")) == [f"{t}-r{k}" for t in "ab" for k in range(3)]
+
+
+def test_pass_at_k_math():
+    def r(task, repeat, status):
+        return RunResult(status=status, task_id=task, repeat=repeat, run_dir=f"{task}-{repeat}")
+
+    results = [r("a", 0, "satisfied"), r("a", 1, "failed"), r("b", 0, "satisfied"), r("b", 1, "satisfied"), r("c", 0, "failed"), r("c", 1, "error")]
+    session = Session.__new__(Session)
+    session.reused, session.config = set(), type("C", (), {"run": type("R", (), {"repeats": 2})})()
+    record = RunResult()
+    aggregate(record, results, session)
+    assert record.aggregate["pass_at_k"] == round(2 / 3, 4)  # a and b satisfied at least once
+    assert record.aggregate["pass_hat_k"] == round(1 / 3, 4)  # only b satisfied every time
+    assert record.aggregate["satisfied_rate"] == 0.5
+    assert record.status == "error"  # the worst task status
+
+
+def test_cache_second_run_makes_no_model_calls_and_keeps_repeats_apart(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
+    data = _dataset(tmp_path / "tasks.jsonl", ["a", "b"])
+    cache = tmp_path / "cache.sqlite"
+    extra = (f"rubric.dataset={data}", "run.repeats=2", f"run.cache={cache}")
+    first, _ = _run(tmp_path, script, *extra, name="first")
+    assert first.usage["worker"].calls == 4 and first.usage["grader"].calls == 4
+    assert first.aggregate["cache_hits"] == 0
+    entries = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    # two tasks x two repeats x (worker + grader): repeats are not collapsed into one entry
+    assert entries == 8
+    second, _ = _run(tmp_path, script, *extra, name="second")
+    assert second.status == "satisfied"
+    assert second.usage["worker"].calls == 0 and second.usage["grader"].calls == 0
+    assert second.aggregate["cache_hits"] == 8
+
+
+def test_cache_shared_by_two_concurrent_processes(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "latency": 0.05}], grader=[OK])
+    cache = tmp_path / "cache.sqlite"
+    procs = []
+    for name in ("one", "two"):
+        data = _dataset(tmp_path / f"{name}.jsonl", [f"{name}{i}" for i in range(12)])
+        args = [*scripted_overrides(script, f"rubric.dataset={data}", f"run.cache={cache}", "run.concurrency=6"),
+                f"hydra.run.dir={tmp_path / name}"]
+        procs.append(subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+    connection = sqlite3.connect(cache)
+    assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    # 24 distinct tasks x (worker + grader) responses, none lost
+    assert connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 48
+
+
+def test_resume_reruns_only_what_did_not_finish(tmp_path):
+    script = write_script(
+        tmp_path / "s.yaml",
+        worker=[{"content": "x"}],
+        grader=[OK],
+        tasks={"shaky": {"worker": [{"raise": "provider 500"}, {"content": "x"}]}},
+    )
+    data = _dataset(tmp_path / "tasks.jsonl", ["good", "shaky", "fine"])
+    first, run_dir = _run(tmp_path, script, f"rubric.dataset={data}")
+    assert first.status == "error" and first.aggregate["statuses"] == {"satisfied": 2, "error": 1}
+    again, _ = _run(tmp_path, script, f"rubric.dataset={data}", "run.resume=true")
+    assert again.status == "satisfied"
+    assert (again.aggregate["reused"], again.aggregate["rerun"]) == (2, 1)
+    assert [t["reused"] for t in sorted(again.tasks, key=lambda t: t["task_id"])] == [True, True, False]
+
+
+def test_regrade_with_another_grader_keeps_the_old_record(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "three lines"}], grader=[OK])
+    strict = write_script(tmp_path / "strict.yaml", worker=[], grader=[verdict("needs_revision", ("c", False))])
+    run_dir = tmp_path / "run"
+    first = run_cli(*scripted_overrides(script), f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = (run_dir / "result.json").read_text()
+    proc = run_cli("regrade", str(run_dir), f"grader.script={strict}", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    (regrade_dir,) = (run_dir / "regrades").iterdir()
+    record = json.loads((regrade_dir / "result.json").read_text())
+    assert record["status"] == "max_iterations_reached" and record["regraded_from"] == str(run_dir)
+    assert record["evaluations"][0]["criteria"] == [{"name": "c", "passed": False, "gap": "fix c"}]
+    assert record["final_answer"] == "three lines" and record["usage"]["worker"]["calls"] == 0
+    assert (run_dir / "result.json").read_text() == before
+
+
+def test_rate_limit_spaces_calls_to_a_provider(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
+    data = _dataset(tmp_path / "tasks.jsonl", [f"t{i}" for i in range(4)])
+    record, run_dir = _run(tmp_path, script, f"rubric.dataset={data}", "run.concurrency=4", "+run.rate_limits.scripted=10")
+    assert record.aggregate["satisfied"] == 4
+    stamps = sorted(
+        datetime.fromisoformat(e["timestamp"]) for e in read_events(run_dir) if e["event"] == "token_usage"
+    )
+    assert len(stamps) == 8
+    # 8 calls at 10 requests per second: the limiter must spread them over at least 0.6 s
+    assert (stamps[-1] - stamps[0]).total_seconds() >= 0.6
