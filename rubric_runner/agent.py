@@ -20,7 +20,7 @@ class Shared:
     def __init__(self, config: Config, run_dir: Path, roles: tuple[str, ...] = ("grader", "worker")) -> None:
         self.config = config
         self.run_dir = run_dir
-        self.registry = ToolRegistry(Plugins())
+        self.registry = ToolRegistry(Plugins.load())
         self.grader_tools = self.registry.resolve(config.grader.tools, "grader")
         self.worker_tools = self.registry.resolve(config.worker.tools, "worker")
         self.cache = None

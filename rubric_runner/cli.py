@@ -63,6 +63,38 @@ def resume(argv: list[str]) -> int:
     return 0
 
 
+HELP = """rubric_runner: run deepagents' RubricMiddleware loop from config.
+
+usage: python -m rubric_runner [GROUP=OPTION ...] [KEY=VALUE ...]   (or: rubric-runner ...)
+       python -m rubric_runner -m worker=sonnet,gpt rubric=code,haiku   (a sweep)
+       rubric-runner COMMAND ...                                        ({commands})
+
+config groups (conf/):
+{groups}
+
+  --cfg job     print the composed config without running
+  --hydra-help  Hydra's own options
+exit codes: 0 satisfied, 1 unsatisfied, 2 bad config or usage, 3 grader or runtime error, 130 interrupted
+"""
+
+
+def config_groups() -> dict[str, list[str]]:
+    """Each selectable config group under conf/ and its options (read from the files)."""
+    groups = {}
+    for folder in sorted(p for p in CONF_DIR.rglob("*") if p.is_dir()):
+        name = folder.relative_to(CONF_DIR).as_posix()
+        options = sorted(f.stem for f in folder.glob("*.yaml"))
+        if options and not name.startswith(("hydra", "model")):
+            groups[name] = options
+    return groups
+
+
+def print_help() -> None:
+    """Usage, groups and options; read from conf/ directly, so it prints at once."""
+    groups = "\n".join(f"  {name:<15} {', '.join(options)}" for name, options in config_groups().items())
+    print(HELP.format(groups=groups, commands=", ".join(sorted(SUBCOMMANDS))))
+
+
 def main() -> None:
     """``rubric-runner [COMMAND ...]``: a subcommand, or else Hydra overrides for a run."""
     argv = sys.argv[1:]
@@ -70,4 +102,7 @@ def main() -> None:
         module_name, function_name = SUBCOMMANDS[argv[0]].split(":")
         command = getattr(importlib.import_module(module_name), function_name)
         sys.exit(command(argv[1:]))
+    if "--help" in argv or "-h" in argv:
+        print_help()
+        return
     run_hydra()

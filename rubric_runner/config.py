@@ -138,8 +138,8 @@ SECRET_WORDS = ("api_key", "apikey", "secret", "password", "access_token", "auth
 def validate(cfg: DictConfig) -> Config:
     """Resolve ``cfg`` against the schema and check what types cannot express."""
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(Config), cfg)
-        OmegaConf.resolve(merged)
+        typed = OmegaConf.get_type(cfg) is Config  # composed by Hydra with the schema already
+        merged = cfg if typed else OmegaConf.merge(OmegaConf.structured(Config), cfg)
         config: Config = OmegaConf.to_object(merged)  # type: ignore[assignment]
     except Exception as exc:  # omegaconf raises many error types; all are config errors
         key = getattr(exc, "full_key", None) or "config"

@@ -52,6 +52,9 @@ def _own_version() -> str:
         return "0+unknown"
 
 
+_loaded: dict[str | None, Plugins] = {}
+
+
 class Plugins:
     """Loads plugins once and remembers where each came from."""
 
@@ -95,6 +98,14 @@ class Plugins:
                     dist.version if dist else "?",
                 ),
             )
+
+    @classmethod
+    def load(cls) -> Plugins:
+        """The plugins of this process, loaded once per value of the environment variable."""
+        key = os.environ.get(PLUGINS_ENV)
+        if key not in _loaded:
+            _loaded[key] = cls()
+        return _loaded[key]
 
     def plugin_name(self, plugin: object) -> str:
         """The registered name of a plugin object."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -31,11 +30,8 @@ class Recorder(BaseCallbackHandler):
 
     run_inline = True  # cheap and thread-safe: no need for an executor hop in async runs
 
-    def __init__(
-        self, log: Any, result: RunResult, console: Console, preview_chars: int, persist: Callable[[], None]
-    ) -> None:
+    def __init__(self, log: Any, result: RunResult, console: Console, preview_chars: int) -> None:
         self.log = log
-        self.persist = persist
         self.result = result
         self.console = console
         self.preview_chars = preview_chars
@@ -103,9 +99,8 @@ class Recorder(BaseCallbackHandler):
             self.console.verdict(event)
 
     def on_evaluation(self, evaluation: dict[str, Any]) -> None:
-        """``RubricMiddleware(on_evaluation=...)``: keep every evaluation, on disk at once."""
+        """``RubricMiddleware(on_evaluation=...)``: keep every evaluation for the record."""
         with self._lock:
             self.result.evaluations.append(dict(evaluation))
             self.result.grading_run_id = evaluation.get("grading_run_id")
             self.result.iterations = len(self.result.evaluations)
-            self.persist()

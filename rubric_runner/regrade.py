@@ -93,7 +93,7 @@ def regrade(argv: list[str]) -> int:
 
                 def recorder_factory(result: RunResult) -> Recorder:
                     describe(config, result)
-                    return Recorder(log, result, console, config.run.preview_chars, lambda: None)
+                    return Recorder(log, result, console, config.run.preview_chars)
 
                 try:
                     result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None, recorder_factory)

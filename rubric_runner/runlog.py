@@ -112,15 +112,19 @@ def read_result(path: Path) -> RunResult | None:
         return None
 
 
-def secret_values() -> list[str]:
-    """Values of environment variables that look like secrets (long enough to matter)."""
-    return [value for name, value in os.environ.items() if SECRET_ENV.search(name) and len(value) >= 8]
+_secrets: list[str] = []
 
 
-def redact(text: str, secrets: list[str] | None = None) -> str:
+def refresh_secrets() -> None:
+    """Read the values of environment variables that look like secrets (done as a run starts)."""
+    _secrets[:] = [value for name, value in os.environ.items() if SECRET_ENV.search(name) and len(value) >= 8]
+
+
+def redact(text: str) -> str:
     """``text`` with every secret value from the environment replaced."""
-    for value in secret_values() if secrets is None else secrets:
-        text = text.replace(value, "[REDACTED]")
+    for value in _secrets:
+        if value in text:
+            text = text.replace(value, "[REDACTED]")
     return text
 
 
@@ -137,11 +141,8 @@ def write_result(path: Path, result: RunResult) -> None:
     write_json(path, asdict(result))
 
 
-def _redact_event(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-    secrets = secret_values()
-    if not secrets:
-        return event
-    return json.loads(redact(json.dumps(event, default=str), secrets))
+def _redact_rendered(_logger: Any, _name: str, line: str) -> str:
+    return redact(line)
 
 
 _PRE_CHAIN = [
@@ -170,6 +171,7 @@ class EventLog:
 
     def __init__(self, path: Path) -> None:
         configure_structlog()
+        refresh_secrets()
         self.handler = logging.FileHandler(path, encoding="utf-8")
         self.handler.setLevel(logging.INFO)
         self.handler.setFormatter(
@@ -177,8 +179,8 @@ class EventLog:
                 processors=[
                     structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                     structlog.processors.format_exc_info,
-                    _redact_event,
                     structlog.processors.JSONRenderer(default=str),
+                    _redact_rendered,
                 ],
                 foreign_pre_chain=_PRE_CHAIN,
             )

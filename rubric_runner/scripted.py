@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -18,6 +19,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .context import current_task
+
+
+SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ScriptError(ValueError):
@@ -38,7 +42,7 @@ def load_script(path: str | Path, section: str) -> tuple[list[dict[str, Any]], d
     replays, and the turns of tasks that have their own (``tasks: {id: {worker:, grader:}}``)."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)
     except FileNotFoundError:
         raise ScriptError(f"script file not found: {path}") from None
     except yaml.YAMLError as exc:
@@ -85,6 +89,7 @@ class ScriptedChatModel(BaseChatModel):
     latency: float = 0.0
     cursor_dir: Path | None = None
     _cursors: dict[str, int] = PrivateAttr(default_factory=dict)
+    _cursor_fds: dict[str, int] = PrivateAttr(default_factory=dict)
     _calls: int = PrivateAttr(default=0)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -128,9 +133,17 @@ class ScriptedChatModel(BaseChatModel):
     def _finish_turn(self, thread: str, index: int) -> None:
         """Record a finished turn on disk; a call cut short is replayed by the next process."""
         path = self._cursor_file(thread)
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(str(index + 1))
+        if path is None:
+            return
+        with self._lock:
+            if thread not in self._cursor_fds:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._cursor_fds[thread] = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            os.pwrite(self._cursor_fds[thread], f"{index + 1:>12}".encode(), 0)
+
+    def __del__(self) -> None:
+        for fd in self._cursor_fds.values():
+            os.close(fd)
 
     @staticmethod
     def _thread(run_manager: Any) -> str:

@@ -126,16 +126,24 @@ class Session:
         if task is not None and task.recorder is not None:
             task.recorder.on_evaluation(evaluation)
 
-    async def run_tasks(self, tasks: list[Task], build_agent: Callable[[Any], Any]) -> list[RunResult]:
-        """Run every task and repeat, at most ``run.concurrency`` at once."""
-        from langgraph.checkpoint.memory import InMemorySaver
+    @contextlib.asynccontextmanager
+    async def _checkpointer(self):
+        """The run's checkpointer: SQLite in the run dir (WAL; no fsync per step), or memory."""
+        if self.config.run.checkpointer == "memory":
+            from langgraph.checkpoint.memory import InMemorySaver
+
+            yield InMemorySaver()
+            return
+        import aiosqlite
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        if self.config.run.checkpointer == "memory":
-            saver_context = contextlib.nullcontext(InMemorySaver())
-        else:
-            saver_context = AsyncSqliteSaver.from_conn_string(str(self.run_dir / CHECKPOINT_FILE))
-        async with saver_context as saver:
+        async with aiosqlite.connect(self.run_dir / CHECKPOINT_FILE) as connection:
+            await connection.execute("PRAGMA synchronous=NORMAL")
+            yield AsyncSqliteSaver(connection)
+
+    async def run_tasks(self, tasks: list[Task], build_agent: Callable[[Any], Any]) -> list[RunResult]:
+        """Run every task and repeat, at most ``run.concurrency`` at once."""
+        async with self._checkpointer() as saver:
             self.agent = build_agent(saver)
             limit = asyncio.Semaphore(self.config.run.concurrency)
 
@@ -216,7 +224,7 @@ class Session:
 
         from .recorder import Recorder
 
-        recorder = Recorder(log, result, console, self.config.run.preview_chars, lambda: write_result(task_dir / RESULT_FILE, result))
+        recorder = Recorder(log, result, console, self.config.run.preview_chars)
         CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder))
         run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder]}
         state = await self.agent.aget_state(run_config)

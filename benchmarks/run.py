@@ -1,0 +1,316 @@
+"""Benchmarks: the runner's own cost against the bare library and the ideal.
+
+    .venv/bin/python benchmarks/run.py            # all, writes benchmarks/results/latest.json
+    .venv/bin/python benchmarks/run.py --only startup,overhead
+
+Every figure is a median of several runs; comparisons are ratios taken side by side
+in one process or one session, because the machines are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+PYTHON = sys.executable
+ENV = {**os.environ, "RUBRIC_RUNNER_PLUGINS": ""}
+
+
+def _interleaved(actions: dict, repeats: int) -> dict:
+    """Time each action ``repeats`` times, taking turns, so that load on the machine hits all alike."""
+    samples: dict = {name: [] for name in actions}
+    for _ in range(repeats):
+        for name, action in actions.items():
+            started = time.perf_counter()
+            action()
+            samples[name].append(time.perf_counter() - started)
+    return {name: {"median_s": round(statistics.median(times), 4), "samples_s": [round(t, 4) for t in times]}
+            for name, times in samples.items()}
+
+
+def _verdict(result: str, passed: bool) -> dict:
+    criterion = {"name": "All tests pass", "passed": passed, **({} if passed else {"gap": "a test fails"})}
+    return {"tool_calls": [{"name": "GraderResponse", "args": {"result": result, "explanation": "graded", "criteria": [criterion]}}]}
+
+
+CODE = "def find_duplicates(lst):\n    return [x for i, x in enumerate(lst) if x in lst[:i] and x not in lst[:lst.index(x)] + [x]]\n"
+
+
+def three_iteration_script(path: Path) -> Path:
+    """Worker answers three times; each grading pass calls run_test_suite once, then judges."""
+    tool_turn = {"tool_calls": [{"name": "run_test_suite", "args": {"code": CODE}}]}
+    script = {
+        "worker": [{"content": CODE}] * 3,
+        "grader": [tool_turn, _verdict("needs_revision", False), tool_turn, _verdict("needs_revision", False), tool_turn, _verdict("satisfied", True)],
+    }
+    path.write_text(yaml.safe_dump(script))
+    return path
+
+
+def latency_script(path: Path, latency: float) -> Path:
+    """One worker call and one grader call per task, each taking ``latency`` seconds."""
+    script = {"worker": [{"content": "x", "latency": latency}], "grader": [{**_verdict("satisfied", True), "latency": latency}]}
+    path.write_text(yaml.safe_dump(script))
+    return path
+
+
+def dataset(path: Path, tasks: int) -> Path:
+    path.write_text("".join(json.dumps({"id": f"t{i}", "task": f"task {i}"}) + "\n" for i in range(tasks)))
+    return path
+
+
+def compose(overrides: list[str]):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from rubric_runner.config import CONF_DIR, register_configs
+
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose(config_name="config", overrides=overrides)
+
+
+def scripted(script: Path, *extra: str) -> list[str]:
+    return ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}", "run.console=false", *extra]
+
+
+def bench_overhead(tmp: Path, repeats: int) -> dict:
+    """rubric_runner.run() in-process versus create_deep_agent + RubricMiddleware called directly."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from rubric_runner.builtin_tools import run_test_suite
+    from rubric_runner.config import DATA_DIR
+    from rubric_runner.runner import run
+    from rubric_runner.scripted import ScriptedChatModel, load_script
+    from rubric_runner.tools import bind_settings
+
+    warnings.simplefilter("ignore")
+    from deepagents import RubricMiddleware, create_deep_agent
+    from langchain_core.messages import HumanMessage
+
+    script = three_iteration_script(tmp / "three.yaml")
+    suite = DATA_DIR / "suites" / "find_duplicates.yaml"
+    rubric = "- All tests pass in run_test_suite"
+    task = "Write find_duplicates."
+
+    def bare() -> None:
+        worker = ScriptedChatModel(model="scripted:bench", turns=load_script(script, "worker")[0])
+        grader = ScriptedChatModel(model="scripted:bench", turns=load_script(script, "grader")[0])
+        tool = bind_settings(run_test_suite, {"suite": str(suite)}, "bench")
+        agent = create_deep_agent(
+            model=worker,
+            system_prompt="You are a careful Python engineer.",
+            middleware=[RubricMiddleware(model=grader, tools=[tool], max_iterations=3)],
+            checkpointer=InMemorySaver(),
+        )
+        config = {"configurable": {"thread_id": "bench"}}
+        agent.invoke({"messages": [HumanMessage(task)], "rubric": rubric}, config)
+        assert agent.get_state(config).values["_rubric_status"] == "satisfied"
+
+    counter = iter(range(10**6))
+
+    def runner(checkpointer: str):
+        overrides = scripted(script, "rubric=code", f"rubric.text={rubric}", f"rubric.task={task}",
+                             f"run.checkpointer={checkpointer}")
+        cfg = compose(overrides)
+
+        def once() -> None:
+            result = run(cfg, tmp / f"overhead-{next(counter)}", overrides)
+            assert result.status == "satisfied" and result.iterations == 3, result.error
+
+        return once
+
+    bare()  # warm imports and caches on both sides before timing
+    runner("memory")()
+    rows = _interleaved({"bare": bare, "runner_memory": runner("memory"), "runner_sqlite": runner("sqlite")}, repeats)
+    rows["ratio_memory"] = round(rows["runner_memory"]["median_s"] / rows["bare"]["median_s"], 3)
+    rows["ratio_sqlite"] = round(rows["runner_sqlite"]["median_s"] / rows["bare"]["median_s"], 3)
+    rows["target"] = "runner_memory / bare <= 1.10"
+    return rows
+
+
+def bench_startup(repeats: int) -> dict:
+    """Start-up of the CLI against importing deepagents, in fresh interpreters."""
+    commands = {
+        "help": [PYTHON, "-m", "rubric_runner", "--help"],
+        "cfg_job": [PYTHON, "-m", "rubric_runner", "--cfg", "job"],
+        "import_deepagents": [PYTHON, "-c", "import deepagents"],
+    }
+    actions = {name: (lambda c=command: subprocess.run(c, env=ENV, capture_output=True, check=True)) for name, command in commands.items()}
+    rows = _interleaved(actions, repeats)
+    for name in ("help", "cfg_job"):
+        rows[f"ratio_{name}"] = round(rows[name]["median_s"] / rows["import_deepagents"]["median_s"], 3)
+    rows["target"] = "help and cfg_job / import deepagents <= 0.5"
+    return rows
+
+
+def _multi_task_run(tmp: Path, name: str, tasks: int, concurrency: int, latency: float, *extra: str):
+    from rubric_runner.runner import run
+
+    script = latency_script(tmp / f"{name}.yaml", latency)
+    data = dataset(tmp / f"{name}.jsonl", tasks)
+    overrides = scripted(script, f"rubric.dataset={data}", f"run.concurrency={concurrency}", *extra)
+    cfg = compose(overrides)
+    started = time.perf_counter()
+    record = run(cfg, tmp / f"{name}-{time.monotonic_ns()}", overrides)
+    return time.perf_counter() - started, record
+
+
+def bench_concurrency(tmp: Path, repeats: int) -> dict:
+    """64 tasks, 100 ms per model call, concurrency 16 versus the ideal and versus concurrency 1."""
+    tasks, latency, concurrency = 64, 0.1, 16
+    _multi_task_run(tmp, "warm", 4, 4, 0.0)
+    walls = []
+    for _ in range(repeats):
+        wall, record = _multi_task_run(tmp, "c16", tasks, concurrency, latency)
+        assert record.aggregate["satisfied"] == tasks
+        walls.append(wall)
+    serial, record = _multi_task_run(tmp, "c1", tasks, 1, latency)
+    assert record.aggregate["satisfied"] == tasks
+    total_latency = tasks * 2 * latency
+    ideal = total_latency / concurrency
+    wall = statistics.median(walls)
+    return {
+        "tasks": tasks,
+        "latency_per_call_s": latency,
+        "concurrency": concurrency,
+        "wall_s": round(wall, 4),
+        "samples_s": [round(w, 4) for w in walls],
+        "ideal_s": round(ideal, 4),
+        "ratio_to_ideal": round(wall / ideal, 3),
+        "concurrency_1_wall_s": round(serial, 4),
+        "speedup_over_concurrency_1": round(serial / wall, 2),
+        "target": "ratio_to_ideal <= 1.25 and speedup_over_concurrency_1 >= 10",
+    }
+
+
+def bench_cache(tmp: Path, repeats: int) -> dict:
+    """The 64-task run again with the response cache: how much faster, how many model calls."""
+    cache = tmp / "cache.sqlite"
+    cold, record = _multi_task_run(tmp, "cache", 64, 16, 0.1, f"run.cache={cache}")
+    calls_cold = record.usage["worker"].calls + record.usage["grader"].calls
+    walls, calls_warm, hits = [], [], []
+    for _ in range(repeats):
+        wall, record = _multi_task_run(tmp, "cache", 64, 16, 0.1, f"run.cache={cache}")
+        walls.append(wall)
+        calls_warm.append(record.usage["worker"].calls + record.usage["grader"].calls)
+        hits.append(record.aggregate["cache_hits"])
+    warm = statistics.median(walls)
+    return {
+        "cold_wall_s": round(cold, 4),
+        "cold_model_calls": calls_cold,
+        "cached_wall_s": round(warm, 4),
+        "samples_s": [round(w, 4) for w in walls],
+        "cached_model_calls": max(calls_warm),
+        "cache_hits": min(hits),
+        "speedup": round(cold / warm, 2),
+        "target": "speedup >= 20 and cached_model_calls == 0",
+    }
+
+
+MEMORY_PROBE = """
+import json, resource, sys
+sys.path.insert(0, {bench!r})
+import run as bench
+from pathlib import Path
+tmp = Path({tmp!r})
+wall, record = bench._multi_task_run(tmp, "mem{tasks}", {tasks}, 16, 0.0)
+assert record.aggregate["satisfied"] == {tasks}
+print(json.dumps({{"maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
+"""
+
+
+def bench_memory(tmp: Path) -> dict:
+    """Peak RSS of a 64-task and a 256-task run, each in a fresh process."""
+    peaks = {}
+    for tasks in (64, 256):
+        code = MEMORY_PROBE.format(bench=str(ROOT / "benchmarks"), tmp=str(tmp), tasks=tasks)
+        out = subprocess.run([PYTHON, "-c", code], env=ENV, capture_output=True, text=True, check=True).stdout
+        peaks[tasks] = json.loads(out.splitlines()[-1])["maxrss_kib"] * 1024
+    per_task = (peaks[256] - peaks[64]) / 192
+    return {
+        "peak_rss_64_bytes": peaks[64],
+        "peak_rss_256_bytes": peaks[256],
+        "growth_bytes_per_task": round(per_task),
+        "growth_ratio_256_over_64": round(peaks[256] / peaks[64], 3),
+    }
+
+
+def bench_sweep(tmp: Path) -> dict:
+    """A 4-job multirun with scripted latency: the basic launcher versus joblib with n_jobs=2."""
+    script = latency_script(tmp / "sweep.yaml", 0.5)
+    base = ["-m", *scripted(script), "run.checkpointer=memory", "rubric.task=a,b,c,d"]
+    rows = {}
+    for name, extra in (("basic", []), ("joblib_n2", ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"])):
+        started = time.perf_counter()
+        proc = subprocess.run([PYTHON, "-m", "rubric_runner", *base, *extra, f"hydra.sweep.dir={tmp / name}"],
+                              env=ENV, capture_output=True, text=True)
+        rows[name] = {"wall_s": round(time.perf_counter() - started, 4), "exit_code": proc.returncode}
+    rows["ratio_joblib_over_basic"] = round(rows["joblib_n2"]["wall_s"] / rows["basic"]["wall_s"], 3)
+    return rows
+
+
+BENCHES = ("startup", "overhead", "concurrency", "cache", "memory", "sweep")
+
+
+def _table(results: dict) -> str:
+    lines = [f"{'benchmark':<12} {'figure':<34} {'value':>12}", "-" * 60]
+    for bench, rows in results["benchmarks"].items():
+        for key, value in rows.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                lines.append(f"{bench:<12} {key:<34} {value:>12}")
+            elif isinstance(value, dict) and "median_s" in value:
+                lines.append(f"{bench:<12} {key + ' median_s':<34} {value['median_s']:>12}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(BENCHES), help="comma-separated subset of " + ", ".join(BENCHES))
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    chosen = [name for name in args.only.split(",") if name]
+    results = {
+        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "repeats": args.repeats,
+        "benchmarks": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="rubric-bench-") as scratch:
+        tmp = Path(scratch)
+        for name in chosen:
+            if name == "startup":
+                results["benchmarks"][name] = bench_startup(args.repeats)
+            elif name == "overhead":
+                results["benchmarks"][name] = bench_overhead(tmp, args.repeats)
+            elif name == "concurrency":
+                results["benchmarks"][name] = bench_concurrency(tmp, max(3, args.repeats // 2))
+            elif name == "cache":
+                results["benchmarks"][name] = bench_cache(tmp, args.repeats)
+            elif name == "memory":
+                results["benchmarks"][name] = bench_memory(tmp)
+            elif name == "sweep":
+                results["benchmarks"][name] = bench_sweep(tmp)
+            print(f"done: {name}", file=sys.stderr, flush=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(_table(results))
+
+
+if __name__ == "__main__":
+    main()
