@@ -59,9 +59,10 @@ class SQLiteResponseCache(BaseCache):
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
-        with self._connect() as connection:
+        connection = self._connect()
+        if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute(SCHEMA)
+        connection.execute(SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
         connection = getattr(self._local, "connection", None)
