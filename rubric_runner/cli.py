@@ -13,6 +13,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from . import sweep
 from .config import CONF_DIR, register_configs
 from .runlog import CONFIG_ERROR_EXIT
 
@@ -22,6 +23,7 @@ _job_started = False
 SUBCOMMANDS: dict[str, str] = {
     "resume": "rubric_runner.cli:resume",
     "regrade": "rubric_runner.regrade:regrade",
+    "report": "rubric_runner.report:main",
 }
 """``rubric-runner NAME ARGS...`` -> ``"module:function"``, imported only when used; returns the exit code."""
 
@@ -37,17 +39,34 @@ def hydra_app(cfg: DictConfig) -> int:
     result = run(cfg, hydra_cfg.runtime.output_dir, list(hydra_cfg.overrides.task))
     if hydra_cfg.mode == RunMode.RUN:
         sys.exit(result.exit_code)
+    if result.status == "interrupted":
+        raise KeyboardInterrupt  # Ctrl-C stops the whole sweep, not just this job
     return result.exit_code
 
 
 def run_hydra() -> None:
-    """Run the Hydra app; a config Hydra rejects before any job starts exits with 2."""
+    """Run the Hydra app; a config Hydra rejects before any job starts exits with 2.
+
+    A sweep exits with ``sweep.finish()``'s code, its summary written even when a job failed
+    (Hydra's sweeper then re-raises the job's exception and skips ``on_multirun_end``).
+    """
     try:
         hydra_app()
     except SystemExit as exc:
+        sweep_code = sweep.finish()
+        if sweep_code is not None:
+            raise SystemExit(sweep_code) from None
         if not _job_started and exc.code not in (0, None):
             raise SystemExit(CONFIG_ERROR_EXIT) from None
         raise
+    except KeyboardInterrupt:
+        sweep_code = sweep.finish(interrupted=True)
+        if sweep_code is None:
+            raise
+        raise SystemExit(sweep_code) from None
+    sweep_code = sweep.finish()
+    if sweep_code is not None:
+        sys.exit(sweep_code)
 
 
 def resume(argv: list[str]) -> int:

@@ -105,6 +105,17 @@ class RunConfig:
 
 
 @dataclass
+class SweepConfig:
+    """What a multirun sweep does once its jobs are done (see rubric_runner/sweep.py)."""
+
+    # fail the sweep (exit 4) when the fraction of satisfied jobs is below this, 0..1;
+    # null: the sweep fails when any job is not satisfied
+    fail_under: Optional[float] = None
+    # price table for the reports' cost estimates (USD per 1M tokens); null: conf/prices.yaml
+    prices: Optional[str] = None
+
+
+@dataclass
 class Config:
     """The whole composed config."""
 
@@ -112,6 +123,7 @@ class Config:
     grader: GraderConfig = field(default_factory=GraderConfig)
     rubric: RubricConfig = field(default_factory=RubricConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
     # extra notes copied into the result record, e.g. a sweep label
     tags: List[str] = field(default_factory=list)
 
@@ -191,4 +203,7 @@ def validate(cfg: DictConfig) -> Config:
             f"unknown checkpointer {config.run.checkpointer!r}",
             f"use one of {', '.join(CHECKPOINTERS)}",
         )
+    fail_under = config.sweep.fail_under
+    if fail_under is not None and not 0 <= fail_under <= 1:
+        raise ConfigError("sweep.fail_under", f"must be a fraction from 0 to 1, got {fail_under}", "e.g. sweep.fail_under=0.8")
     return config
