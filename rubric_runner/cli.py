@@ -16,7 +16,10 @@ from .runlog import CONFIG_ERROR_EXIT
 register_configs()
 _job_started = False
 
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    "tools": "rubric_runner.commands:tools",
+    "plugins": "rubric_runner.commands:plugins",
+}
 """``rubric-runner NAME ARGS...`` -> ``"module:function"``, imported only when used; returns the exit code."""
 
 

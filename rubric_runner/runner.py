@@ -70,6 +70,8 @@ def _execute(config: Config, result: RunResult, run_dir: Path, log: Any, console
 
     recorder = Recorder(log, result, console, config.run.preview_chars)
     registry = ToolRegistry(Plugins())
+    for failure in registry.plugins.failures:
+        console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
     with _checkpointer(config.run.checkpointer, run_dir) as checkpointer:
         agent = build_agent(config, registry, recorder.on_evaluation, checkpointer)
         run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder]}
