@@ -16,7 +16,7 @@ import traceback
 
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 0x1, 0x2, 0x4, 0x20, 0x1000
-MS_REC, MS_PRIVATE, MNT_DETACH = 0x4000, 0x40000, 0x2
+MS_REC, MS_PRIVATE = 0x4000, 0x40000
 PR_SET_PDEATHSIG = 1
 NOBODY = 65534
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
@@ -28,10 +28,8 @@ def _isolate(libc, exposed):
     if libc.unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID) != 0:
         return False
     libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-    for path in WORLD_WRITABLE:
-        if os.path.isdir(path):
-            libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64m,mode=1777")
-    _expose(libc, [sys.base_prefix, *exposed])
+    covered = [path for path in WORLD_WRITABLE if os.path.isdir(path)]
+    _cover_and_expose(libc, covered, [sys.base_prefix, *exposed])
     return True
 
 
@@ -42,29 +40,28 @@ def _private_ancestor(path):
     return next((ancestor for ancestor in ancestors if not os.stat(ancestor).st_mode & 0o001), None)
 
 
-def _expose(libc, paths):
-    """Let the unprivileged user read ``paths`` (the stdlib, pytest) when they live under a private dir.
+def _cover_and_expose(libc, covered, needed):
+    """Cover ``covered`` with empty tmpfs, then let the unprivileged user read ``needed`` (stdlib, pytest).
 
-    Each private ancestor is covered by an empty tmpfs and only the needed
-    paths are bound back into it, read-only. Everything else in that private
-    dir stays hidden.
+    The private ancestors of the needed paths (e.g. /root) are covered too.
+    Needed paths that end up hidden (say a venv under /tmp or /root) are
+    bound back read-only, from a handle opened before covering; everything
+    else under the covered dirs stays hidden.
     """
-    paths = [p for p in dict.fromkeys(paths) if not any(p.startswith(q + "/") for q in paths)]
-    hidden = [(path, ancestor) for path in paths if (ancestor := _private_ancestor(path))]
-    staged = []
-    for index, (path, _) in enumerate(hidden):
-        staging = f"/tmp/.expose{index}"
-        os.makedirs(staging)
-        libc.mount(path.encode(), staging.encode(), None, MS_BIND | MS_REC, None)
-        staged.append(staging)
-    for ancestor in dict.fromkeys(ancestor for _, ancestor in hidden):
-        libc.mount(b"tmpfs", ancestor.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
-    for (path, _), staging in zip(hidden, staged):
-        os.makedirs(path, exist_ok=True)
-        libc.mount(staging.encode(), path.encode(), None, MS_BIND | MS_REC, None)
-        libc.mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
-        libc.umount2(staging.encode(), MNT_DETACH)
-        os.rmdir(staging)
+    needed = [p for p in dict.fromkeys(needed) if not any(p.startswith(q + "/") for q in needed)]
+    handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in needed if os.path.isdir(path)}
+    private = [ancestor for path in needed if (ancestor := _private_ancestor(path))]
+    for path in covered:
+        libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64m,mode=1777")
+    for path in dict.fromkeys(private):
+        libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+    hiding = [*covered, *private]
+    for path, handle in handles.items():
+        if any(path.startswith(top + "/") for top in hiding):
+            os.makedirs(path, exist_ok=True)
+            libc.mount(f"/proc/self/fd/{handle}".encode(), path.encode(), None, MS_BIND | MS_REC, None)
+            libc.mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+        os.close(handle)
 
 
 def _limit(request):
