@@ -8,12 +8,13 @@ from typing import Annotated, Any
 
 import yaml
 from langchain_core.tools import InjectedToolArg, tool
-from pydantic import FilePath, PositiveFloat, PositiveInt
+from pydantic import AfterValidator, Field, FilePath, PositiveFloat, PositiveInt
 
 from .hookspecs import hookimpl
-from .sandbox import Limits, run_cases
+from .sandbox import Limits, pytest_path, run_cases, run_pytest
 
 FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+CASE_TABLE_SUFFIXES = (".yaml", ".yml")
 
 
 def strip_fences(code: str) -> str:
@@ -22,7 +23,7 @@ def strip_fences(code: str) -> str:
     return match.group(1) if match else code
 
 
-def check_suite(data: Any, source: str) -> tuple[str, list[dict[str, Any]]]:
+def check_cases(data: Any, source: str) -> tuple[str, list[dict[str, Any]]]:
     """A case table: ``function:`` and ``cases:`` of ``{name, args, kwargs, expected}``."""
     if not isinstance(data, dict) or not isinstance(data.get("function"), str):
         raise ValueError(f"{source}: a suite needs 'function: <name>'")
@@ -34,33 +35,63 @@ def check_suite(data: Any, source: str) -> tuple[str, list[dict[str, Any]]]:
 
 def load_suite(path: Path) -> tuple[str, list[dict[str, Any]]]:
     """Read a case table from a YAML file."""
-    return check_suite(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))
+    return check_cases(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))
+
+
+def check_suite(path: Path) -> Path:
+    """A suite is a YAML case table (checked here) or a pytest ``.py`` file (pytest must be installed)."""
+    if path.suffix in CASE_TABLE_SUFFIXES:
+        load_suite(path)
+    elif path.suffix != ".py":
+        raise ValueError(f"{path.name}: a suite is a .yaml case table or a pytest .py file")
+    elif pytest_path() is None:
+        raise ValueError("a pytest file suite needs pytest installed (pip install pytest)")
+    return path
 
 
 @tool
 def run_test_suite(
     code: str,
-    suite: Annotated[FilePath | None, InjectedToolArg] = None,
-    function: Annotated[str | None, InjectedToolArg] = None,
-    cases: Annotated[list[dict[str, Any]] | None, InjectedToolArg] = None,
-    wall_seconds: Annotated[PositiveFloat, InjectedToolArg] = 10.0,
-    cpu_seconds: Annotated[PositiveInt, InjectedToolArg] = 5,
-    memory_mb: Annotated[PositiveInt, InjectedToolArg] = 512,
+    suite: Annotated[
+        FilePath | None,
+        AfterValidator(lambda path: path and check_suite(path)),  # None passes: inline cases instead
+        InjectedToolArg,
+        Field(description="a YAML case table (function + cases) or a pytest .py file that imports the candidate"),
+    ] = None,
+    function: Annotated[str | None, InjectedToolArg, Field(description="with cases: the function the cases call")] = None,
+    cases: Annotated[
+        list[dict[str, Any]] | None,
+        InjectedToolArg,
+        Field(description="inline case table, instead of a suite file: [{name, args, kwargs, expected}]"),
+    ] = None,
+    module: Annotated[
+        str,
+        InjectedToolArg,
+        Field(pattern=r"^[A-Za-z_]\w*$", description="module name the pytest file imports the candidate code as"),
+    ] = "solution",
+    wall_seconds: Annotated[PositiveFloat, InjectedToolArg, Field(description="wall-clock limit")] = 10.0,
+    cpu_seconds: Annotated[PositiveInt, InjectedToolArg, Field(description="CPU time limit")] = 5,
+    memory_mb: Annotated[PositiveInt, InjectedToolArg, Field(description="address-space limit in MiB")] = 512,
 ) -> dict:
     """Run the task's test suite against Python source code in a sandbox.
 
     Pass the complete source of the candidate code. Returns ok, the passed
-    tests, one failure message per failing test, and whether the code timed
-    out or was killed.
+    tests, one failure message per failing test, whether the code timed out
+    or was killed and why, and the tail of its output.
     """
-    if cases is not None:
-        function, cases = check_suite({"function": function, "cases": cases}, "inline cases")
-    elif suite is not None:
-        function, cases = load_suite(Path(suite))
-    else:
-        return {"ok": False, "passed": [], "failures": ["run_test_suite has no suite or cases configured"]}
     limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
-    return run_cases(strip_fences(code), function, cases, limits)
+    source = strip_fences(code)
+    if cases is not None:
+        return run_cases(source, *check_cases({"function": function, "cases": cases}, "inline cases"), limits)
+    if suite is None:
+        return {"ok": False, "passed": [], "failures": ["run_test_suite has neither a suite nor cases configured"]}
+    suite = Path(suite)
+    if suite.suffix == ".py":
+        if suite.stem == module:
+            raise ValueError(f"the pytest file {suite.name} cannot share its name with the module {module!r}")
+        return run_pytest(source, module, suite.name, suite.read_text(encoding="utf-8"), limits)
+    function, cases = load_suite(suite)
+    return run_cases(source, function, cases, limits)
 
 
 @hookimpl

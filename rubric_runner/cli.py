@@ -24,6 +24,8 @@ SUBCOMMANDS: dict[str, str] = {
     "resume": "rubric_runner.cli:resume",
     "regrade": "rubric_runner.regrade:regrade",
     "report": "rubric_runner.report:main",
+    "tools": "rubric_runner.commands:tools",
+    "plugins": "rubric_runner.commands:plugins",
 }
 """``rubric-runner NAME ARGS...`` -> ``"module:function"``, imported only when used; returns the exit code."""
 

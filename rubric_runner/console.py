@@ -18,6 +18,11 @@ class Console:
         if self.enabled:
             print(text, file=self.stream, flush=True)
 
+    def warning(self, text: str) -> None:
+        """Something the user should know that does not stop the run, on stderr."""
+        if self.enabled:
+            print(f"warning: {text}", file=sys.stderr, flush=True)
+
     def start(self, worker: str, grader: str, rubric: str, scripted: bool) -> None:
         """The header: who works, who grades, which rubric."""
         label = "  [scripted models: replaying a script, no provider is called]" if scripted else ""

@@ -67,37 +67,40 @@ class Plugins:
             module = importlib.import_module(module_name)
             self._add(module, PluginInfo(module_name.rsplit(".", 1)[-1], "rubric_runner", _own_version()))
         self._load_entry_points()
-        self.manager.check_pending()
 
     def _add(self, plugin: object, info: PluginInfo) -> None:
+        """Register ``plugin``; one that implements an unknown hook is taken out again."""
         self.manager.register(plugin, name=info.name)
+        try:
+            self.manager.check_pending()
+        except pluggy.PluginValidationError:
+            self.manager.unregister(plugin)
+            raise
         self.info[info.name] = info
+
+    def fail(self, name: str, error: str) -> None:
+        """Record (and log a warning) that plugin ``name`` is unusable; everything else goes on."""
+        logger.warning("plugin %r failed to load: %s", name, error)
+        self.failures.append(PluginFailure(name, error))
 
     def _load_entry_points(self) -> None:
         allowed = _allowed_entry_points()
+        installed = set()
         for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            installed.add(entry_point.name)
             if allowed is not None and entry_point.name not in allowed:
                 continue
             if entry_point.name in self.info:
-                self.failures.append(
-                    PluginFailure(entry_point.name, "a plugin of that name is already loaded")
-                )
-                continue
-            try:
-                plugin = entry_point.load()
-            except Exception as exc:  # a broken plugin must not stop runs that don't need it
-                logger.warning("plugin %r failed to load: %s: %s", entry_point.name, type(exc).__name__, exc)
-                self.failures.append(PluginFailure(entry_point.name, f"{type(exc).__name__}: {exc}"))
+                self.fail(entry_point.name, "a plugin of that name is already loaded")
                 continue
             dist = entry_point.dist
-            self._add(
-                plugin,
-                PluginInfo(
-                    entry_point.name,
-                    dist.metadata["Name"] if dist else "?",
-                    dist.version if dist else "?",
-                ),
-            )
+            info = PluginInfo(entry_point.name, dist.metadata["Name"] if dist else "?", dist.version if dist else "?")
+            try:
+                self._add(entry_point.load(), info)
+            except Exception as exc:  # a broken plugin must not stop runs that don't need it
+                self.fail(entry_point.name, f"{type(exc).__name__}: {exc}")
+        for name in sorted((allowed or set()) - installed):
+            self.fail(name, f"no installed plugin has that name (named in {PLUGINS_ENV})")
 
     @classmethod
     def load(cls) -> Plugins:

@@ -105,6 +105,8 @@ def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None
 
             tasks = load_tasks(config)
             shared = Shared(config, run_dir)
+            for failure in shared.registry.plugins.failures:
+                console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
             shared.check_task_tools(tasks)
             session = Session(config, run_dir, log, console, record.overrides, multi=len(tasks) > 1 or config.run.repeats > 1)
             session.stop = stop

@@ -1,7 +1,8 @@
-"""Run candidate code against a case table in a separate, locked-down interpreter."""
+"""Run candidate code against a case table or a pytest file in a separate, locked-down interpreter."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -16,6 +17,8 @@ from typing import Any
 
 CHILD = Path(__file__).with_name("sandbox_child.py")
 SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL")
+REPORT_WINDOW_BYTES = 256 * 1024
+"""How much of the end of the output is searched for the child's result line."""
 
 
 @dataclass
@@ -30,13 +33,11 @@ class Limits:
     output_tail_chars: int = 2000
 
 
-def _tail(path: Path, chars: int) -> str:
+def _read_end(path: Path, size: int) -> str:
     with path.open("rb") as handle:
         handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - chars * 4))
-        text = handle.read().decode("utf-8", "replace")
-    return text[-chars:]
+        handle.seek(max(0, handle.tell() - size))
+        return handle.read().decode("utf-8", "replace")
 
 
 def _describe_signal(number: int) -> str:
@@ -49,6 +50,14 @@ def _describe_signal(number: int) -> str:
     return reasons.get(number, signal.Signals(number).name)
 
 
+def pytest_path() -> str | None:
+    """The directory pytest is imported from (its site-packages), or None if it is not installed."""
+    spec = importlib.util.find_spec("pytest")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(Path(next(iter(spec.submodule_search_locations))).parent)
+
+
 def run_cases(code: str, function: str, cases: list[dict[str, Any]], limits: Limits) -> dict[str, Any]:
     """Run ``function`` from ``code`` on each case; return a structured result.
 
@@ -56,20 +65,36 @@ def run_cases(code: str, function: str, cases: list[dict[str, Any]], limits: Lim
     ``killed`` (a reason or null), ``exit_code``, ``duration_s`` and
     ``output_tail`` (the last characters of the combined output).
     """
+    return _run({"mode": "cases", "code": code, "function": function, "cases": cases}, limits)
+
+
+def run_pytest(code: str, module: str, test_name: str, test_source: str, limits: Limits) -> dict[str, Any]:
+    """Save ``code`` as ``<module>.py``, run the pytest file ``test_name`` against it; same result as ``run_cases``.
+
+    pytest's own site-packages is exposed read-only inside the sandbox and put on its ``sys.path``.
+    """
+    site = pytest_path()
+    if site is None:
+        raise RuntimeError("pytest is not installed, so a pytest file cannot be run")
+    request = {
+        "mode": "pytest",
+        "code": code,
+        "module": module,
+        "test_name": test_name,
+        "test_source": test_source,
+        "import_paths": [site],
+    }
+    return _run(request, limits)
+
+
+def _run(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
     nonce = secrets.token_hex(8)
     with tempfile.TemporaryDirectory(prefix="rubric-sandbox-") as scratch:
         scratch_dir = Path(scratch)
         workdir = scratch_dir / "work"
         workdir.mkdir()
         os.chmod(workdir, 0o777)
-        request = {
-            "code": code,
-            "function": function,
-            "cases": cases,
-            "nonce": nonce,
-            "workdir": str(workdir),
-            **asdict(limits),
-        }
+        request = {**request, "nonce": nonce, "workdir": str(workdir), **asdict(limits)}
         env = {key: os.environ[key] for key in SAFE_ENV_KEYS if key in os.environ}
         out_path = scratch_dir / "output.txt"
         started = time.monotonic()
@@ -91,14 +116,14 @@ def run_cases(code: str, function: str, cases: list[dict[str, Any]], limits: Lim
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         duration = round(time.monotonic() - started, 3)
-        tail = _tail(out_path, limits.output_tail_chars)
+        output_end = _read_end(out_path, REPORT_WINDOW_BYTES)
         flooded = out_path.stat().st_size >= limits.file_size_mb * 1024 * 1024
-    return _interpret(process.returncode, tail, nonce, timed_out, flooded, duration, limits)
+    return _interpret(process.returncode, output_end, nonce, timed_out, flooded, duration, limits)
 
 
 def _interpret(
     returncode: int,
-    tail: str,
+    output_end: str,
     nonce: str,
     timed_out: bool,
     flooded: bool,
@@ -106,11 +131,13 @@ def _interpret(
     limits: Limits,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"ok": False, "passed": [], "failures": []}
-    marker = tail.rfind(nonce)
-    if marker >= 0 and not timed_out:
-        line = tail[marker + len(nonce) :].splitlines()[0]
-        result.update(json.loads(line))
-        tail = tail[:marker].rstrip("\n")
+    marker = -1 if timed_out else output_end.rfind(nonce)
+    if marker >= 0:
+        try:
+            result.update(json.loads(output_end[marker + len(nonce) :].splitlines()[0]))
+            output_end = output_end[:marker].rstrip("\n")
+        except (IndexError, json.JSONDecodeError):
+            marker = -1
     killed = None
     if timed_out:
         killed = f"wall-clock limit of {limits.wall_seconds}s exceeded"
@@ -126,6 +153,6 @@ def _interpret(
         killed=killed,
         exit_code=returncode,
         duration_s=duration,
-        output_tail=tail,
+        output_tail=output_end[-limits.output_tail_chars :],
     )
     return result

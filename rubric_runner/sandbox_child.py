@@ -1,8 +1,9 @@
 """Runs inside the sandbox: isolate, drop privileges, then test candidate code.
 
-Started by ``sandbox.py`` as ``python -I sandbox_child.py`` with a JSON request
-on stdin. Uses the standard library only. Prints one result line tagged with
-the request's nonce on stdout.
+Started by ``sandbox.py`` as ``python -I -S sandbox_child.py`` with a JSON
+request on stdin. Uses the standard library only (and pytest, from the
+request's ``import_paths``, in pytest mode). Prints one result line tagged
+with the request's nonce on stdout.
 """
 
 import ctypes
@@ -15,46 +16,52 @@ import traceback
 
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 0x1, 0x2, 0x4, 0x20, 0x1000
-MS_REC, MS_PRIVATE, MNT_DETACH = 0x4000, 0x40000, 0x2
+MS_REC, MS_PRIVATE = 0x4000, 0x40000
 PR_SET_PDEATHSIG = 1
 NOBODY = 65534
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+MAX_FAILURES, MAX_MESSAGE_CHARS = 50, 500
 
 
-def _isolate(libc):
+def _isolate(libc, exposed):
     """New network, mount and pid namespaces; fresh tmpfs over every shared scratch dir."""
     if libc.unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID) != 0:
         return False
     libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-    for path in WORLD_WRITABLE:
-        if os.path.isdir(path):
-            libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64m,mode=1777")
-    _expose_stdlib(libc)
+    covered = [path for path in WORLD_WRITABLE if os.path.isdir(path)]
+    _cover_and_expose(libc, covered, [sys.base_prefix, *exposed])
     return True
 
 
-def _expose_stdlib(libc):
-    """Let the unprivileged user import the standard library when it lives under a private dir.
-
-    The first ancestor of the interpreter's prefix that others cannot enter
-    (e.g. /root) is covered by an empty tmpfs, and the prefix alone is bound
-    back into it, read-only. Everything else in that private dir stays hidden.
-    """
-    prefix = sys.base_prefix
-    parts = prefix.strip("/").split("/")
+def _private_ancestor(path):
+    """The first ancestor of ``path`` that others cannot enter (e.g. /root), or None."""
+    parts = path.strip("/").split("/")
     ancestors = ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
-    blocked = next((path for path in ancestors if not os.stat(path).st_mode & 0o001), None)
-    if blocked is None:
-        return
-    staging = "/tmp/.stdlib"
-    os.makedirs(staging)
-    libc.mount(prefix.encode(), staging.encode(), None, MS_BIND | MS_REC, None)
-    libc.mount(b"tmpfs", blocked.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
-    os.makedirs(prefix)
-    libc.mount(staging.encode(), prefix.encode(), None, MS_BIND | MS_REC, None)
-    libc.mount(None, prefix.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
-    libc.umount2(staging.encode(), MNT_DETACH)
-    os.rmdir(staging)
+    return next((ancestor for ancestor in ancestors if not os.stat(ancestor).st_mode & 0o001), None)
+
+
+def _cover_and_expose(libc, covered, needed):
+    """Cover ``covered`` with empty tmpfs, then let the unprivileged user read ``needed`` (stdlib, pytest).
+
+    The private ancestors of the needed paths (e.g. /root) are covered too.
+    Needed paths that end up hidden (say a venv under /tmp or /root) are
+    bound back read-only, from a handle opened before covering; everything
+    else under the covered dirs stays hidden.
+    """
+    needed = [p for p in dict.fromkeys(needed) if not any(p.startswith(q + "/") for q in needed)]
+    handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in needed if os.path.isdir(path)}
+    private = [ancestor for path in needed if (ancestor := _private_ancestor(path))]
+    for path in covered:
+        libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64m,mode=1777")
+    for path in dict.fromkeys(private):
+        libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=0755")
+    hiding = [*covered, *private]
+    for path, handle in handles.items():
+        if any(path.startswith(top + "/") for top in hiding):
+            os.makedirs(path, exist_ok=True)
+            libc.mount(f"/proc/self/fd/{handle}".encode(), path.encode(), None, MS_BIND | MS_REC, None)
+            libc.mount(None, path.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
+        os.close(handle)
 
 
 def _limit(request):
@@ -80,15 +87,28 @@ def _drop_privileges(workdir):
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir
 
 
+def _clip(text):
+    text = str(text)
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + "..."
+
+
+def _report(passed, failures):
+    """The result: failure messages clipped and capped, so the report line stays small."""
+    shown = [_clip(failure) for failure in failures[:MAX_FAILURES]]
+    if len(failures) > MAX_FAILURES:
+        shown.append(f"... and {len(failures) - MAX_FAILURES} more failures")
+    return {"ok": not failures, "passed": passed, "failures": shown}
+
+
 def _run_cases(request):
     namespace = {"__name__": "candidate"}
     try:
         exec(compile(request["code"], "<candidate>", "exec"), namespace)
     except BaseException as exc:  # noqa: BLE001 - any failure of candidate code is a result
-        return {"ok": False, "passed": [], "failures": [f"Failed to execute code: {type(exc).__name__}: {exc}"]}
+        return _report([], [f"Failed to execute code: {type(exc).__name__}: {exc}"])
     function = namespace.get(request["function"])
     if not callable(function):
-        return {"ok": False, "passed": [], "failures": [f"Function {request['function']} is not defined"]}
+        return _report([], [f"Function {request['function']} is not defined"])
     passed, failures = [], []
     for case in request["cases"]:
         try:
@@ -99,7 +119,58 @@ def _run_cases(request):
                 failures.append(f"{case['name']}: expected {case['expected']!r}, got {actual!r}")
         except BaseException as exc:  # noqa: BLE001
             failures.append(f"{case['name']}: {type(exc).__name__}: {exc}")
-    return {"ok": not failures, "passed": passed, "failures": failures}
+    return _report(passed, failures)
+
+
+class _PytestCollector:
+    """A pytest plugin that keeps each test's outcome."""
+
+    def __init__(self):
+        self.passed, self.failures = [], []
+
+    @staticmethod
+    def _message(report):
+        crash = getattr(report.longrepr, "reprcrash", None)
+        if crash is not None:
+            return crash.message.splitlines()[0]
+        lines = [line for line in str(report.longrepr).splitlines() if line.strip()]
+        return lines[-1].lstrip("E ") if lines else "failed"
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.failures.append(f"collecting {report.nodeid or 'tests'}: {self._message(report)}")
+
+    def pytest_runtest_logreport(self, report):
+        name = report.nodeid.split("::", 1)[-1]
+        if report.when == "call" and report.passed:
+            self.passed.append(name)
+        elif report.failed:
+            stage = "" if report.when == "call" else f" (in {report.when})"
+            self.failures.append(f"{name}{stage}: {self._message(report)}")
+
+
+def _run_pytest(request):
+    """Save the candidate as ``<module>.py`` beside the test file and run pytest on that file."""
+    with open(f"{request['module']}.py", "w", encoding="utf-8") as handle:
+        handle.write(request["code"])
+    with open(request["test_name"], "w", encoding="utf-8") as handle:
+        handle.write(request["test_source"])
+    with open("pytest.ini", "w", encoding="utf-8") as handle:
+        handle.write("[pytest]\n")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    sys.path[:0] = [os.getcwd()]
+    sys.path.extend(request["import_paths"])
+    import pytest
+
+    collector = _PytestCollector()
+    args = [request["test_name"], "-q", "--tb=short", "-p", "no:cacheprovider"]
+    code = pytest.main(args, plugins=[collector])
+    failures = list(collector.failures)
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        failures.append("pytest collected no tests")
+    elif code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not failures:
+        failures.append(f"pytest ended with {pytest.ExitCode(code).name}")
+    return _report(collector.passed, failures)
 
 
 def _grandchild(request, libc, isolated):
@@ -110,9 +181,9 @@ def _grandchild(request, libc, isolated):
     _drop_privileges(workdir)
     _limit(request)
     try:
-        result = _run_cases(request)
+        result = _run_pytest(request) if request["mode"] == "pytest" else _run_cases(request)
     except BaseException:  # noqa: BLE001
-        result = {"ok": False, "passed": [], "failures": [traceback.format_exc(limit=3)]}
+        result = _report([], [traceback.format_exc(limit=3)])
     result["isolated"] = isolated
     sys.stdout.write(f"\n{request['nonce']}{json.dumps(result, default=repr)}\n")
     sys.stdout.flush()
@@ -122,7 +193,7 @@ def _grandchild(request, libc, isolated):
 def main():
     request = json.loads(sys.stdin.read())
     libc = ctypes.CDLL(None, use_errno=True)
-    isolated = os.getuid() == 0 and _isolate(libc)
+    isolated = os.getuid() == 0 and _isolate(libc, request.get("import_paths", []))
     pid = os.fork()
     if pid == 0:
         _grandchild(request, libc, isolated)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools import tool as as_tool
@@ -12,7 +13,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .config import ConfigError
 from .context import current_task
-from .plugins import Plugins
+from .plugins import PLUGINS_ENV, Plugins
 
 
 @dataclass(frozen=True)
@@ -39,18 +40,27 @@ class ToolRegistry:
         self.entries: dict[str, ToolEntry] = {}
         for impl in plugins.manager.hook.register_tools.get_hookimpls():
             info = plugins.info[impl.plugin_name]
-            impl.function(register=self._registrar(info))
+            registered: dict[str, ToolEntry] = {}
+            try:
+                impl.function(register=self._registrar(info, registered))
+            except Exception as exc:  # one plugin's bad registration must not stop the others
+                plugins.fail(info.name, f"register_tools failed: {type(exc).__name__}: {exc}")
+                continue
+            self.entries.update(registered)
 
-    def _registrar(self, info):
+    @staticmethod
+    def _registrar(info, registered: dict[str, ToolEntry]):
         def register(tool: Any, name: str | None = None) -> None:
             if not isinstance(tool, BaseTool):
                 if not callable(tool):
-                    raise TypeError(f"plugin {info.name!r} registered {tool!r}, which is not a tool")
+                    raise TypeError(f"{tool!r} is not a tool")
                 tool = as_tool(tool)
-            entry = ToolEntry(name or tool.name, tool, info.name, info.package, info.version)
-            if entry.qualified_name in self.entries:
-                raise ValueError(f"plugin {info.name!r} registered tool {entry.name!r} twice")
-            self.entries[entry.qualified_name] = entry
+            if name and name != tool.name:
+                tool = tool.model_copy(update={"name": name})
+            entry = ToolEntry(tool.name, tool, info.name, info.package, info.version)
+            if entry.qualified_name in registered:
+                raise ValueError(f"tool {entry.name!r} registered twice")
+            registered[entry.qualified_name] = entry
 
         return register
 
@@ -58,24 +68,34 @@ class ToolRegistry:
         """The entry for ``name`` (bare or ``plugin/tool``); ``key`` names the config key."""
         if name in self.entries:
             return self.entries[name]
-        matches = [entry for entry in self.entries.values() if entry.name == name]
+        matches = sorted((entry for entry in self.entries.values() if entry.name == name), key=lambda e: e.plugin)
         if len(matches) == 1:
             return matches[0]
         if matches:
             names = " or ".join(entry.qualified_name for entry in matches)
             plugins = " and ".join(repr(entry.plugin) for entry in matches)
-            raise ConfigError(key, f"tool {name!r} is provided by plugins {plugins}", f"name it as {names}")
+            parent = key.rsplit(".", 1)[0]
+            example = f"~{key} '+{parent}={{{matches[0].qualified_name}: {{...}}}}'"
+            raise ConfigError(
+                key, f"tool {name!r} is provided by plugins {plugins}", f"name it as {names}, e.g. {example}"
+            )
         known = ", ".join(sorted({entry.name for entry in self.entries.values()})) or "none"
-        raise ConfigError(key, f"unknown tool {name!r}", f"available tools: {known}; see `rubric-runner tools`")
+        allowed = os.environ.get(PLUGINS_ENV)
+        hint = f"; {PLUGINS_ENV}={allowed!r} limits which plugins load" if allowed is not None else ""
+        raise ConfigError(
+            key, f"unknown tool {name!r}", f"available tools: {known}; install the plugin that provides it{hint}"
+        )
 
     def resolve(self, spec: Mapping[str, Any], role: str) -> list[BaseTool]:
         """Tools for ``{name: settings}`` from config, each with its settings bound."""
-        tools = []
+        tools: dict[str, BaseTool] = {}
         for name, settings in spec.items():
             key = f"{role}.tools.{name}"
             entry = self.find(name, key)
-            tools.append(bind_settings(entry.tool, dict(settings or {}), key))
-        return tools
+            if entry.name in tools:
+                raise ConfigError(key, f"{role} already has a tool named {entry.name!r}", "give it only one of them")
+            tools[entry.name] = bind_settings(entry.tool, dict(settings or {}), key)
+        return list(tools.values())
 
 
 def tool_settings(tool: BaseTool) -> dict[str, Any]:
@@ -93,10 +113,12 @@ def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> dic
         if name not in fields:
             allowed = ", ".join(sorted(fields)) or "none"
             raise ConfigError(f"{key}.{name}", f"tool {tool.name!r} has no setting {name!r}", f"settings: {allowed}")
+        field = fields[name]
+        annotation = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
         try:
-            checked[name] = TypeAdapter(fields[name].annotation).validate_python(value)
+            checked[name] = TypeAdapter(annotation).validate_python(value)
         except ValidationError as exc:
-            problem = exc.errors()[0]["msg"]
+            problem = exc.errors()[0]["msg"].removeprefix("Value error, ")
             raise ConfigError(f"{key}.{name}", f"{problem}, got {value!r}", "fix the setting's value") from None
     return checked
 

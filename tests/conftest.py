@@ -20,15 +20,17 @@ from rubric_runner.runner import run
 register_configs()
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+BUNDLED_PLUGINS = "syllables,textstats"
+"""The plugins shipped in plugins/ (installed by scripts/setup): the haiku and summary rubrics use them."""
 
 
 @pytest.fixture(autouse=True)
 def offline_env(monkeypatch):
-    """No provider keys and no stray entry-point plugins unless a test asks for them."""
+    """No provider keys, and only the bundled entry-point plugins unless a test asks for others."""
     for names in API_KEY_ENV.values():
         for name in names:
             monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "")
+    monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", BUNDLED_PLUGINS)
 
 
 def compose_config(overrides: list[str] | None = None):
@@ -72,7 +74,7 @@ def read_events(run_dir: Path) -> list[dict[str, Any]]:
 
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """``python -m rubric_runner ARGS`` in a real subprocess."""
-    full_env = {**os.environ, "RUBRIC_RUNNER_PLUGINS": "", **(env or {})}
+    full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "rubric_runner", *args],
         cwd=cwd,

@@ -1,0 +1,83 @@
+"""``rubric-runner tools`` and ``rubric-runner plugins``: what is installed and where it came from."""
+
+from __future__ import annotations
+
+import sys
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+
+USAGE = {
+    "tools": "usage: rubric-runner tools\n"
+    "Lists every tool the loaded plugins register: name, plugin, package, description, settings.",
+    "plugins": "usage: rubric-runner plugins\n"
+    "Lists the loaded plugins with their packages and versions, and the plugins that failed to load.",
+}
+
+
+def _check_args(command: str, argv: list[str]) -> int | None:
+    """An exit code if ``argv`` asks for help or is not empty, else None."""
+    if argv in (["-h"], ["--help"]):
+        print(USAGE[command])
+        return 0
+    if argv:
+        print(f"rubric-runner {command}: unexpected arguments {' '.join(argv)}\n{USAGE[command]}", file=sys.stderr)
+        return 2
+    return None
+
+
+def _type_name(annotation: Any) -> str:
+    """A short, readable type (``list[int] | None``), constraints left out."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _type_name(args[0])
+    if origin in (Union, UnionType):
+        return " | ".join(_type_name(arg) for arg in args)
+    if origin is not None and args:
+        inner = ", ".join("..." if arg is Ellipsis else _type_name(arg) for arg in args)
+        return f"{getattr(origin, '__name__', origin)}[{inner}]"
+    return "None" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
+
+
+def tools(argv: list[str]) -> int:
+    """Print every available tool, with its settings (the config keys it takes)."""
+    if (code := _check_args("tools", argv)) is not None:
+        return code
+    from .plugins import Plugins
+    from .tools import ToolRegistry, tool_settings
+
+    registry = ToolRegistry(Plugins())
+    entries = sorted(registry.entries.values(), key=lambda entry: (entry.name, entry.plugin))
+    names = [entry.name for entry in entries]
+    for entry in entries:
+        shared = names.count(entry.name) > 1
+        label = f"{entry.qualified_name}  (name shared with another plugin)" if shared else entry.name
+        print(f"{label}\n  plugin {entry.plugin}, package {entry.package} {entry.version}")
+        for line in entry.tool.description.strip().split("\n\n", 1)[0].splitlines():
+            print(f"  {line.strip()}")
+        settings = tool_settings(entry.tool)
+        if settings:
+            print("  settings:")
+        for name, field in settings.items():
+            default = "required" if field.is_required() else f"default {field.default!r}"
+            about = f" - {field.description}" if field.description else ""
+            print(f"    {name}: {_type_name(field.annotation)} ({default}){about}")
+    if not entries:
+        print("no tools: no plugin registered any")
+    return 0
+
+
+def plugins(argv: list[str]) -> int:
+    """Print the loaded plugins with their packages and versions, then any that failed."""
+    if (code := _check_args("plugins", argv)) is not None:
+        return code
+    from .plugins import Plugins
+    from .tools import ToolRegistry
+
+    loaded = Plugins()
+    ToolRegistry(loaded)  # a plugin whose register_tools fails shows up among the failures
+    width = max(len(name) for name in loaded.info)
+    for info in loaded.info.values():
+        print(f"{info.name:<{width}}  {info.package} {info.version}")
+    for failure in loaded.failures:
+        print(f"{failure.name:<{width}}  FAILED: {failure.error}")
+    return 0

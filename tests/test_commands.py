@@ -1,0 +1,53 @@
+"""``rubric-runner tools`` and ``rubric-runner plugins``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from rubric_runner import commands
+
+
+def test_tools_console_script_lists_every_tool_with_its_origin_and_settings(tmp_path):
+    script = Path(sys.executable).with_name("rubric-runner")
+    proc = subprocess.run([str(script), "tools"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "run_test_suite\n  plugin builtin_tools, package rubric_runner 0.1.0\n  Run the task's test suite" in out
+    assert "    suite: Path | None (default None) - a YAML case table" in out
+    assert "    cases: list[dict[str, Any]] | None (default None) - inline case table" in out
+    assert "    wall_seconds: float (default 10.0) - wall-clock limit" in out
+    assert "count_syllables\n  plugin syllables, package rubric_runner_syllables 0.1.0\n  Count the lines of a poem" in out
+    assert "    pattern: list[int] | None (default None) - expected syllables per line" in out
+    assert "text_stats\n  plugin textstats, package rubric_runner_textstats 0.1.0" in out
+    assert "    required_terms: list[str] | None (default None) - terms the text must mention" in out
+    assert proc.stderr == ""
+
+
+def test_plugins_lists_loaded_plugins_with_versions(capsys):
+    assert commands.plugins([]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert lines == [
+        "builtin_tools rubric_runner 0.1.0",
+        "syllables rubric_runner_syllables 0.1.0",
+        "textstats rubric_runner_textstats 0.1.0",
+    ]
+
+
+def test_help_and_bad_arguments(capsys):
+    assert commands.tools(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: rubric-runner tools")
+    assert commands.plugins(["--verbose"]) == 2
+    assert "rubric-runner plugins: unexpected arguments --verbose" in capsys.readouterr().err
+
+
+def test_listing_imports_no_agent_or_provider_code():
+    code = (
+        "import sys\nfrom rubric_runner import cli\nsys.argv = ['rubric-runner', 'tools']\n"
+        "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('deepagents', 'langgraph', 'langchain_anthropic') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[]"
