@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .config import Config
+from .grading import grader_middleware
 from .models import build_chat_model
 from .tools import ToolRegistry
 
@@ -32,6 +33,7 @@ def build_agent(
             model=grader,
             system_prompt=config.grader.system_prompt,
             tools=grader_tools,
+            grader_middleware=grader_middleware(config.grader),
             max_iterations=config.grader.max_iterations,
             on_evaluation=on_evaluation,
         )

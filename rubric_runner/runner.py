@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 from .config import Config, ConfigError, validate
 from .console import Console
 from .models import is_scripted
-from .runlog import CONFIG_ERROR_EXIT, EXIT_CODES, EventLog, RunResult, write_json, write_result
+from .runlog import CONFIG_ERROR_EXIT, EXIT_CODES, EventLog, RunResult, redact_override, scrub_sqlite, write_json, write_result
 
 RESULT_FILE = "result.json"
 EVENTS_FILE = "events.jsonl"
@@ -33,7 +33,9 @@ def _describe(config: Config, result: RunResult) -> None:
         getattr(result, role).update(
             model=node.model, scripted=is_scripted(node), tools=sorted(node.tools)
         )
-    result.grader["max_iterations"] = config.grader.max_iterations
+    grader = config.grader
+    result.grader.update(max_iterations=grader.max_iterations, max_model_calls=grader.max_model_calls,
+                         structured_output=grader.structured_output)
     result.rubric.update(name=config.rubric.name, text=config.rubric.text, task=config.rubric.task)
     result.tags = list(config.tags)
 
@@ -47,8 +49,11 @@ def _checkpointer(kind: str, run_dir: Path):
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    with SqliteSaver.from_conn_string(str(run_dir / CHECKPOINT_FILE)) as saver:
-        yield saver
+    try:
+        with SqliteSaver.from_conn_string(str(run_dir / CHECKPOINT_FILE)) as saver:
+            yield saver
+    finally:
+        scrub_sqlite(run_dir / CHECKPOINT_FILE)
 
 
 def _final_answer(messages: list[Any]) -> str | None:
@@ -92,7 +97,7 @@ def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None
     """Run one rubric loop; write ``result.json``, ``events.jsonl`` and ``transcript.json``."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    result = RunResult(overrides=list(overrides or []), run_dir=str(run_dir), started_at=_now())
+    result = RunResult(overrides=[redact_override(o) for o in overrides or []], run_dir=str(run_dir), started_at=_now())
     console = Console(enabled=bool(cfg.get("run", {}).get("console", True)))
     started = time.monotonic()
     with EventLog(run_dir / EVENTS_FILE) as log:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools import tool as as_tool
@@ -92,7 +92,9 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> BaseToo
             allowed = ", ".join(sorted(fields)) or "none"
             raise ConfigError(f"{key}.{name}", f"tool {tool.name!r} has no setting {name!r}", f"settings: {allowed}")
         try:
-            settings[name] = TypeAdapter(fields[name].annotation).validate_python(value)
+            field = fields[name]
+            annotation = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+            settings[name] = TypeAdapter(annotation).validate_python(value)
         except ValidationError as exc:
             problem = exc.errors()[0]["msg"]
             raise ConfigError(f"{key}.{name}", f"{problem}, got {value!r}", "fix the setting's value") from None
