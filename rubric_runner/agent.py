@@ -9,6 +9,7 @@ from typing import Any
 
 from .config import Config
 from .dataset import Task
+from .grading import grader_middleware
 from .models import build_chat_model, split_model
 from .plugins import Plugins
 from .tools import ToolRegistry, validate_settings
@@ -68,6 +69,7 @@ class Shared:
                 model=self.grader_model,
                 system_prompt=self.config.grader.system_prompt,
                 tools=self.grader_tools,
+                grader_middleware=grader_middleware(self.config.grader),
                 max_iterations=self.config.grader.max_iterations,
                 on_evaluation=on_evaluation,
             )

@@ -60,7 +60,7 @@ class SQLiteResponseCache(BaseCache):
         self.hits = 0
         self.misses = 0
         connection = self._connect()
-        if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        if connection.execute("PRAGMA journal_mode").fetchall()[0][0] != "wal":
             connection.execute("PRAGMA journal_mode=WAL")
         connection.execute(SCHEMA)
 
@@ -79,16 +79,18 @@ class SQLiteResponseCache(BaseCache):
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         """The cached generations for this request, or None."""
-        row = self._connect().execute(
+        # fetchall ends the read at once: a read left open would make the next write on this
+        # connection fail with "database is locked" when another process wrote in between
+        rows = self._connect().execute(
             "SELECT value FROM responses WHERE key = ?", (cache_key(prompt, llm_string, self._repeat()),)
-        ).fetchone()
+        ).fetchall()
         with self._lock:
-            if row is None:
+            if not rows:
                 self.misses += 1
                 return None
             self.hits += 1
         generations = []
-        for stored in json.loads(row[0]):
+        for stored in json.loads(rows[0][0]):
             (message,) = messages_from_dict([stored["message"]])
             message.response_metadata = {**message.response_metadata, "cache_hit": True}
             generations.append(ChatGeneration(message=message, generation_info=stored["generation_info"]))
@@ -107,4 +109,4 @@ class SQLiteResponseCache(BaseCache):
 
     def entries(self) -> int:
         """How many responses are stored."""
-        return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        return self._connect().execute("SELECT COUNT(*) FROM responses").fetchall()[0][0]

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import traceback
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from . import sweep
 from .config import CONF_DIR, register_configs
-from .runlog import CONFIG_ERROR_EXIT
+from .hydra_errors import describe
+from .runlog import CONFIG_ERROR_EXIT, config_secrets, redact, scrub_text_file, secret_values
 
 register_configs()
 _job_started = False
@@ -38,7 +42,9 @@ def hydra_app(cfg: DictConfig) -> int:
     from .runner import run
 
     hydra_cfg = HydraConfig.get()
-    result = run(cfg, hydra_cfg.runtime.output_dir, list(hydra_cfg.overrides.task))
+    overrides = list(hydra_cfg.overrides.task)
+    _scrub_saved_config(hydra_cfg, cfg, overrides)
+    result = run(cfg, hydra_cfg.runtime.output_dir, overrides)
     if hydra_cfg.mode == RunMode.RUN:
         sys.exit(result.exit_code)
     if result.status == "interrupted":
@@ -46,12 +52,28 @@ def hydra_app(cfg: DictConfig) -> int:
     return result.exit_code
 
 
-def run_hydra() -> None:
-    """Run the Hydra app; a config Hydra rejects before any job starts exits with 2.
+def _scrub_saved_config(hydra_cfg: Any, cfg: DictConfig, overrides: list[str]) -> None:
+    """Hydra saved the config and overrides before the job ran: take any secret back out of them."""
+    secrets = [*config_secrets(OmegaConf.to_container(cfg, resolve=False), overrides), *secret_values()]
+    paths = []
+    if hydra_cfg.output_subdir:
+        paths += Path(hydra_cfg.runtime.output_dir, hydra_cfg.output_subdir).glob("*.yaml")
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        paths.append(Path(hydra_cfg.sweep.dir, "multirun.yaml"))
+    for path in paths if secrets else []:
+        if path.is_file():
+            scrub_text_file(path, secrets)
 
-    A sweep exits with ``sweep.finish()``'s code, its summary written even when a job failed
-    (Hydra's sweeper then re-raises the job's exception and skips ``on_multirun_end``).
+
+def run_hydra() -> None:
+    """Run the Hydra app; a command line Hydra rejects before any job starts exits with 2 and one line.
+
+    ``HYDRA_FULL_ERROR=1`` prints the full trace before that line. A sweep exits with
+    ``sweep.finish()``'s code, its summary written even when a job failed (Hydra's sweeper then
+    re-raises the job's exception and skips ``on_multirun_end``).
     """
+    previous = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra then raises its errors instead of printing them
     try:
         hydra_app()
     except SystemExit as exc:
@@ -66,6 +88,23 @@ def run_hydra() -> None:
         if sweep_code is None:
             raise
         raise SystemExit(sweep_code) from None
+    except Exception as exc:
+        sweep_code = sweep.finish()
+        if sweep_code is not None:  # a job's exception, re-raised by the basic sweeper after the batch
+            traceback.print_exc()
+            raise SystemExit(sweep_code) from None
+        if _job_started:
+            raise
+        if previous == "1":
+            traceback.print_exc()
+        args = sys.argv[1:]
+        print(f"error: {redact(describe(exc, args), [*config_secrets(None, args), *secret_values()])}", file=sys.stderr)
+        raise SystemExit(CONFIG_ERROR_EXIT) from None
+    finally:
+        if previous is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = previous
     sweep_code = sweep.finish()
     if sweep_code is not None:
         sys.exit(sweep_code)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, get_type_hints
+from urllib.parse import urlsplit
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -62,8 +63,14 @@ class GraderConfig(ModelConfig):
 
     # grading passes per rubric attempt; a positive integer
     max_iterations: int = 3
+    # cap on the grader's model calls in one grading pass (evidence tool calls and retries of a
+    # malformed verdict included); going over ends the run as grader_error
+    max_model_calls: int = 10
     # grading instructions; null uses the library's built-in grader prompt
     system_prompt: Optional[str] = None
+    # how the verdict comes back: auto (LangChain picks from the model profile), tool (a forced
+    # GraderResponse tool call) or provider (the provider's native JSON-schema output)
+    structured_output: str = "auto"
 
 
 @dataclass
@@ -144,11 +151,54 @@ def register_configs() -> None:
 
 
 CHECKPOINTERS = ("sqlite", "memory")
+STRUCTURED_OUTPUT = ("auto", "tool", "provider")
 SECRET_WORDS = ("api_key", "apikey", "secret", "password", "access_token", "authorization")
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether a config key's name says its value is a credential."""
+    return any(word in str(name).lower() for word in SECRET_WORDS)
+
+
+def secret_entries(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """``(full key, value)`` of each secret-named entry anywhere in ``data`` (plain dicts and lists)."""
+    if isinstance(data, list):
+        return [entry for index, item in enumerate(data) for entry in secret_entries(item, f"{prefix}[{index}]")]
+    if not isinstance(data, dict):
+        return []
+    found = []
+    for key, value in data.items():
+        full = f"{prefix}.{key}" if prefix else str(key)
+        found += [(full, value)] if is_secret_key(key) else secret_entries(value, full)
+    return found
+
+
+def _unknown_keys(node: DictConfig, schema: type, prefix: str = "") -> list[tuple[str, list[str]]]:
+    """``(key, known keys)`` for each key of the resolved ``node`` that the dataclass ``schema`` lacks."""
+    hints = get_type_hints(schema)
+    unknown = []
+    for key in node:
+        full = f"{prefix}.{key}" if prefix else str(key)
+        if key not in hints:
+            unknown.append((full, sorted(hints)))
+        elif is_dataclass(hints[key]):
+            unknown += _unknown_keys(node[key], hints[key], full)
+    return unknown
+
+
+def _check_base_url(url: Optional[str], key: str) -> None:
+    parts = urlsplit(url or "")
+    if url is not None and (parts.scheme not in ("http", "https") or not parts.hostname):
+        raise ConfigError(key, f"{url!r} is not an http(s) URL", f"e.g. {key}=http://127.0.0.1:8000/v1, or null")
 
 
 def validate(cfg: DictConfig) -> Config:
     """Resolve ``cfg`` against the schema and check what types cannot express."""
+    secret = secret_entries(OmegaConf.to_container(cfg, resolve=False))
+    if secret:
+        raise ConfigError(
+            secret[0][0], "secrets are not accepted in config", "set the provider's API key environment variable instead"
+        )
     try:
         typed = OmegaConf.get_type(cfg) is Config  # composed by Hydra with the schema already
         merged = cfg if typed else OmegaConf.merge(OmegaConf.structured(Config), cfg)
@@ -157,6 +207,10 @@ def validate(cfg: DictConfig) -> Config:
         key = getattr(exc, "full_key", None) or "config"
         message = str(exc).splitlines()[0]
         raise ConfigError(key, message, "fix the value or the override") from None
+    unknown = _unknown_keys(merged, Config)  # keys added with +KEY=VALUE that no schema declares
+    if unknown:
+        key, known = unknown[0]
+        raise ConfigError(key, "unknown key", f"known keys here: {', '.join(known)}")
     for role in ("worker", "grader"):
         node: ModelConfig = getattr(config, role)
         if ":" not in node.model or node.model.startswith(":") or node.model.endswith(":"):
@@ -165,13 +219,7 @@ def validate(cfg: DictConfig) -> Config:
                 f"{node.model!r} is not 'provider:model-id'",
                 f"e.g. {role}.model=anthropic:claude-haiku-4-5",
             )
-        for key in node.kwargs:
-            if any(word in key.lower() for word in SECRET_WORDS):
-                raise ConfigError(
-                    f"{role}.kwargs.{key}",
-                    "secrets are not accepted in config",
-                    "set the provider's API key environment variable instead",
-                )
+        _check_base_url(node.base_url, f"{role}.base_url")
         for name, settings in node.tools.items():
             if settings is not None and not isinstance(settings, dict):
                 raise ConfigError(
@@ -179,17 +227,22 @@ def validate(cfg: DictConfig) -> Config:
                     f"settings must be a mapping or null, got {type(settings).__name__}",
                     f"e.g. {role}.tools.{name}={{}}",
                 )
-    iterations = config.grader.max_iterations
-    if isinstance(iterations, bool) or iterations < 1:
-        raise ConfigError(
-            "grader.max_iterations",
-            f"must be a positive integer, got {iterations}",
-            "e.g. grader.max_iterations=3",
-        )
+    for key, example in (("max_iterations", 3), ("max_model_calls", 10)):
+        value = getattr(config.grader, key)
+        if isinstance(value, bool) or value < 1:
+            raise ConfigError(
+                f"grader.{key}", f"must be a positive integer, got {value}", f"e.g. grader.{key}={example}"
+            )
     required = ("text",) if config.rubric.dataset else ("task", "text")
     for key in required:
         if not str(getattr(config.rubric, key)).strip():
             raise ConfigError(f"rubric.{key}", "is empty", f"give rubric.{key} some text")
+    if config.grader.structured_output not in STRUCTURED_OUTPUT:
+        raise ConfigError(
+            "grader.structured_output",
+            f"unknown strategy {config.grader.structured_output!r}",
+            f"use one of {', '.join(STRUCTURED_OUTPUT)}",
+        )
     for key in ("concurrency", "repeats"):
         value = getattr(config.run, key)
         if isinstance(value, bool) or value < 1:

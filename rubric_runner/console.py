@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
+from .runlog import redact
+
 
 class Console:
     """Prints short lines: what is being graded, each verdict, failing criteria and gaps."""
@@ -16,7 +18,7 @@ class Console:
     def line(self, text: str) -> None:
         """Print one line, if the console is on."""
         if self.enabled:
-            print(text, file=self.stream, flush=True)
+            print(redact(text), file=self.stream, flush=True)
 
     def warning(self, text: str) -> None:
         """Something the user should know that does not stop the run, on stderr."""
@@ -61,6 +63,6 @@ class Console:
     def finish(self, status: str, iterations: int, run_dir: str, error: str | None = None) -> None:
         """The final status and where the record is."""
         if error:
-            print(f"error: {error}", file=sys.stderr, flush=True)
+            print(redact(f"error: {error}"), file=sys.stderr, flush=True)
         self.line(f"status: {status} after {iterations} grading iteration(s)")
         self.line(f"run dir: {run_dir}")

@@ -100,17 +100,23 @@ def build_chat_model(
     from langchain.chat_models import init_chat_model
 
     provider, model_id = split_model(node.model)
-    kwargs = {**apply_provider_profile(node.model), **client_kwargs(node), **extras}
+    profile = apply_provider_profile(node.model)
+    if provider == "openai" and node.base_url:
+        # OpenAI-compatible servers (vLLM, llama.cpp, LM Studio, ...) speak chat completions;
+        # kwargs.use_responses_api=true still selects the Responses API.
+        profile["use_responses_api"] = False
+    kwargs = {**profile, **client_kwargs(node), **extras}
     try:
         return init_chat_model(model_id, model_provider=provider, **kwargs)
     except ImportError as exc:
         extra = EXTRAS.get(provider)
         fix = f"pip install 'rubric_runner[{extra}]'" if extra else f"install {exc.name or 'the provider package'}"
         raise ConfigError(f"{role}.model", f"provider package for {provider!r} is missing", fix) from None
-    except ValueError as exc:
-        raise ConfigError(
-            f"{role}.model", str(exc).splitlines()[0], "use a provider init_chat_model knows"
-        ) from None
+    except ValueError as exc:  # an unknown provider, or settings the model class rejects
+        problem = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        known = "Supported model providers" in problem
+        fix = "use one of those providers, or scripted" if known else f"check {role}.model and its client settings"
+        raise ConfigError(f"{role}.model", problem, fix) from None
 
 
 def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None, extras: dict[str, Any]) -> BaseChatModel:

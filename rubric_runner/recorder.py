@@ -44,8 +44,10 @@ class Recorder(BaseCallbackHandler):
         return "grader" if GRADER_METADATA_KEY in (metadata or {}) else "worker"
 
     def on_chat_model_start(self, serialized, messages, *, run_id, metadata=None, **kwargs) -> None:
+        agent = self._agent(metadata)
         with self._lock:
-            self._agents[run_id] = self._agent(metadata)
+            self._agents[run_id] = agent
+        self.log.info("model_call_start", agent=agent)
 
     def on_llm_end(self, response, *, run_id, **kwargs) -> None:
         with self._lock:

@@ -6,14 +6,20 @@ import json
 import logging
 import os
 import re
+import sqlite3
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from .config import is_secret_key, secret_entries
+
 SCHEMA_VERSION = 1
 SECRET_ENV = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)$")
+MIN_SECRET_CHARS = 8
+REDACTED = "[REDACTED]"
 
 STATUSES = ("running", "satisfied", "max_iterations_reached", "failed", "grader_error", "error", "interrupted")
 TERMINAL_STATUSES = ("satisfied", "max_iterations_reached", "failed", "grader_error")
@@ -103,6 +109,10 @@ class RunResult:
         known["usage"] = {role: Usage(**counts) for role, counts in data.get("usage", {}).items()}
         return cls(**known)
 
+def secret_values() -> list[str]:
+    """Values of environment variables that look like secrets (long enough to matter)."""
+    return [value for name, value in os.environ.items() if SECRET_ENV.search(name) and len(value) >= MIN_SECRET_CHARS]
+
 
 def read_result(path: Path) -> RunResult | None:
     """The record in ``path``, or None when there is none (or it is unreadable)."""
@@ -117,15 +127,76 @@ _secrets: list[str] = []
 
 def refresh_secrets() -> None:
     """Read the values of environment variables that look like secrets (done as a run starts)."""
-    _secrets[:] = [value for name, value in os.environ.items() if SECRET_ENV.search(name) and len(value) >= 8]
+    _secrets[:] = secret_values()
 
 
-def redact(text: str) -> str:
-    """``text`` with every secret value from the environment replaced."""
-    for value in _secrets:
+def redact(text: str, secrets: list[str] | None = None) -> str:
+    """``text`` with every secret replaced: ``secrets``, or the environment's as the run started."""
+    for value in _secrets if secrets is None else secrets:
         if value in text:
-            text = text.replace(value, "[REDACTED]")
+            text = text.replace(value, REDACTED)
     return text
+
+
+def _override_parts(override: str) -> tuple[str, str | None]:
+    """``"+a.b=v"`` -> ``("a.b", "v")``; ``(key, None)`` for an override without a value."""
+    key, sep, value = override.partition("=")
+    return key.lstrip("+~"), value if sep else None
+
+
+def redact_override(override: str) -> str:
+    """A command-line override with the value of a secret-named key replaced."""
+    key, value = _override_parts(override)
+    if value is None or not is_secret_key(key.rsplit(".", 1)[-1]):
+        return override
+    return override[: len(override) - len(value)] + REDACTED
+
+
+def config_secrets(data: Any, overrides: list[str]) -> list[str]:
+    """Values of secret-named keys given in config (``data``: plain dicts and lists) or overrides."""
+    found = [value for key, value in map(_override_parts, overrides) if value and is_secret_key(key.rsplit(".", 1)[-1])]
+    found += [str(value) for _, value in secret_entries(data) if isinstance(value, (str, int))]
+    return sorted({value for value in found if len(value) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+
+
+def scrub_text_file(path: Path, secrets: list[str]) -> None:
+    """Replace ``secrets`` in a text file that was written before they were known."""
+    text = path.read_text(encoding="utf-8")
+    scrubbed = redact(text, secrets)
+    if scrubbed != text:
+        path.write_text(scrubbed, encoding="utf-8")
+
+
+def scrub_sqlite(path: Path, secrets: list[str] | None = None) -> None:
+    """Mask secrets in every cell of a SQLite file, then VACUUM so no freed page keeps them.
+
+    Each secret becomes as many ``*`` bytes, so serialized values (msgpack) keep their lengths.
+    """
+    secrets = [s.encode() for s in (secret_values() if secrets is None else secrets)]
+    if not secrets or not path.is_file():
+        return
+    changed = False
+    with closing(sqlite3.connect(path)) as db:
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            for column in [row[1] for row in db.execute(f'PRAGMA table_info("{table}")')]:
+                for rowid, value in db.execute(f'SELECT rowid, "{column}" FROM "{table}"').fetchall():
+                    masked = _mask(value, secrets)
+                    if masked != value:
+                        db.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?', (masked, rowid))
+                        changed = True
+        if changed:
+            db.commit()
+            db.execute("VACUUM")
+
+
+def _mask(value: Any, secrets: list[bytes]) -> Any:
+    if isinstance(value, str):
+        return _mask(value.encode(), secrets).decode()
+    if isinstance(value, bytes):
+        for secret in secrets:
+            value = value.replace(secret, b"*" * len(secret))
+    return value
 
 
 def write_json(path: Path, data: Any) -> None:

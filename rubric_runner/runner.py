@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 
 from .config import ConfigError, validate
 from .console import Console
-from .runlog import CONFIG_ERROR_EXIT, EXIT_CODES, EventLog, RunResult, Usage, write_result
+from .runlog import CONFIG_ERROR_EXIT, EXIT_CODES, EventLog, RunResult, Usage, redact_override, write_result
 from .session import EVENTS_FILE, RESULT_FILE, Session, StopRequest, describe, now, usage_dict
 
 SEVERITY = ("satisfied", "max_iterations_reached", "failed", "grader_error", "error", "interrupted")
@@ -67,7 +67,7 @@ def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    record = RunResult(overrides=list(overrides or []), run_dir=str(run_dir), started_at=now())
+    record = RunResult(overrides=[redact_override(o) for o in overrides or []], run_dir=str(run_dir), started_at=now())
     console = Console(enabled=bool(cfg.get("run", {}).get("console", True)))
     started = time.monotonic()
     session: Session | None = None

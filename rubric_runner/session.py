@@ -22,7 +22,7 @@ from .console import Console
 from .context import CURRENT_TASK, TaskContext
 from .dataset import Task
 from .models import is_scripted
-from .runlog import EXIT_CODES, TERMINAL_STATUSES, RunResult, read_result, write_json, write_result
+from .runlog import EXIT_CODES, TERMINAL_STATUSES, RunResult, read_result, scrub_sqlite, write_json, write_result
 
 RESULT_FILE = "result.json"
 EVENTS_FILE = "events.jsonl"
@@ -85,7 +85,12 @@ def describe(config: Config, result: RunResult) -> None:
     for role in ("worker", "grader"):
         node = getattr(config, role)
         getattr(result, role).update(model=node.model, scripted=is_scripted(node), tools=sorted(node.tools))
-    result.grader["max_iterations"] = config.grader.max_iterations
+    grader = config.grader
+    result.grader.update(
+        max_iterations=grader.max_iterations,
+        max_model_calls=grader.max_model_calls,
+        structured_output=grader.structured_output,
+    )
     result.rubric.update(name=config.rubric.name, text=config.rubric.text, task=config.rubric.task)
     result.tags = list(config.tags)
 
@@ -137,9 +142,13 @@ class Session:
         import aiosqlite
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        async with aiosqlite.connect(self.run_dir / CHECKPOINT_FILE) as connection:
-            await connection.execute("PRAGMA synchronous=NORMAL")
-            yield AsyncSqliteSaver(connection)
+        path = self.run_dir / CHECKPOINT_FILE
+        try:
+            async with aiosqlite.connect(path) as connection:
+                await connection.execute("PRAGMA synchronous=NORMAL")
+                yield AsyncSqliteSaver(connection)
+        finally:
+            scrub_sqlite(path)
 
     async def run_tasks(self, tasks: list[Task], build_agent: Callable[[Any], Any]) -> list[RunResult]:
         """Run every task and repeat, at most ``run.concurrency`` at once."""

@@ -33,6 +33,16 @@ def offline_env(monkeypatch):
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", BUNDLED_PLUGINS)
 
 
+@pytest.fixture
+def fake_keys(monkeypatch):
+    """Fake provider keys in the environment (see ``wire.FAKE_KEYS``)."""
+    from wire import FAKE_KEYS
+
+    for name, value in FAKE_KEYS.items():
+        monkeypatch.setenv(name, value)
+    return FAKE_KEYS
+
+
 def compose_config(overrides: list[str] | None = None):
     """The config ``python -m rubric_runner OVERRIDES`` would run with."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -65,6 +75,13 @@ def run_scripted(tmp_path: Path, script: Path, *extra: str):
     overrides = scripted_overrides(script, *extra)
     run_dir = tmp_path / "run"
     return run(compose_config(overrides), run_dir, overrides), run_dir
+
+
+def run_in_process(tmp_path: Path, *overrides: str):
+    """Run in-process with ``overrides`` (console off); returns (result, run_dir)."""
+    overrides = ("run.console=false", *overrides)
+    run_dir = tmp_path / "run"
+    return run(compose_config(list(overrides)), run_dir, list(overrides)), run_dir
 
 
 def read_events(run_dir: Path) -> list[dict[str, Any]]:

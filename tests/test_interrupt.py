@@ -49,7 +49,7 @@ def _wait_for(run_dir: Path, event: str, timeout: float = 60) -> None:
 @pytest.mark.parametrize(
     ("point", "after_event", "signum"),
     [
-        ("worker call", "run_start", signal.SIGINT),
+        ("worker call", "model_call_start", signal.SIGINT),
         ("tool call", "tool_call_start", signal.SIGINT),
         ("grader call", "tool_call_end", signal.SIGTERM),
     ],
@@ -105,7 +105,7 @@ def test_second_signal_stops_at_once_and_resume_redoes_the_step(tmp_path):
     ]
     proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_for(run_dir, "run_start")
+    _wait_for(run_dir, "model_call_start")
     time.sleep(0.3)  # inside the 2 s worker call
     os.kill(proc.pid, signal.SIGINT)
     time.sleep(0.2)

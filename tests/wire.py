@@ -1,0 +1,271 @@
+"""Loopback HTTP servers speaking OpenAI chat completions and Anthropic messages, replying from a script.
+
+A server answers each request with the next scripted turn and records every request it saw::
+
+    with FakeServer("openai", [text("draft"), verdict("satisfied", ("c", True))]) as server:
+        ... worker.base_url=server.base_url ...
+    assert server.remaining == 0 and server.requests[1].json["tool_choice"] == "required"
+
+Turns: ``text``, ``call`` (tool calls), ``verdict`` (a ``GraderResponse``, sent as the tool call or as
+JSON content, whichever the request asked for), ``fault`` (an HTTP error status), ``hang`` (no reply
+until the client gives up), ``raw`` (any body) and ``cut`` (a body shorter than its Content-Length).
+``FakeServer(..., refuse=True)`` gives an address where connections are refused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+GRADER_TOOL = "GraderResponse"
+PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+FAKE_KEYS = {
+    "OPENAI_API_KEY": "sk-proj-FAKEopenaiKEY0123456789abcdef",
+    "ANTHROPIC_API_KEY": "sk-ant-api03-FAKEanthropicKEY0123456789",
+}
+"""Fake credentials for the environment: the clients send them, the servers can echo them."""
+DEFAULT_MODELS = {"openai": "local-model", "anthropic": "claude-haiku-4-5"}
+
+
+@dataclass
+class Turn:
+    """One scripted reply."""
+
+    content: str = ""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    verdict: dict[str, Any] | None = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    hang: float = 0.0
+    cut: bool = False
+
+
+def text(content: str) -> Turn:
+    """A plain assistant message."""
+    return Turn(content=content)
+
+
+def call(name: str, **args: Any) -> Turn:
+    """An assistant message calling one tool."""
+    return Turn(calls=[(name, args)])
+
+
+def verdict(result: str, *criteria: tuple[str, bool], explanation: str | None = "graded") -> Turn:
+    """A ``GraderResponse``; a failing criterion gets the gap ``fix <name>``; ``explanation=None`` omits it."""
+    items = [{"name": name, "passed": True} if ok else {"name": name, "passed": False, "gap": f"fix {name}"}
+             for name, ok in criteria]
+    fields = {"result": result, "explanation": explanation, "criteria": items}
+    return Turn(verdict={key: value for key, value in fields.items() if value is not None})
+
+
+def fault(status: int, message: str = "simulated fault", retry_after: str | None = "0.01") -> Turn:
+    """An HTTP error in the protocol's error shape; ``retry_after`` keeps client back-off short."""
+    headers = {"retry-after": retry_after} if retry_after is not None else {}
+    return Turn(status=status, headers=headers, content=message)
+
+
+def hang(seconds: float) -> Turn:
+    """Hold the request open without replying (a client timeout shorter than this gives up)."""
+    return Turn(hang=seconds)
+
+
+def raw(body: bytes, status: int = 200, content_type: str = "application/json") -> Turn:
+    """Reply with exactly ``body``."""
+    return Turn(status=status, body=body, headers={"content-type": content_type})
+
+
+def cut() -> Turn:
+    """Announce a full body, send half of it, then close the connection."""
+    return Turn(cut=True)
+
+
+@dataclass
+class Request:
+    """What the server received."""
+
+    path: str
+    headers: dict[str, str]
+    json: Any
+
+    @property
+    def key(self) -> str:
+        """The API key the client sent (``x-api-key`` or a bearer token)."""
+        return self.headers.get("x-api-key") or self.headers.get("authorization", "").removeprefix("Bearer ")
+
+
+class FakeServer:
+    """A scripted provider on 127.0.0.1; ``protocol`` is ``"openai"`` or ``"anthropic"``."""
+
+    def __init__(self, protocol: str, turns: list[Turn] | None = None, echo_key: bool = False, refuse: bool = False):
+        self.protocol = protocol
+        self.turns = list(turns or [])
+        self.echo_key = echo_key  # error bodies quote the API key, as some proxies do
+        self.refuse = refuse  # stop listening at once: connections to base_url are refused
+        self.requests: list[Request] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ids = itertools.count(1)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` a client of this protocol takes."""
+        root = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"{root}/v1" if self.protocol == "openai" else root
+
+    @property
+    def remaining(self) -> int:
+        """Turns not yet used."""
+        return len(self.turns)
+
+    def __enter__(self) -> FakeServer:
+        if self.refuse:
+            self._httpd.server_close()
+        else:
+            threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if not self.refuse:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+    def _record(self, request: Request) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _next(self, request: Request) -> Turn:
+        self._record(request)
+        with self._lock:
+            if not self.turns:
+                return Turn(status=500, content="fake server: no scripted turn left", headers={"x-should-retry": "false"})
+            return self.turns.pop(0)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"null")
+                request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                if self.path != PATHS[server.protocol]:
+                    server._record(request)
+                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                turn = server._next(request)
+                if turn.hang:
+                    server._stop.wait(turn.hang)
+                    self.close_connection = True
+                    return None
+                if turn.cut:
+                    return self._cut()
+                if turn.body is not None:
+                    return self._send(turn.status, turn.body, turn.headers)
+                if turn.status != 200:
+                    return self._send(turn.status, server._error(turn, request), turn.headers)
+                return self._send(200, server._reply(turn, request), turn.headers)
+
+            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                headers = {"content-type": "application/json", **(headers or {})}
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except OSError:
+                    pass
+
+            def _cut(self) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", "400")
+                self.end_headers()
+                self.wfile.write(b'{"id": "cut", "choi')
+                self.close_connection = True
+
+        return Handler
+
+    def _error(self, turn: Turn, request: Request) -> dict[str, Any]:
+        message = turn.content
+        if self.echo_key:
+            message = f"{message}: invalid key {request.key}"
+        if self.protocol == "anthropic":
+            return {"type": "error", "error": {"type": "api_error", "message": message}}
+        return {"error": {"message": message, "type": "server_error", "code": turn.status}}
+
+    def _reply(self, turn: Turn, request: Request) -> dict[str, Any]:
+        body = request.json or {}
+        content, calls = turn.content, list(turn.calls)
+        if turn.verdict is not None:
+            if _wants_tool(body):
+                calls.append((GRADER_TOOL, turn.verdict))
+            else:
+                content = json.dumps(turn.verdict)
+        n = next(self._ids)
+        usage = (11, 7)
+        if self.protocol == "anthropic":
+            blocks = [{"type": "text", "text": content}] if content else []
+            blocks += [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": args}
+                       for i, (name, args) in enumerate(calls)]
+            return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model"),
+                    "content": blocks, "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
+                    "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}}
+        message: dict[str, Any] = {"role": "assistant", "content": content or None}
+        if calls:
+            message["tool_calls"] = [
+                {"id": f"call_{n}_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                for i, (name, args) in enumerate(calls)
+            ]
+        return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+                "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}}
+
+
+def _tool_names(body: dict[str, Any]) -> set[str]:
+    return {(tool.get("function") or tool).get("name") for tool in body.get("tools") or []}
+
+
+def _wants_tool(body: dict[str, Any]) -> bool:
+    """Whether the request offers the ``GraderResponse`` tool and asks for no native JSON output."""
+    native = body.get("response_format") or (body.get("output_config") or {}).get("format")
+    return GRADER_TOOL in _tool_names(body) and not native
+
+
+def tool_results(request: Request) -> list[str]:
+    """The tool results a request carries back to the model, as text."""
+    found = []
+    for message in request.json.get("messages") or []:
+        if message.get("role") == "tool":
+            found.append(message["content"])
+        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+            if block.get("type") == "tool_result":
+                content = block.get("content")
+                found.append(content if isinstance(content, str) else "".join(part.get("text", "") for part in content))
+    return found
+
+
+def offers_tool(request: Request, name: str) -> bool:
+    """Whether ``request`` offered the model a tool called ``name``."""
+    return name in _tool_names(request.json)
+
+
+def model_overrides(role: str, server: FakeServer, model: str | None = None, **settings: Any) -> list[str]:
+    """Overrides pointing ``role`` (``worker`` or ``grader``) at ``server``, plus ``role.KEY=VALUE`` settings."""
+    model = model or DEFAULT_MODELS[server.protocol]
+    pinned = [f"{role}.model={server.protocol}:{model}", f"{role}.base_url={server.base_url}"]
+    return pinned + [f"{role}.{key}={value}" for key, value in settings.items()]
