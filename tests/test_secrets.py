@@ -78,3 +78,36 @@ def test_error_bodies_are_redacted_not_dropped(runs):
     proc, tmp, _, _ = runs["grader_error"]
     assert "unauthorized: invalid key [REDACTED]" in (tmp / "run" / "result.json").read_text()
     assert "[REDACTED]" in proc.stderr
+
+
+def test_no_key_in_a_sweep_its_summary_reports_cache_and_regrades(tmp_path):
+    import json
+
+    data = tmp_path / "tasks.jsonl"
+    data.write_text("".join(json.dumps({"id": f"t{i}", "task": f"task {i}"}) + "\n" for i in range(2)))
+    sweep_dir, cache = tmp_path / "sweep", tmp_path / "sweep" / "cache.sqlite"
+    worker = FakeServer("openai", [UNAUTHORIZED, *[text("the answer")] * 5], echo_key=True)
+    grader = FakeServer("anthropic", [OK] * 9, echo_key=True)
+    outputs = []
+    with worker, grader:
+        common = [*model_overrides("worker", worker, max_retries=0), *model_overrides("grader", grader, max_retries=0)]
+        sweep = run_cli("-m", *common, f"rubric.dataset={data}", "run.repeats=1,2", "run.concurrency=1",
+                        f"run.cache={cache}", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path, env=FAKE_KEYS)
+        outputs.append(sweep)
+        assert sweep.returncode == 3, sweep.stderr  # job 0 has a task the provider refused
+        assert worker.requests[0].key in FAKE_KEYS.values()
+        regrade = run_cli("regrade", str(sweep_dir / "1"), cwd=tmp_path, env=FAKE_KEYS)
+        outputs.append(regrade)
+        assert regrade.returncode == 0, regrade.stderr
+    report = run_cli("report", str(sweep_dir), cwd=tmp_path, env=FAKE_KEYS)
+    outputs.append(report)
+    assert report.returncode == 0, report.stderr
+    files = [path for path in tmp_path.rglob("*") if path.is_file() and path != data]
+    names = {path.name for path in files}
+    assert {"summary.jsonl", "summary.csv", "report.md", "report.html", "cache.sqlite", "multirun.yaml"} <= names
+    assert len(list(sweep_dir.glob("1/regrades/*/tasks/*/result.json"))) == 4
+    for secret in FAKE_KEYS.values():
+        for proc in outputs:
+            assert secret not in proc.stdout + proc.stderr
+        for path in files:
+            assert secret.encode() not in path.read_bytes(), path

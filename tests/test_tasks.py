@@ -203,3 +203,28 @@ def test_rate_limit_spaces_calls_to_a_provider(tmp_path):
     assert len(stamps) == 8
     # 8 calls at 10 requests per second: the limiter must spread them over at least 0.6 s
     assert (stamps[-1] - stamps[0]).total_seconds() >= 0.6
+
+
+def test_provider_429s_slow_a_multi_task_run_down_instead_of_failing_it(tmp_path, monkeypatch):
+    from wire import FAKE_KEYS, FakeServer, fault, model_overrides, text
+    from wire import verdict as wire_verdict
+
+    for name, value in FAKE_KEYS.items():
+        monkeypatch.setenv(name, value)
+    data = _dataset(tmp_path / "tasks.jsonl", [f"t{i}" for i in range(4)])
+    throttled = [fault(429, "rate limited", retry_after="0.3")] * 3
+    with FakeServer("openai", [*throttled, *[text("answer")] * 4]) as worker, FakeServer(
+        "openai", [wire_verdict("satisfied", ("c", True))] * 4
+    ) as grader:
+        overrides = [
+            *model_overrides("worker", worker, max_retries=5, timeout=5),
+            *model_overrides("grader", grader, max_retries=5, timeout=5),
+            f"rubric.dataset={data}", "run.concurrency=4", "+run.rate_limits.openai=50", "run.console=false",
+        ]
+        started = datetime.now()
+        record = run(compose_config(overrides), tmp_path / "run", overrides)
+        elapsed = (datetime.now() - started).total_seconds()
+    assert record.status == "satisfied", record.tasks
+    assert record.aggregate["satisfied"] == 4
+    assert len(worker.requests) == 7 and worker.remaining == 0  # three 429s, each retried after its retry-after
+    assert elapsed >= 0.3
