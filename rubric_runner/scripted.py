@@ -89,7 +89,7 @@ class ScriptedChatModel(BaseChatModel):
     latency: float = 0.0
     cursor_dir: Path | None = None
     _cursors: dict[str, int] = PrivateAttr(default_factory=dict)
-    _cursor_fds: dict[str, int] = PrivateAttr(default_factory=dict)
+    _log_fd: int | None = PrivateAttr(default=None)
     _calls: int = PrivateAttr(default=0)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -111,19 +111,26 @@ class ScriptedChatModel(BaseChatModel):
         """Accept any tools; the script decides which calls are made."""
         return self
 
-    def _cursor_file(self, thread: str) -> Path | None:
-        if self.cursor_dir is None:
-            return None
-        return self.cursor_dir / f"{hashlib.sha256(thread.encode()).hexdigest()[:16]}.cursor"
+    def _load_cursors(self) -> None:
+        """Positions a previous process reached: the last ``thread<TAB>position`` line of each thread."""
+        path = self._cursor_log()
+        if path is not None and path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                thread, _, position = line.rpartition("\t")
+                self._cursors[thread] = int(position)
+
+    def _cursor_log(self) -> Path | None:
+        return self.cursor_dir / "cursors.tsv" if self.cursor_dir is not None else None
 
     def _take_turn(self, thread: str) -> tuple[int, dict[str, Any]]:
         task = current_task()
         turns = self.turns_by_task.get(task.task_id, self.turns) if task else self.turns
         with self._lock:
-            if thread not in self._cursors:
-                path = self._cursor_file(thread)
-                self._cursors[thread] = int(path.read_text()) if path and path.exists() else 0
-            index = self._cursors[thread]
+            if self._log_fd is None and self.cursor_dir is not None:
+                self._load_cursors()
+                self.cursor_dir.mkdir(parents=True, exist_ok=True)
+                self._log_fd = os.open(self._cursor_log(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            index = self._cursors.get(thread, 0)
             if index >= len(turns):
                 raise ScriptError(f"script for {self.model!r} has no reply left after {len(turns)} turns")
             self._cursors[thread] = index + 1
@@ -131,19 +138,13 @@ class ScriptedChatModel(BaseChatModel):
             return index, turns[index]
 
     def _finish_turn(self, thread: str, index: int) -> None:
-        """Record a finished turn on disk; a call cut short is replayed by the next process."""
-        path = self._cursor_file(thread)
-        if path is None:
-            return
-        with self._lock:
-            if thread not in self._cursor_fds:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                self._cursor_fds[thread] = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-            os.pwrite(self._cursor_fds[thread], f"{index + 1:>12}".encode(), 0)
+        """Log a finished turn (one append); a call cut short is replayed by the next process."""
+        if self._log_fd is not None:
+            os.write(self._log_fd, f"{thread}\t{index + 1}\n".encode())
 
     def __del__(self) -> None:
-        for fd in self._cursor_fds.values():
-            os.close(fd)
+        if self._log_fd is not None:
+            os.close(self._log_fd)
 
     @staticmethod
     def _thread(run_manager: Any) -> str:
