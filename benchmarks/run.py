@@ -28,7 +28,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 PYTHON = sys.executable
-ENV = {**os.environ, "RUBRIC_RUNNER_PLUGINS": ""}
+ENV = dict(os.environ)
 
 
 def _interleaved(actions: dict, repeats: int) -> dict:
@@ -171,20 +171,55 @@ def _multi_task_run(tmp: Path, name: str, tasks: int, concurrency: int, latency:
     return time.perf_counter() - started, record
 
 
+def _bare_concurrent(tasks: int, concurrency: int, latency: float) -> float:
+    """The same tasks through create_deep_agent + RubricMiddleware directly (asyncio, a semaphore)."""
+    import asyncio
+
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from rubric_runner.scripted import ScriptedChatModel
+
+    warnings.simplefilter("ignore")
+    from deepagents import RubricMiddleware, create_deep_agent
+
+    worker = ScriptedChatModel(model="scripted:bench", turns=[{"content": "x", "latency": latency}])
+    grader = ScriptedChatModel(model="scripted:bench", turns=[{**_verdict("satisfied", True), "latency": latency}])
+    agent = create_deep_agent(model=worker, middleware=[RubricMiddleware(model=grader)], checkpointer=InMemorySaver())
+
+    async def main() -> None:
+        limit = asyncio.Semaphore(concurrency)
+
+        async def one(index: int) -> None:
+            async with limit:
+                task = {"messages": [HumanMessage(f"task {index}")], "rubric": "- All tests pass"}
+                await agent.ainvoke(task, {"configurable": {"thread_id": f"t{index}"}})
+
+        await asyncio.gather(*(one(index) for index in range(tasks)))
+
+    started = time.perf_counter()
+    asyncio.run(main())
+    return time.perf_counter() - started
+
+
 def bench_concurrency(tmp: Path, repeats: int) -> dict:
-    """64 tasks, 100 ms per model call, concurrency 16 versus the ideal and versus concurrency 1."""
+    """64 tasks, 100 ms per model call, concurrency 16: against the ideal, concurrency 1 and the bare library."""
     tasks, latency, concurrency = 64, 0.1, 16
     _multi_task_run(tmp, "warm", 4, 4, 0.0)
-    walls = []
+    _bare_concurrent(4, 4, 0.0)
+    walls, bare_walls, memory_walls = [], [], []
     for _ in range(repeats):
         wall, record = _multi_task_run(tmp, "c16", tasks, concurrency, latency)
         assert record.aggregate["satisfied"] == tasks
         walls.append(wall)
+        memory_walls.append(_multi_task_run(tmp, "c16m", tasks, concurrency, latency, "run.checkpointer=memory")[0])
+        bare_walls.append(_bare_concurrent(tasks, concurrency, latency))
     serial, record = _multi_task_run(tmp, "c1", tasks, 1, latency)
     assert record.aggregate["satisfied"] == tasks
     total_latency = tasks * 2 * latency
     ideal = total_latency / concurrency
     wall = statistics.median(walls)
+    bare, memory = statistics.median(bare_walls), statistics.median(memory_walls)
     return {
         "tasks": tasks,
         "latency_per_call_s": latency,
@@ -193,6 +228,10 @@ def bench_concurrency(tmp: Path, repeats: int) -> dict:
         "samples_s": [round(w, 4) for w in walls],
         "ideal_s": round(ideal, 4),
         "ratio_to_ideal": round(wall / ideal, 3),
+        "memory_checkpointer_wall_s": round(memory, 4),
+        "memory_ratio_to_ideal": round(memory / ideal, 3),
+        "bare_library_wall_s": round(bare, 4),
+        "bare_ratio_to_ideal": round(bare / ideal, 3),
         "concurrency_1_wall_s": round(serial, 4),
         "speedup_over_concurrency_1": round(serial / wall, 2),
         "target": "ratio_to_ideal <= 1.25 and speedup_over_concurrency_1 >= 10",

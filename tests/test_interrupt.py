@@ -46,6 +46,19 @@ def _wait_for(run_dir: Path, event: str, timeout: float = 60) -> None:
     raise AssertionError(f"{event} never appeared in {run_dir}/events.jsonl")
 
 
+def _start_slow_run(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """The slow ``code`` run in a real subprocess; returns it and its run dir."""
+    script = _script(tmp_path / "script.yaml")
+    run_dir = tmp_path / "run"
+    args = [
+        "worker=scripted", "grader=scripted", "rubric=code", f"worker.script={script}",
+        f"grader.script={script}", f"hydra.run.dir={run_dir}",
+    ]
+    proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, run_dir
+
+
 @pytest.mark.parametrize(
     ("point", "after_event", "signum"),
     [
@@ -55,14 +68,7 @@ def _wait_for(run_dir: Path, event: str, timeout: float = 60) -> None:
     ],
 )
 def test_interrupt_then_resume(tmp_path, point, after_event, signum):
-    script = _script(tmp_path / "script.yaml")
-    run_dir = tmp_path / "run"
-    args = [
-        "worker=scripted", "grader=scripted", "rubric=code", f"worker.script={script}",
-        f"grader.script={script}", f"hydra.run.dir={run_dir}",
-    ]
-    proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, run_dir = _start_slow_run(tmp_path)
     _wait_for(run_dir, after_event)
     time.sleep(0.3)  # inside the slow call now
     os.kill(proc.pid, signum)
@@ -97,14 +103,7 @@ def test_resuming_a_complete_run_changes_nothing(tmp_path):
 
 
 def test_second_signal_stops_at_once_and_resume_redoes_the_step(tmp_path):
-    script = _script(tmp_path / "script.yaml")
-    run_dir = tmp_path / "run"
-    args = [
-        "worker=scripted", "grader=scripted", "rubric=code", f"worker.script={script}",
-        f"grader.script={script}", f"hydra.run.dir={run_dir}",
-    ]
-    proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, run_dir = _start_slow_run(tmp_path)
     _wait_for(run_dir, "model_call_start")
     time.sleep(0.3)  # inside the 2 s worker call
     os.kill(proc.pid, signal.SIGINT)
