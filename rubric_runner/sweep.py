@@ -26,12 +26,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from .runlog import CONFIG_ERROR_EXIT, EXIT_CODES, RunResult, write_json
 from .runner import RESULT_FILE
+from .session import now
 
 SUMMARY_JSONL = "summary.jsonl"
 SUMMARY_CSV = "summary.csv"
 SUMMARY_FIELDS = (
     "job", "overrides", "worker", "grader", "rubric", "status", "exit_code", "iterations",
-    "worker_tokens", "grader_tokens", "wall_seconds", "error", "run_dir",
+    "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
 )
 UNSATISFIED = ("max_iterations_reached", "failed")
 SWEEP_EXIT = {"satisfied": 0, "unsatisfied": 1, "error": 3, "below_threshold": 4}
@@ -119,14 +120,21 @@ def load_record(run_dir: Path) -> dict[str, Any]:
     return record
 
 
-def collect(root: str | Path) -> list[dict[str, Any]]:
+def collect(root: str | Path, since: str | None = None) -> list[dict[str, Any]]:
     """The record of every run under ``root``, each with ``job`` (its dir relative to ``root``)
-    and ``run_dir`` (where it is now, should the dir have moved since)."""
+    and ``run_dir`` (where it is now, should the dir have moved since).
+
+    With ``since`` (when a resumed sweep started), a run that had ended before then counts as
+    ``reused``; a multi-task run's aggregate counts its reused tasks itself.
+    """
     root = Path(root)
     records = []
     for run_dir in find_run_dirs(root):
         record = load_record(run_dir)
         record.update(job=run_dir.relative_to(root).as_posix(), run_dir=str(run_dir))
+        ended = record.get("ended_at")
+        reused = (record.get("aggregate") or {}).get("reused", 0)
+        record["reused"] = reused or int(bool(since and ended and ended < since))
         records.append(record)
     return records
 
@@ -146,6 +154,8 @@ def summary_row(record: dict[str, Any]) -> dict[str, Any]:
         "iterations": record.get("iterations") or 0,
         "worker_tokens": (usage.get("worker") or {}).get("total_tokens", 0),
         "grader_tokens": (usage.get("grader") or {}).get("total_tokens", 0),
+        "cache_hits": sum((counts or {}).get("cached_calls", 0) for counts in usage.values()),
+        "reused": record.get("reused", 0),
         "wall_seconds": record.get("wall_seconds"),
         "error": f"{error.get('type')}: {error.get('message')}" if error else "",
         "run_dir": record.get("run_dir"),
@@ -186,6 +196,10 @@ def verdict_line(records: list[dict[str, Any]], fail_under: float | None) -> str
     counts = Counter(record.get("status") for record in records)
     parts = ", ".join(f"{n} {status}" for status, n in counts.most_common())
     line = f"{len(records)} run{'' if len(records) == 1 else 's'}: {parts}; satisfied rate {satisfied_rate(records):.1%}"
+    rows = [summary_row(record) for record in records]
+    cache_hits, reused = sum(row["cache_hits"] for row in rows), sum(row["reused"] for row in rows)
+    if cache_hits or reused:
+        line += f"; cache hits {cache_hits}, reused {reused}"
     if fail_under is not None:
         line += f" (fail_under {fail_under:.1%})"
     return line
@@ -204,6 +218,7 @@ class _Sweep:
     dir: Path
     fail_under: float | None
     prices: str | None
+    started_at: str
     code: int | None = None
 
 
@@ -222,7 +237,7 @@ def finish(interrupted: bool = False) -> int | None:
         return None
     if sweep.code is not None:
         return sweep.code
-    records = collect(sweep.dir)
+    records = collect(sweep.dir, since=sweep.started_at)
     if interrupted:
         sweep.code = EXIT_CODES["interrupted"]
     else:
@@ -253,6 +268,7 @@ class SweepSummary(Callback):
             dir=Path(str(config.hydra.sweep.dir)).absolute(),
             fail_under=OmegaConf.select(config, "sweep.fail_under"),
             prices=prices,
+            started_at=now(),
         )
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:

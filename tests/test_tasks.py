@@ -228,3 +228,30 @@ def test_provider_429s_slow_a_multi_task_run_down_instead_of_failing_it(tmp_path
     assert record.aggregate["satisfied"] == 4
     assert len(worker.requests) == 7 and worker.remaining == 0  # three 429s, each retried after its retry-after
     assert elapsed >= 0.3
+
+
+def test_second_sweep_hits_the_cache_and_a_resumed_sweep_reuses_its_jobs(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
+    data = _dataset(tmp_path / "tasks.jsonl", ["a", "b"])
+    common = ["-m", *scripted_overrides(script, f"rubric.dataset={data}", f"run.cache={tmp_path / 'cache.sqlite'}"),
+              "run.repeats=1,2"]
+
+    def summary(sweep_dir: Path) -> list[dict]:
+        return [json.loads(line) for line in (sweep_dir / "summary.jsonl").read_text().splitlines()]
+
+    first = run_cli(*common, f"hydra.sweep.dir={tmp_path / 'first'}", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    # job 1's repeat 0 asks exactly what job 0 asked: those 2 runs x 2 calls come from the cache
+    assert [(r["cache_hits"], r["reused"]) for r in summary(tmp_path / "first")] == [(0, 0), (4, 0)]
+
+    second = run_cli(*common, f"hydra.sweep.dir={tmp_path / 'second'}", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    rows = summary(tmp_path / "second")
+    # job 0: 2 tasks, job 1: 2 tasks x 2 repeats; each run a worker and a grader call, all from the cache
+    assert [r["cache_hits"] for r in rows] == [4, 8] and [r["worker_tokens"] for r in rows] == [0, 0]
+    assert "cache hits 12, reused 0" in second.stdout
+
+    resumed = run_cli(*common, "run.resume=true", f"hydra.sweep.dir={tmp_path / 'first'}", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert [r["reused"] for r in summary(tmp_path / "first")] == [2, 4]
+    assert "reused 6" in resumed.stdout
