@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, get_type_hints
@@ -95,8 +97,12 @@ class RunConfig:
     thread_id: Optional[str] = None
     # continue the run recorded in this run dir from its checkpoint instead of starting over
     resume: bool = False
-    # where the agent's checkpoints go: "sqlite" (checkpoints.sqlite in the run dir) or "memory"
+    # where the agent's checkpoints go: "sqlite" (checkpoints.sqlite in the run dir), "memory", or
+    # "postgres" (the database at checkpoint_url or $RUBRIC_RUNNER_POSTGRES_URL)
     checkpointer: str = "sqlite"
+    # PostgreSQL connection URL for checkpointer=postgres, without a password (that comes from
+    # PGPASSWORD or ~/.pgpass); null: $RUBRIC_RUNNER_POSTGRES_URL
+    checkpoint_url: Optional[str] = None
     # characters kept of each tool input and output in events.jsonl
     preview_chars: int = 400
     # print the live trail on the console (a progress line instead for multi-task runs)
@@ -143,14 +149,33 @@ def _package_data(relative: str) -> str:
     return str(DATA_DIR / relative)
 
 
+POSTGRES_URL_ENV = "RUBRIC_RUNNER_POSTGRES_URL"
+"""The PostgreSQL URL for ``run.checkpointer=postgres`` when ``run.checkpoint_url`` is null."""
+
+
+def _job_env() -> dict[str, str]:
+    """Resolver ``${job_env:}``: what a job on another machine needs from this shell's environment."""
+    from .models import job_env
+
+    return job_env()
+
+
 def register_configs() -> None:
-    """Register the schema and the ``package_data`` resolver (idempotent)."""
+    """Register the schema and the resolvers ``package_data``, ``job_env`` and ``submit_dir`` (idempotent).
+
+    ``${submit_dir:}`` is the working directory of the process that composed the config, cached, so a
+    sweep dir built on it stays the submitting shell's on every machine that runs a job.
+    """
     ConfigStore.instance().store(name="schema", node=Config)
     if not OmegaConf.has_resolver("package_data"):
         OmegaConf.register_new_resolver("package_data", _package_data)
+    if not OmegaConf.has_resolver("job_env"):
+        OmegaConf.register_new_resolver("job_env", _job_env)
+    if not OmegaConf.has_resolver("submit_dir"):
+        OmegaConf.register_new_resolver("submit_dir", os.getcwd, use_cache=True)
 
 
-CHECKPOINTERS = ("sqlite", "memory")
+CHECKPOINTERS = ("sqlite", "memory", "postgres")
 STRUCTURED_OUTPUT = ("auto", "tool", "provider")
 SECRET_WORDS = ("api_key", "apikey", "secret", "password", "access_token", "authorization")
 
@@ -190,6 +215,28 @@ def _check_base_url(url: Optional[str], key: str) -> None:
     parts = urlsplit(url or "")
     if url is not None and (parts.scheme not in ("http", "https") or not parts.hostname):
         raise ConfigError(key, f"{url!r} is not an http(s) URL", f"e.g. {key}=http://127.0.0.1:8000/v1, or null")
+
+
+def postgres_url(configured: Optional[str]) -> Optional[str]:
+    """The checkpoint database: ``run.checkpoint_url``, else ``$RUBRIC_RUNNER_POSTGRES_URL``."""
+    return configured or os.environ.get(POSTGRES_URL_ENV) or None
+
+
+def _check_postgres(configured: Optional[str]) -> None:
+    if importlib.util.find_spec("langgraph.checkpoint.postgres") is None:
+        raise ConfigError(
+            "run.checkpointer", "postgres needs langgraph-checkpoint-postgres", "pip install 'rubric_runner[postgres]'"
+        )
+    if configured and (urlsplit(configured).password or "password=" in configured.lower()):
+        raise ConfigError(
+            "run.checkpoint_url", "passwords are not accepted in config",
+            f"drop it from the URL and set PGPASSWORD, or give the whole URL in {POSTGRES_URL_ENV}",
+        )
+    if not postgres_url(configured):
+        raise ConfigError(
+            "run.checkpoint_url", "run.checkpointer=postgres needs a database",
+            f"set {POSTGRES_URL_ENV}=postgresql://USER@HOST:5432/DB in the environment, or run.checkpoint_url",
+        )
 
 
 def validate(cfg: DictConfig) -> Config:
@@ -256,6 +303,8 @@ def validate(cfg: DictConfig) -> Config:
             f"unknown checkpointer {config.run.checkpointer!r}",
             f"use one of {', '.join(CHECKPOINTERS)}",
         )
+    if config.run.checkpointer == "postgres":
+        _check_postgres(config.run.checkpoint_url)
     fail_under = config.sweep.fail_under
     if fail_under is not None and not 0 <= fail_under <= 1:
         raise ConfigError("sweep.fail_under", f"must be a fraction from 0 to 1, got {fail_under}", "e.g. sweep.fail_under=0.8")

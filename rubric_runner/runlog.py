@@ -11,10 +11,11 @@ from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import structlog
 
-from .config import is_secret_key, secret_entries
+from .config import POSTGRES_URL_ENV, is_secret_key, secret_entries
 
 SCHEMA_VERSION = 1
 SECRET_ENV = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)$")
@@ -110,8 +111,11 @@ class RunResult:
         return cls(**known)
 
 def secret_values() -> list[str]:
-    """Values of environment variables that look like secrets (long enough to matter)."""
-    return [value for name, value in os.environ.items() if SECRET_ENV.search(name) and len(value) >= MIN_SECRET_CHARS]
+    """Values of environment variables that look like secrets, and the password in the checkpoint
+    database's URL (each long enough to matter)."""
+    values = [value for name, value in os.environ.items() if SECRET_ENV.search(name)]
+    values.append(urlsplit(os.environ.get(POSTGRES_URL_ENV, "")).password or "")
+    return [value for value in values if len(value) >= MIN_SECRET_CHARS]
 
 
 def read_result(path: Path) -> RunResult | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from .config import Config
+from .config import Config, postgres_url
 from .console import Console
 from .context import CURRENT_TASK, TaskContext
 from .dataset import Task
@@ -28,6 +28,8 @@ RESULT_FILE = "result.json"
 EVENTS_FILE = "events.jsonl"
 TRANSCRIPT_FILE = "transcript.json"
 CHECKPOINT_FILE = "checkpoints.sqlite"
+POSTGRES_SETUP_LOCK = 0x7275_6272
+"""The advisory lock that serializes the checkpoint tables' set-up between runs sharing a database."""
 
 
 def now() -> str:
@@ -133,11 +135,23 @@ class Session:
 
     @contextlib.asynccontextmanager
     async def _checkpointer(self):
-        """The run's checkpointer: SQLite in the run dir (WAL; no fsync per step), or memory."""
+        """The run's checkpointer: SQLite in the run dir (WAL; no fsync per step), memory, or PostgreSQL."""
         if self.config.run.checkpointer == "memory":
             from langgraph.checkpoint.memory import InMemorySaver
 
             yield InMemorySaver()
+            return
+        if self.config.run.checkpointer == "postgres":
+            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+            async with AsyncPostgresSaver.from_conn_string(postgres_url(self.config.run.checkpoint_url)) as saver:
+                # setup() creates or migrates the tables; runs starting at once take turns
+                await saver.conn.execute("SELECT pg_advisory_lock(%s)", (POSTGRES_SETUP_LOCK,))
+                try:
+                    await saver.setup()
+                finally:
+                    await saver.conn.execute("SELECT pg_advisory_unlock(%s)", (POSTGRES_SETUP_LOCK,))
+                yield saver
             return
         import aiosqlite
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver

@@ -288,4 +288,8 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Every job is done: write the files (``rubric_runner.cli`` turns the code into the exit status)."""
+        if _current is not None and not find_run_dirs(_current.dir):
+            print(f"error: the jobs left no records under {_current.dir}: a relative hydra.sweep.dir resolves "
+                  "in each job's working directory (give an absolute path on storage every machine shares)",
+                  file=sys.stderr, flush=True)
         finish()
