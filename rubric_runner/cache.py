@@ -7,6 +7,7 @@ import json
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ NONCE = re.compile(r"((?:rubric|transcript|criteria)-)[0-9a-f]{16}")
 """RubricMiddleware wraps each grader payload in tags with a fresh random nonce;
 it is normalized out of the key so identical grading requests hit the cache."""
 
+SETUP_ATTEMPTS = 100
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
@@ -59,10 +61,22 @@ class SQLiteResponseCache(BaseCache):
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
-        connection = self._connect()
-        if connection.execute("PRAGMA journal_mode").fetchall()[0][0] != "wal":
-            connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute(SCHEMA)
+        self._set_up(self._connect())
+
+    @staticmethod
+    def _set_up(connection: sqlite3.Connection) -> None:
+        """WAL mode and the table. Switching the journal mode takes an exclusive lock without
+        waiting for it, so a process that loses that race to another one tries again."""
+        for attempt in range(SETUP_ATTEMPTS):
+            try:
+                if connection.execute("PRAGMA journal_mode").fetchall()[0][0] != "wal":
+                    connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute(SCHEMA)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == SETUP_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05)
 
     def _connect(self) -> sqlite3.Connection:
         connection = getattr(self._local, "connection", None)

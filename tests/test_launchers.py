@@ -166,7 +166,7 @@ def test_slurm_example_composes_for_submitit(tmp_path):
 
 def test_a_sweep_whose_jobs_wrote_elsewhere_says_so(tmp_path, monkeypatch, capsys):
     """What a relative hydra.sweep.dir does on a Ray cluster: the jobs' dirs are not where the sweep looks."""
-    monkeypatch.setattr(sweep, "_current", sweep._Sweep(dir=tmp_path, fail_under=None, prices=None))
+    monkeypatch.setattr(sweep, "_current", sweep._Sweep(dir=tmp_path, fail_under=None, prices=None, started_at=""))
     sweep.SweepSummary().on_multirun_end(config=None)
     assert sweep.finish() == 2
     assert f"error: the jobs left no records under {tmp_path}: a relative hydra.sweep.dir" in capsys.readouterr().err
