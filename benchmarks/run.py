@@ -1,7 +1,7 @@
 """Benchmarks: the runner's own cost against the bare library and the ideal.
 
     .venv/bin/python benchmarks/run.py            # all, writes benchmarks/results/latest.json
-    .venv/bin/python benchmarks/run.py --only startup,overhead
+    .venv/bin/python benchmarks/run.py --only startup,overhead   # updates only those figures
 
 Every figure is a median of several runs; comparisons are ratios taken side by side
 in one process or one session, because the machines are noisy.
@@ -208,7 +208,11 @@ def bench_concurrency(tmp: Path, repeats: int) -> dict:
     _multi_task_run(tmp, "warm", 4, 4, 0.0)
     _bare_concurrent(4, 4, 0.0)
     walls, bare_walls, memory_walls = [], [], []
+    cpu: dict = {"bare": [], "runner_memory": [], "runner_sqlite": []}
     for _ in range(repeats):
+        cpu["bare"].append(_bare_concurrent(tasks, concurrency, 0.0))
+        cpu["runner_memory"].append(_multi_task_run(tmp, "cpu-m", tasks, concurrency, 0.0, "run.checkpointer=memory")[0])
+        cpu["runner_sqlite"].append(_multi_task_run(tmp, "cpu-s", tasks, concurrency, 0.0)[0])
         wall, record = _multi_task_run(tmp, "c16", tasks, concurrency, latency)
         assert record.aggregate["satisfied"] == tasks
         walls.append(wall)
@@ -232,6 +236,7 @@ def bench_concurrency(tmp: Path, repeats: int) -> dict:
         "memory_ratio_to_ideal": round(memory / ideal, 3),
         "bare_library_wall_s": round(bare, 4),
         "bare_ratio_to_ideal": round(bare / ideal, 3),
+        **{f"cpu_ms_per_task_{name}": round(statistics.median(values) / tasks * 1000, 2) for name, values in cpu.items()},
         "concurrency_1_wall_s": round(serial, 4),
         "speedup_over_concurrency_1": round(serial / wall, 2),
         "target": "ratio_to_ideal <= 1.25 and speedup_over_concurrency_1 >= 10",
@@ -353,9 +358,14 @@ def main() -> None:
                 results["benchmarks"][name] = bench_memory(tmp)
             elif name == "sweep":
                 results["benchmarks"][name] = bench_sweep(tmp)
+            results["benchmarks"][name]["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             print(f"done: {name}", file=sys.stderr, flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
+    latest = RESULTS / "latest.json"
+    if latest.exists() and set(chosen) != set(BENCHES):  # a partial run updates only its own figures
+        kept = json.loads(latest.read_text())["benchmarks"]
+        results["benchmarks"] = {**kept, **results["benchmarks"]}
+    latest.write_text(json.dumps(results, indent=2) + "\n")
     print(_table(results))
 
 

@@ -250,9 +250,8 @@ class Session:
         recorder = Recorder(log, result, console, self.config.run.preview_chars)
         CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder))
         run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder]}
-        state = await self.agent.aget_state(run_config)
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(task.message)], "rubric": task.rubric}
-        if result.resumed and state.next:
+        if result.resumed and (await self.agent.aget_state(run_config)).next:
             agent_input = None  # continue the interrupted step from the last checkpoint
             log.info("run_resumed", thread_id=result.thread_id, resumed=result.resumed)
         try:
