@@ -255,3 +255,32 @@ def test_second_sweep_hits_the_cache_and_a_resumed_sweep_reuses_its_jobs(tmp_pat
     assert resumed.returncode == 0, resumed.stderr
     assert [r["reused"] for r in summary(tmp_path / "first")] == [2, 4]
     assert "reused 6" in resumed.stdout
+
+
+def test_progress_line_on_a_terminal_and_quiet_in_a_pipe(tmp_path):
+    import os
+    import pty
+
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
+    data = _dataset(tmp_path / "tasks.jsonl", ["a", "b", "c"])
+    overrides = [o for o in scripted_overrides(script, f"rubric.dataset={data}") if o != "run.console=false"]
+    args = [sys.executable, "-m", "rubric_runner", *overrides]
+    primary, secondary = pty.openpty()
+    proc = subprocess.run([*args, f"hydra.run.dir={tmp_path / 'tty'}"], cwd=tmp_path, stdout=subprocess.PIPE,
+                          stderr=secondary, timeout=120)
+    os.close(secondary)
+    on_terminal = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        on_terminal += chunk
+    os.close(primary)
+    assert proc.returncode == 0
+    assert b"tasks 3/3  satisfied 3  tokens " in on_terminal
+    piped = subprocess.run([*args, f"hydra.run.dir={tmp_path / 'pipe'}"], cwd=tmp_path, capture_output=True, text=True)
+    assert piped.returncode == 0 and "tasks 3/3" not in piped.stderr
+    assert "tasks 3 x repeats 1: 3/3 satisfied" in piped.stdout
