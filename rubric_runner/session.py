@@ -145,8 +145,13 @@ class Session:
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
             async with AsyncPostgresSaver.from_conn_string(postgres_url(self.config.run.checkpoint_url)) as saver:
-                # setup() creates or migrates the tables; runs starting at once take turns
-                await saver.conn.execute("SELECT pg_advisory_lock(%s)", (POSTGRES_SETUP_LOCK,))
+                # setup() creates or migrates the tables; runs starting at once take turns. The lock is
+                # polled, not awaited: a session blocked in pg_advisory_lock holds a transaction open,
+                # and setup()'s CREATE INDEX CONCURRENTLY waits for every open transaction: a deadlock.
+                while not (await (await saver.conn.execute(
+                    "SELECT pg_try_advisory_lock(%s) AS locked", (POSTGRES_SETUP_LOCK,)
+                )).fetchone())["locked"]:
+                    await asyncio.sleep(0.05)
                 try:
                     await saver.setup()
                 finally:
