@@ -9,9 +9,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 import hydra
+import yaml
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
@@ -19,7 +18,13 @@ from omegaconf import DictConfig, OmegaConf
 from . import sweep
 from .config import CONF_DIR, register_configs
 from .hydra_errors import describe
-from .runlog import CONFIG_ERROR_EXIT, config_secrets, redact, scrub_text_file, secret_values
+from .runlog import (
+    CONFIG_ERROR_EXIT,
+    config_secrets,
+    redact,
+    scrub_text_file,
+    secret_values,
+)
 
 register_configs()
 _job_started = False
