@@ -57,26 +57,31 @@ class Shared:
                 key = f"rubric.dataset[{index}].tools.{name}"
                 validate_settings(self.registry.find(name, key).tool, settings, key)
 
-    def build(self, on_evaluation: Callable[[dict[str, Any]], None], checkpointer: Any) -> Any:
-        """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...)])``."""
+    def rubric_middleware(self, on_evaluation: Callable[[dict[str, Any]], None] | None, max_iterations: int) -> Any:
+        """``RubricMiddleware`` with this run's grader, prompt, tools and grader middleware."""
         from langchain_core._api import LangChainBetaWarning
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", LangChainBetaWarning)
-            from deepagents import RubricMiddleware, create_deep_agent
+            from deepagents import RubricMiddleware
 
-            middleware = RubricMiddleware(
+            return RubricMiddleware(
                 model=self.grader_model,
                 system_prompt=self.config.grader.system_prompt,
                 tools=self.grader_tools,
                 grader_middleware=grader_middleware(self.config.grader),
-                max_iterations=self.config.grader.max_iterations,
+                max_iterations=max_iterations,
                 on_evaluation=on_evaluation,
             )
+
+    def build(self, on_evaluation: Callable[[dict[str, Any]], None], checkpointer: Any) -> Any:
+        """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...)])``."""
+        from deepagents import create_deep_agent
+
         return create_deep_agent(
             model=self.worker_model,
             tools=self.worker_tools,
             system_prompt=self.config.worker.system_prompt or None,
-            middleware=[middleware],
+            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations)],
             checkpointer=checkpointer,
         )

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-import yaml
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
@@ -18,13 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from . import sweep
 from .config import CONF_DIR, register_configs
 from .hydra_errors import describe
-from .runlog import (
-    CONFIG_ERROR_EXIT,
-    config_secrets,
-    redact,
-    scrub_text_file,
-    secret_values,
-)
+from .runlog import CONFIG_ERROR_EXIT, config_secrets, redact, saved_overrides, scrub_text_file, secret_values
 
 register_configs()
 _job_started = False
@@ -117,11 +110,11 @@ def run_hydra() -> None:
 
 def resume(argv: list[str]) -> int:
     """``rubric-runner resume RUN_DIR [OVERRIDES...]``: continue a run with its own overrides."""
-    if not argv or not (Path(argv[0]) / ".hydra" / "overrides.yaml").is_file():
+    saved = saved_overrides(Path(argv[0])) if argv else None
+    if saved is None:
         print("usage: rubric-runner resume RUN_DIR [OVERRIDES...]  (RUN_DIR must hold .hydra/overrides.yaml)", file=sys.stderr)
         return CONFIG_ERROR_EXIT
     run_dir = Path(argv[0]).resolve()
-    saved = yaml.safe_load((run_dir / ".hydra" / "overrides.yaml").read_text(encoding="utf-8")) or []
     kept = [override for override in saved if not override.startswith("run.resume=")]
     sys.argv = [sys.argv[0], *kept, *argv[1:], f"hydra.run.dir={run_dir}", "run.resume=true"]
     run_hydra()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,8 @@ from hydra import compose, initialize_config_dir
 
 from .config import CONF_DIR, ConfigError, register_configs, validate
 from .console import Console
-from .runlog import CONFIG_ERROR_EXIT, EXIT_CODES, EventLog, RunResult, read_result, write_result
-from .session import EVENTS_FILE, RESULT_FILE, TRANSCRIPT_FILE, describe, now
+from .runlog import CONFIG_ERROR_EXIT, EventLog, RunResult, read_result, saved_overrides, write_result
+from .session import EVENTS_FILE, RESULT_FILE, TRANSCRIPT_FILE, complete, describe
 
 USAGE = "usage: rubric-runner regrade RUN_DIR [OVERRIDES...]   e.g. grader=gpt or rubric.text='- ...'"
 
@@ -28,8 +27,7 @@ def task_dirs(run_dir: Path) -> list[Path]:
     return sorted(path.parent for path in run_dir.glob(f"tasks/*/{TRANSCRIPT_FILE}"))
 
 
-def _compose(run_dir: Path, overrides: list[str]):
-    saved = yaml.safe_load((run_dir / ".hydra" / "overrides.yaml").read_text(encoding="utf-8")) or []
+def _compose(saved: list[str], overrides: list[str]):
     register_configs()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=[*saved, *overrides])
@@ -59,7 +57,8 @@ def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, recorder_fa
 
 def regrade(argv: list[str]) -> int:
     """``rubric-runner regrade RUN_DIR [OVERRIDES...]``: new records in ``RUN_DIR/regrades/<time>/``."""
-    if not argv or not (Path(argv[0]) / ".hydra" / "overrides.yaml").is_file():
+    saved = saved_overrides(Path(argv[0])) if argv else None
+    if saved is None:
         print(USAGE, file=sys.stderr)
         return CONFIG_ERROR_EXIT
     run_dir, overrides = Path(argv[0]).resolve(), argv[1:]
@@ -71,19 +70,12 @@ def regrade(argv: list[str]) -> int:
     worst = 0
     with EventLog(out_dir / EVENTS_FILE) as log:
         try:
-            config = validate(_compose(run_dir, overrides))
+            config = validate(_compose(saved, overrides))
             from .agent import Shared
             from .recorder import Recorder
 
-            shared = Shared(config, out_dir, roles=("grader",))
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                from deepagents import RubricMiddleware
-
-                middleware = RubricMiddleware(
-                    model=shared.grader_model, system_prompt=config.grader.system_prompt,
-                    tools=shared.grader_tools, max_iterations=1,
-                )
+            # one grading pass: no worker can revise, so needs_revision ends as max_iterations_reached
+            middleware = Shared(config, out_dir, roles=("grader",)).rubric_middleware(None, max_iterations=1)
             (out_dir / "overrides.yaml").write_text(yaml.safe_dump(overrides), encoding="utf-8")
             log.info("regrade_start", source=str(run_dir), grader=config.grader.model, overrides=overrides)
             for task_dir in task_dirs(run_dir):
@@ -100,8 +92,7 @@ def regrade(argv: list[str]) -> int:
                 except Exception as exc:  # one transcript's failure is its own record
                     result = RunResult(status="error", error={"type": type(exc).__name__, "message": str(exc)})
                 result.run_dir, result.overrides, result.regraded_from = str(target), overrides, str(task_dir)
-                result.exit_code = EXIT_CODES.get(result.status, 3)
-                result.ended_at, result.wall_seconds = now(), round(time.monotonic() - started, 3)
+                complete(result, started)
                 write_result(target / RESULT_FILE, result)
                 log.info("regrade_end", task_dir=str(task_dir), status=result.status)
                 console.line(f"{task_dir.relative_to(run_dir.parent)}: {result.status}")

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import structlog
+import yaml
 
 from .config import POSTGRES_URL_ENV, is_secret_key, secret_entries
 
@@ -110,6 +111,7 @@ class RunResult:
         known["usage"] = {role: Usage(**counts) for role, counts in data.get("usage", {}).items()}
         return cls(**known)
 
+
 def secret_values() -> list[str]:
     """Values of environment variables that look like secrets, and the password in the checkpoint
     database's URL (each long enough to matter)."""
@@ -124,6 +126,12 @@ def read_result(path: Path) -> RunResult | None:
         return RunResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
+
+
+def saved_overrides(run_dir: Path) -> list[str] | None:
+    """The command-line overrides Hydra saved for a run (``.hydra/overrides.yaml``), or None."""
+    path = run_dir / ".hydra" / "overrides.yaml"
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or []) if path.is_file() else None
 
 
 _secrets: list[str] = []

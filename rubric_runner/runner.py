@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 from .config import ConfigError, validate
 from .console import Console
 from .runlog import CONFIG_ERROR_EXIT, EXIT_CODES, EventLog, RunResult, Usage, redact_override, write_result
-from .session import EVENTS_FILE, RESULT_FILE, Session, StopRequest, describe, now, usage_dict
+from .session import EVENTS_FILE, RESULT_FILE, Session, StopRequest, complete, describe, now, usage_dict
 
 SEVERITY = ("satisfied", "max_iterations_reached", "failed", "grader_error", "error", "interrupted")
 """Task statuses from best to worst; a multi-task run takes its worst task's status."""
@@ -74,9 +74,9 @@ def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None
     def finish() -> None:
         """Complete and write the run's record, however it ended."""
         config_error = bool(record.error and record.error["type"] == "ConfigError")
-        record.exit_code = CONFIG_ERROR_EXIT if config_error else EXIT_CODES.get(record.status, 3)
-        record.ended_at = now()
-        record.wall_seconds = round(time.monotonic() - started, 3)
+        complete(record, started)
+        if config_error:
+            record.exit_code = CONFIG_ERROR_EXIT
         write_result(run_dir / RESULT_FILE, record)
         log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.iterations,
                  usage=usage_dict(record), wall_seconds=record.wall_seconds, aggregate=record.aggregate)

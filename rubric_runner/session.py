@@ -37,6 +37,15 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+def complete(result: RunResult, started: float) -> None:
+    """How every record ends: exit code, end and wall time, and a grader_error's cause as ``error``."""
+    result.exit_code = EXIT_CODES.get(result.status, 3)
+    result.ended_at = now()
+    result.wall_seconds = round(time.monotonic() - started, 3)
+    if result.status == "grader_error" and result.evaluations and not result.error:
+        result.error = {"type": "GraderError", "message": result.evaluations[-1].get("explanation", "")}
+
+
 class StopRequested(Exception):
     """Raised inside a task at a checkpoint after SIGINT/SIGTERM asked the run to stop."""
 
@@ -210,11 +219,7 @@ class Session:
         console = self.console if not self.multi else Console(enabled=False)
 
         def finish() -> None:
-            result.exit_code = EXIT_CODES.get(result.status, 3)
-            result.ended_at = now()
-            result.wall_seconds = round(time.monotonic() - started, 3)
-            if result.status == "grader_error" and result.evaluations:
-                result.error = {"type": "GraderError", "message": result.evaluations[-1].get("explanation", "")}
+            complete(result, started)
             write_result(task_dir / RESULT_FILE, result)
             if self.multi:
                 log.info("task_end", status=result.status, iterations=result.iterations, wall_seconds=result.wall_seconds)

@@ -284,3 +284,17 @@ def test_progress_line_on_a_terminal_and_quiet_in_a_pipe(tmp_path):
     piped = subprocess.run([*args, f"hydra.run.dir={tmp_path / 'pipe'}"], cwd=tmp_path, capture_output=True, text=True)
     assert piped.returncode == 0 and "tasks 3/3" not in piped.stderr
     assert "tasks 3 x repeats 1: 3/3 satisfied" in piped.stdout
+
+
+def test_regrade_applies_the_grader_settings_of_a_run(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "an answer"}], grader=[OK])
+    contradicting = verdict("satisfied", ("c", True))
+    contradicting["tool_calls"][0]["args"]["criteria"][0] = {"name": "c", "passed": False, "gap": "g"}
+    stubborn = write_script(tmp_path / "stubborn.yaml", worker=[], grader=[contradicting] * 5)
+    run_dir = tmp_path / "run"
+    assert run_cli(*scripted_overrides(script), f"hydra.run.dir={run_dir}", cwd=tmp_path).returncode == 0
+    proc = run_cli("regrade", str(run_dir), f"grader.script={stubborn}", "grader.max_model_calls=2", cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    (regrade_dir,) = (run_dir / "regrades").iterdir()
+    record = json.loads((regrade_dir / "result.json").read_text())
+    assert record["status"] == "grader_error" and "run limit (2/2)" in record["error"]["message"]
