@@ -40,10 +40,10 @@ def _interleaved(actions: dict, repeats: int, cpu: bool = True) -> dict:
     cpus: dict = {name: [] for name in actions}
     for _ in range(repeats):
         for name, action in actions.items():
-            cpu, started = time.process_time(), time.perf_counter()
+            cpu_started, started = time.process_time(), time.perf_counter()
             action()
             walls[name].append(time.perf_counter() - started)
-            cpus[name].append(time.process_time() - cpu)
+            cpus[name].append(time.process_time() - cpu_started)
     return {
         name: {
             "median_s": round(statistics.median(walls[name]), 4),

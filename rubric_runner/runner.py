@@ -10,7 +10,7 @@ from omegaconf import DictConfig
 
 from .config import ConfigError, validate
 from .console import Console
-from .runlog import CONFIG_ERROR_EXIT, EXIT_CODES, EventLog, RunResult, Usage, redact_override, write_result
+from .runlog import CONFIG_ERROR_EXIT, EventLog, RunResult, Usage, redact_override, write_result
 from .session import EVENTS_FILE, RESULT_FILE, Session, StopRequest, complete, describe, now, usage_dict
 
 SEVERITY = ("satisfied", "max_iterations_reached", "failed", "grader_error", "error", "interrupted")

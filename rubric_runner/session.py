@@ -22,6 +22,7 @@ from .console import Console
 from .context import CURRENT_TASK, TaskContext
 from .dataset import Task
 from .models import is_scripted
+from .runtime import frozen_heap, no_thread_hops_without_tracing
 from .runlog import EXIT_CODES, TERMINAL_STATUSES, RunResult, read_result, scrub_sqlite, write_json, write_result
 
 RESULT_FILE = "result.json"
@@ -167,14 +168,15 @@ class Session:
                     await saver.conn.execute("SELECT pg_advisory_unlock(%s)", (POSTGRES_SETUP_LOCK,))
                 yield saver
             return
-        import aiosqlite
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+        import sqlite3
+
+        from .checkpoints import InlineSqliteSaver
 
         path = self.run_dir / CHECKPOINT_FILE
         try:
-            async with aiosqlite.connect(path) as connection:
-                await connection.execute("PRAGMA synchronous=NORMAL")
-                yield AsyncSqliteSaver(connection)
+            with contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as connection:
+                connection.execute("PRAGMA synchronous=NORMAL")
+                yield InlineSqliteSaver(connection)
         finally:
             scrub_sqlite(path)
 
@@ -190,7 +192,8 @@ class Session:
 
             jobs = [bounded(task, repeat) for task in tasks for repeat in range(self.config.run.repeats)]
             self.total = len(jobs)
-            return list(await asyncio.gather(*jobs))
+            with frozen_heap(), no_thread_hops_without_tracing():
+                return list(await asyncio.gather(*jobs))
 
     async def run_task(self, task: Task, repeat: int) -> RunResult:
         """One task's rubric loop, start to record; its errors stay its own."""
