@@ -47,4 +47,3 @@ def no_thread_hops_without_tracing() -> Iterator[None]:
         yield
     finally:
         langsmith.set_runtime_overrides()
-
