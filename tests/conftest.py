@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +103,23 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: f
         text=True,
         timeout=timeout,
     )
+
+
+@contextlib.contextmanager
+def cli_process(*args: str, cwd: Path) -> Iterator[subprocess.Popen]:
+    """``python -m rubric_runner ARGS`` in the background, output piped; killed on the way out if still running."""
+    proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

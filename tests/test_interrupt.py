@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import verdict, write_script
+from conftest import cli_process, run_cli, verdict, write_script
 
 SLOW_CODE = "import time\ntime.sleep(2)\n"
 GOOD_CODE = "def find_duplicates(lst):\n    seen, dups = [], []\n    for x in lst:\n        if x in seen and x not in dups:\n            dups.append(x)\n        seen.append(x)\n    return dups\n"
@@ -46,17 +44,15 @@ def _wait_for(run_dir: Path, event: str, timeout: float = 60) -> None:
     raise AssertionError(f"{event} never appeared in {run_dir}/events.jsonl")
 
 
-def _start_slow_run(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
-    """The slow ``code`` run in a real subprocess; returns it and its run dir."""
+def _slow_run(tmp_path: Path) -> tuple[list[str], Path]:
+    """The slow ``code`` run's overrides and its run dir."""
     script = _script(tmp_path / "script.yaml")
     run_dir = tmp_path / "run"
     args = [
         "worker=scripted", "grader=scripted", "rubric=code", f"worker.script={script}",
         f"grader.script={script}", f"hydra.run.dir={run_dir}",
     ]
-    proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return proc, run_dir
+    return args, run_dir
 
 
 @pytest.mark.parametrize(
@@ -68,18 +64,18 @@ def _start_slow_run(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     ],
 )
 def test_interrupt_then_resume(tmp_path, point, after_event, signum):
-    proc, run_dir = _start_slow_run(tmp_path)
-    _wait_for(run_dir, after_event)
-    time.sleep(0.3)  # inside the slow call now
-    os.kill(proc.pid, signum)
-    out, err = proc.communicate(timeout=60)
+    args, run_dir = _slow_run(tmp_path)
+    with cli_process(*args, cwd=tmp_path) as proc:
+        _wait_for(run_dir, after_event)
+        time.sleep(0.3)  # inside the slow call now
+        os.kill(proc.pid, signum)
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (point, out, err)
     record = json.loads((run_dir / "result.json").read_text())
     assert record["status"] == "interrupted" and record["exit_code"] == 130
     assert _events(run_dir)[-1]["event"] == "run_end"
 
-    resumed = subprocess.run([sys.executable, "-m", "rubric_runner", "resume", str(run_dir)], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=120)
+    resumed = run_cli("resume", str(run_dir), cwd=tmp_path)
     assert resumed.returncode == 0, (point, resumed.stdout, resumed.stderr)
     record = json.loads((run_dir / "result.json").read_text())
     assert record["status"] == "satisfied" and record["resumed"] == 1
@@ -94,31 +90,31 @@ def test_resuming_a_complete_run_changes_nothing(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[verdict("satisfied", ("c", True))])
     run_dir = tmp_path / "run"
     args = ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}", f"hydra.run.dir={run_dir}"]
-    first = subprocess.run([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path, capture_output=True, text=True)
+    first = run_cli(*args, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     before = (run_dir / "result.json").read_text()
-    again = subprocess.run([sys.executable, "-m", "rubric_runner", "resume", str(run_dir)], cwd=tmp_path, capture_output=True, text=True)
+    again = run_cli("resume", str(run_dir), cwd=tmp_path)
     assert again.returncode == 0 and "already complete: satisfied" in again.stdout
     assert (run_dir / "result.json").read_text() == before
 
 
 def test_second_signal_stops_at_once_and_resume_redoes_the_step(tmp_path):
-    proc, run_dir = _start_slow_run(tmp_path)
-    _wait_for(run_dir, "model_call_start")
-    time.sleep(0.3)  # inside the 2 s worker call
-    os.kill(proc.pid, signal.SIGINT)
-    time.sleep(0.2)
-    os.kill(proc.pid, signal.SIGINT)
-    started = time.monotonic()
-    out, err = proc.communicate(timeout=60)
+    args, run_dir = _slow_run(tmp_path)
+    with cli_process(*args, cwd=tmp_path) as proc:
+        _wait_for(run_dir, "model_call_start")
+        time.sleep(0.3)  # inside the 2 s worker call
+        os.kill(proc.pid, signal.SIGINT)
+        time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGINT)
+        started = time.monotonic()
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     assert time.monotonic() - started < 1.0  # did not wait for the worker call to finish
     record = json.loads((run_dir / "result.json").read_text())
     assert record["status"] == "interrupted" and "twice" in record["error"]["message"]
     assert "stopping at the next checkpoint" in out
 
-    resumed = subprocess.run([sys.executable, "-m", "rubric_runner", "resume", str(run_dir)], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=120)
+    resumed = run_cli("resume", str(run_dir), cwd=tmp_path)
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
     record = json.loads((run_dir / "result.json").read_text())
     assert record["status"] == "satisfied"

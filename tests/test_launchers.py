@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import run_cli, write_script
+from conftest import free_port, run_cli, write_script
 from rubric_runner import sweep
 from rubric_runner.models import JOB_ENV
 from sweeps import SCRIPTED, STATUSES, read_rows, run_six_job_sweep
@@ -67,12 +66,6 @@ def files_holding(root: Path, secret: str) -> list[Path]:
     return [path for path in root.rglob("*") if path.is_file() and secret.encode() in path.read_bytes()]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def ray_cluster():
     """``ray start --head`` with 2 CPUs, no dashboard and no provider keys in its environment, from a
@@ -80,7 +73,7 @@ def ray_cluster():
     pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="pip install 'rubric_runner[ray]'")
     root = Path(tempfile.mkdtemp(prefix="ray"))  # short: Ray's socket paths live below it
     (root / "cwd").mkdir()
-    port = _free_port()
+    port = free_port()
     env = {name: value for name, value in os.environ.items() if name not in JOB_ENV}
     log = open(root / "head.log", "w")
     head = subprocess.Popen(

@@ -8,27 +8,19 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import compose_config, run_cli, scripted_overrides, verdict, write_script
+from conftest import cli_process, compose_config, free_port, run_cli, scripted_overrides, verdict, write_script
 from rubric_runner.config import POSTGRES_URL_ENV, ConfigError, validate
 from test_interrupt import _script, _wait_for
 
 psycopg = pytest.importorskip("psycopg", reason="pip install 'rubric_runner[postgres]'")
 
 SERVER_BINS = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +39,7 @@ def postgres():
     if as_user:
         shutil.chown(root, "postgres")
         shutil.chown(root / "pw", "postgres")
-    data, port = root / "data", _free_port()
+    data, port = root / "data", free_port()
     subprocess.run([*as_user, bin_dir / "initdb", "-D", data, "-U", "rubric", "--auth=scram-sha-256",
                     f"--pwfile={root / 'pw'}", "--no-sync"], check=True, capture_output=True)
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
@@ -98,11 +90,10 @@ def test_interrupt_then_resume_from_postgres(tmp_path, pg_env):
     script = _script(tmp_path / "script.yaml")
     args = ["worker=scripted", "grader=scripted", "rubric=code", f"worker.script={script}", f"grader.script={script}",
             "run.checkpointer=postgres", f"hydra.run.dir={run_dir}"]
-    proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_for(run_dir, "tool_call_end")  # the grader's slow verdict call is next
-    os.kill(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    with cli_process(*args, cwd=tmp_path) as proc:
+        _wait_for(run_dir, "tool_call_end")  # the grader's slow verdict call is next
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     thread_id = json.loads((run_dir / "result.json").read_text())["thread_id"]
     saved = _checkpoints(url, password, thread_id)

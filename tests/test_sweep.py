@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, compose_config, run_cli, write_script
+from conftest import ROOT, cli_process, compose_config, run_cli, write_script
 from rubric_runner.config import ConfigError, validate
 from rubric_runner.sweep import collect, exit_code, write_summary
 from sweeps import SCRIPTED, STATUSES, read_rows, run_six_job_sweep, write_scripts
@@ -127,14 +127,6 @@ def status_of(run_dir):
         return None
 
 
-def start_sweep(tmp_path, *args):
-    """``python -m rubric_runner -m ARGS`` in the background."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "rubric_runner", "-m", *args], cwd=tmp_path, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-
-
 def wait_for(proc, condition, what):
     deadline = time.monotonic() + 60
     while not condition():
@@ -147,9 +139,8 @@ def test_joblib_worker_killed_mid_run_is_a_row(tmp_path):
     good, _, _ = write_scripts(tmp_path / "scripts")
     hang = write_script(tmp_path / "hang.yaml", [{"content": "never", "latency": 120}], [])
     sweep_dir = tmp_path / "sweep"
-    proc = start_sweep(tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *SCRIPTED,
-                       f"worker.script={good},{hang}", "grader.script=${worker.script}", f"hydra.sweep.dir={sweep_dir}")
-    try:
+    with cli_process("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *SCRIPTED, f"worker.script={good},{hang}",
+                     "grader.script=${worker.script}", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path) as proc:
         wait_for(proc, lambda: (status_of(sweep_dir / "0"), status_of(sweep_dir / "1")) == ("satisfied", "running"),
                  "job 0 done while job 1 runs")
         workers = loky_workers(proc.pid)
@@ -157,9 +148,6 @@ def test_joblib_worker_killed_mid_run_is_a_row(tmp_path):
         for pid in workers:
             os.kill(pid, signal.SIGKILL)
         stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert proc.returncode == 3, stderr
     assert "TerminatedWorkerError" in stderr
     assert "sweep: 2 runs: 1 satisfied, 1 error" in stdout
@@ -174,15 +162,11 @@ def test_ctrl_c_stops_the_sweep_and_keeps_its_summary(tmp_path):
     good, _, _ = write_scripts(tmp_path / "scripts")
     slow = write_script(tmp_path / "slow.yaml", [{"content": "slow", "latency": 2}], [])
     sweep_dir = tmp_path / "sweep"
-    proc = start_sweep(tmp_path, *SCRIPTED, f"worker.script={slow},{good}", "grader.script=${worker.script}",
-                       f"hydra.sweep.dir={sweep_dir}")
-    try:
+    with cli_process("-m", *SCRIPTED, f"worker.script={slow},{good}", "grader.script=${worker.script}",
+                     f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path) as proc:
         wait_for(proc, lambda: status_of(sweep_dir / "0") == "running", "job 0 running")
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert proc.returncode == 130, stderr
     assert "sweep: 1 run: 1 interrupted; satisfied rate 0.0% -> exit 130" in stdout
     assert [r["status"] for r in read_rows(sweep_dir)] == ["interrupted"]

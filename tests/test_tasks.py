@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import sqlite3
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import compose_config, read_events, run_cli, scripted_overrides, verdict, write_script
+from conftest import cli_process, compose_config, read_events, run_cli, scripted_overrides, verdict, write_script
 from rubric_runner.config import DATA_DIR
 from rubric_runner.runlog import RunResult
 from rubric_runner.runner import aggregate, run
@@ -143,16 +144,16 @@ def test_cache_second_run_makes_no_model_calls_and_keeps_repeats_apart(tmp_path)
 def test_cache_shared_by_two_concurrent_processes(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "latency": 0.05}], grader=[OK])
     cache = tmp_path / "cache.sqlite"
-    procs = []
-    for name in ("one", "two"):
-        data = _dataset(tmp_path / f"{name}.jsonl", [f"{name}{i}" for i in range(12)])
-        args = [*scripted_overrides(script, f"rubric.dataset={data}", f"run.cache={cache}", "run.concurrency=6"),
-                f"hydra.run.dir={tmp_path / name}"]
-        procs.append(subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=tmp_path,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    for proc in procs:
-        out, err = proc.communicate(timeout=180)
-        assert proc.returncode == 0, err
+    with contextlib.ExitStack() as running:
+        procs = []
+        for name in ("one", "two"):
+            data = _dataset(tmp_path / f"{name}.jsonl", [f"{name}{i}" for i in range(12)])
+            args = [*scripted_overrides(script, f"rubric.dataset={data}", f"run.cache={cache}", "run.concurrency=6"),
+                    f"hydra.run.dir={tmp_path / name}"]
+            procs.append(running.enter_context(cli_process(*args, cwd=tmp_path)))
+        for proc in procs:
+            out, err = proc.communicate(timeout=180)
+            assert proc.returncode == 0, err
     connection = sqlite3.connect(cache)
     assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     # 24 distinct tasks x (worker + grader) responses, none lost
@@ -264,10 +265,9 @@ def test_progress_line_on_a_terminal_and_quiet_in_a_pipe(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
     data = _dataset(tmp_path / "tasks.jsonl", ["a", "b", "c"])
     overrides = [o for o in scripted_overrides(script, f"rubric.dataset={data}") if o != "run.console=false"]
-    args = [sys.executable, "-m", "rubric_runner", *overrides]
     primary, secondary = pty.openpty()
-    proc = subprocess.run([*args, f"hydra.run.dir={tmp_path / 'tty'}"], cwd=tmp_path, stdout=subprocess.PIPE,
-                          stderr=secondary, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "rubric_runner", *overrides, f"hydra.run.dir={tmp_path / 'tty'}"],
+                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=secondary, timeout=120)
     os.close(secondary)
     on_terminal = b""
     while True:
@@ -281,7 +281,7 @@ def test_progress_line_on_a_terminal_and_quiet_in_a_pipe(tmp_path):
     os.close(primary)
     assert proc.returncode == 0
     assert b"tasks 3/3  satisfied 3  tokens " in on_terminal
-    piped = subprocess.run([*args, f"hydra.run.dir={tmp_path / 'pipe'}"], cwd=tmp_path, capture_output=True, text=True)
+    piped = run_cli(*overrides, f"hydra.run.dir={tmp_path / 'pipe'}", cwd=tmp_path)
     assert piped.returncode == 0 and "tasks 3/3" not in piped.stderr
     assert "tasks 3 x repeats 1: 3/3 satisfied" in piped.stdout
 
