@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,7 @@ RAY_ENV = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # Ray's single-machine mode: every address is 127.0.0.1
     "RAY_AUTH_MODE": "token",
 }
+"""The cluster's environment; ``ray_cluster`` adds ``RAY_AUTH_TOKEN_PATH``, a token of its own."""
 
 
 def normalized(sweep_dir: Path, tmp: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -69,24 +71,30 @@ def files_holding(root: Path, secret: str) -> list[Path]:
 @pytest.fixture(scope="module")
 def ray_cluster():
     """``ray start --head`` with 2 CPUs, no dashboard and no provider keys in its environment, from a
-    directory of its own; yields its address and that directory. Stopped (SIGTERM) afterwards."""
+    directory of its own, with a token of its own in that directory (never the user's ~/.ray);
+    yields its address, that directory and the environment a driver needs to join it.
+    Stopped (SIGTERM) afterwards."""
     pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="pip install 'rubric_runner[ray]'")
     root = Path(tempfile.mkdtemp(prefix="ray"))  # short: Ray's socket paths live below it
     (root / "cwd").mkdir()
+    token = root / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    token.chmod(0o600)
+    cluster_env = {**RAY_ENV, "RAY_AUTH_TOKEN_PATH": str(token)}
     port = free_port()
-    env = {name: value for name, value in os.environ.items() if name not in JOB_ENV}
+    env = {name: value for name, value in os.environ.items() if name not in JOB_ENV and not name.startswith("RAY_AUTH")}
     log = open(root / "head.log", "w")
     head = subprocess.Popen(
         [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", "--num-cpus=2",
          "--include-dashboard=false", "--node-ip-address=127.0.0.1", f"--port={port}", f"--temp-dir={root / 'tmp'}"],
-        cwd=root / "cwd", env={**env, **RAY_ENV}, stdout=log, stderr=subprocess.STDOUT,
+        cwd=root / "cwd", env={**env, **cluster_env}, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 90
         while "will now block" not in (root / "head.log").read_text():
             assert head.poll() is None and time.monotonic() < deadline, (root / "head.log").read_text()
             time.sleep(0.2)
-        yield f"127.0.0.1:{port}", root / "cwd"
+        yield f"127.0.0.1:{port}", root / "cwd", cluster_env
     finally:
         head.terminate()
         try:
@@ -98,8 +106,8 @@ def ray_cluster():
 
 
 def test_ray_sweep_matches_the_basic_launcher(ray_cluster, basic, tmp_path, monkeypatch):
-    address, head_cwd = ray_cluster
-    for name, value in {**RAY_ENV, **FAKE_KEYS}.items():
+    address, head_cwd, cluster_env = ray_cluster
+    for name, value in {**cluster_env, **FAKE_KEYS}.items():
         monkeypatch.setenv(name, value)
     proc, sweep_dir = run_six_job_sweep(tmp_path, "hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address={address}")
     assert proc.returncode == 3, proc.stderr
@@ -115,8 +123,8 @@ def test_ray_sweep_matches_the_basic_launcher(ray_cluster, basic, tmp_path, monk
 def test_ray_workers_get_keys_from_the_submitting_shell(ray_cluster, tmp_path, monkeypatch):
     """The head has no key; ``${job_env:}`` sends the submitting shell's through Ray's runtime_env.
     The default sweep dir is absolute on the submitting side, though the workers run elsewhere."""
-    address, head_cwd = ray_cluster
-    for name, value in {**RAY_ENV, **FAKE_KEYS}.items():
+    address, head_cwd, cluster_env = ray_cluster
+    for name, value in {**cluster_env, **FAKE_KEYS}.items():
         monkeypatch.setenv(name, value)
     grader = write_script(tmp_path / "grader.yaml", [], [{"tool_calls": [{"name": "GraderResponse", "args": {
         "result": "satisfied", "explanation": "ok", "criteria": [{"name": "c", "passed": True}]}}]}])
