@@ -10,13 +10,26 @@ from typing import Any
 from .config import Config
 from .dataset import Task
 from .grading import grader_middleware
-from .models import build_chat_model, split_model
+from .models import build_chat_model, is_scripted, split_model
 from .plugins import Plugins
+from .records import GraderInfo, ModelInfo, RubricInfo, RunRecord
 from .tools import ToolRegistry, validate_settings
 
 
-class Shared:
-    """Tools, models, response cache and rate limiters shared by every task of a run."""
+def note_what_ran(record: RunRecord, config: Config) -> None:
+    """Copy what ran (models, tools, grader settings, rubric, tags) into a record."""
+    worker, grader = config.worker, config.grader
+    record.worker = ModelInfo(model=worker.model, scripted=is_scripted(worker), tools=sorted(worker.tools))
+    record.grader = GraderInfo(
+        model=grader.model, scripted=is_scripted(grader), tools=sorted(grader.tools), max_iterations=grader.max_iterations,
+        max_model_calls=grader.max_model_calls, structured_output=str(grader.structured_output),
+    )
+    record.rubric = RubricInfo(name=config.rubric.name, text=config.rubric.text, task=config.rubric.task)
+    record.tags = list(config.tags)
+
+
+class AgentFactory:
+    """What every task of a run shares (tools, models, response cache, rate limiters), and the agent built from it."""
 
     def __init__(self, config: Config, run_dir: Path, roles: tuple[str, ...] = ("grader", "worker")) -> None:
         self.config = config

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import compose_config, run_cli
-from rubric_runner.runner import run
+from rubric_runner.runner import execute as run
 
 SCRIPTED = ("worker=scripted", "grader=scripted")
 LINE = re.compile(r"error: (?P<key>\S+): .+ \(.+\)")
@@ -58,8 +58,8 @@ CASES = {
     "model-without-id": (["grader.model=openai:"], "grader.model", "run"),
     "base-url-not-a-url": (["worker.base_url='not a url'"], "worker.base_url", "run"),
     "base-url-wrong-scheme": (["grader.base_url=ftp://127.0.0.1/v1"], "grader.base_url", "run"),
-    "structured-output-unknown": (["grader.structured_output=json"], "grader.structured_output", "run"),
-    "checkpointer-unknown": (["run.checkpointer=redis"], "run.checkpointer", "run"),
+    "structured-output-unknown": (["grader.structured_output=json"], "grader.structured_output", "compose"),
+    "checkpointer-unknown": (["run.checkpointer=redis"], "run.checkpointer", "compose"),
     "missing-api-key": (["worker=gpt"], "worker.model", "run"),
     "override-syntax": (["grader.max_iterations=["], "grader.max_iterations=[", "compose"),
     "yaml-error-config-dir": (["--config-dir", "{tmp}/user_conf", "grader=broken"], "broken.yaml:2", "compose"),
