@@ -37,8 +37,11 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse that reports a usage error in one line on stderr, naming the fix, and exits 2."""
 
     def error(self, message: str) -> NoReturn:
-        message = message.removeprefix("argument ")
-        print(f"error: {self.prog}: {message} (`{self.prog} --help` shows the usage)", file=sys.stderr)
+        if message.startswith("argument ") and message.endswith(")"):  # names the argument and the fix already
+            line = message.removeprefix("argument ")
+        else:
+            line = f"{self.prog}: {message} (`{self.prog} --help` shows the usage)"
+        print(f"error: {line}", file=sys.stderr)
         raise SystemExit(ExitCode.USAGE)
 
 
