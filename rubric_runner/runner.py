@@ -17,14 +17,12 @@ from .redaction import redact_override
 from .signals import StopRequest
 
 
-class RunDirInUse(ValueError):
+class RunDirInUse(ConfigError):
     """The run dir already holds another run's record (and this run is no resume)."""
 
     def __init__(self, run_dir: Path) -> None:
-        super().__init__(
-            f"hydra.run.dir: {run_dir} already holds another run's record "
-            "(leave hydra.run.dir unset for a new dir, or continue that run with `rubric-runner resume DIR`)"
-        )
+        super().__init__("hydra.run.dir", f"{run_dir} already holds another run's record",
+                         "leave hydra.run.dir unset for a new dir, or continue that run with `rubric-runner resume DIR`")
 
 
 def claim_run_dir(run_dir: Path, resume: bool) -> None:

@@ -8,7 +8,9 @@ import logging
 import pytest
 
 from conftest import ROOT, compose_config, read_events, run_scripted, verdict, write_script
-from rubric_runner.plugins import Plugins
+from rubric_runner import hookimpl
+from rubric_runner.cli import run_command
+from rubric_runner.plugins import PluginInfo, Plugins
 from rubric_runner.tools import ToolRegistry
 
 
@@ -125,3 +127,33 @@ def test_run_uses_tool_settings_from_config(tmp_path):
     _, run_dir = run_scripted(tmp_path, script, *overrides)
     ends = [e for e in read_events(run_dir) if e["event"] == "tool_call_end"]
     assert '"syllables": [5, 7, 4], "pattern": [5, 7, 4], "matches_pattern": true' in ends[0]["output"]
+
+
+class Greeter:
+    """A plugin that adds a command."""
+
+    @hookimpl
+    def register_commands(self, subparsers):
+        parser = subparsers.add_parser("greet", help="say hello")
+        parser.add_argument("name")
+        parser.set_defaults(handler=lambda args: print(f"hello {args.name}") or 3)
+
+
+class Broken:
+    """A plugin whose command hook fails."""
+
+    @hookimpl
+    def register_commands(self, subparsers):
+        raise RuntimeError("no commands today")
+
+
+def test_a_plugin_adds_a_command(monkeypatch, capsys):
+    plugins = Plugins()
+    plugins._add(Greeter(), PluginInfo("greeter", "tests", "0"))
+    plugins._add(Broken(), PluginInfo("broken", "tests", "0"))
+    monkeypatch.setattr(Plugins, "load", classmethod(lambda cls: plugins))
+    assert run_command(["greet", "ada"]) == 3
+    assert capsys.readouterr().out == "hello ada\n"
+    assert [failure.name for failure in plugins.failures] == ["broken"]
+    assert run_command(["greeet"]) == 2
+    assert "(commands: greet, plugins, regrade, report, resume, tools;" in capsys.readouterr().err
