@@ -53,7 +53,7 @@ def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: R
     grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime()))
     update = grade.invoke(state, config={"callbacks": [recorder]}) or {}
     result.evaluations = [Evaluation.model_validate(e) for e in update.get("_rubric_evaluations", [])]
-    result.status = Status(update.get("_rubric_status") or "error")
+    result.status = Status.of_loop(update.get("_rubric_status"))
     result.iterations = len(result.evaluations)
     return result
 

@@ -38,11 +38,6 @@ class ProcessWide:
                     self._restore(self._saved)
                     self._saved = None
 
-    @property
-    def active(self) -> bool:
-        """Whether some run holds the setting now."""
-        return self._users > 0
-
 
 FROZEN_HEAP = ProcessWide(gc.freeze, lambda _: gc.unfreeze())
 """Keep the garbage collector off the objects alive before the tasks start.

@@ -208,7 +208,7 @@ class Session:
             write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
             result.final_answer = _final_answer(messages)
             result.iterations = int(values.get("_rubric_iterations") or 0)
-            result.status = Status(values.get("_rubric_status") or "error")
+            result.status = Status.of_loop(values.get("_rubric_status"))
             if values.get("_rubric_evaluations"):  # the checkpoint is the truth, also across resumes
                 run_id = values.get("_current_grading_run_id")
                 result.evaluations = [Evaluation.model_validate(e) for e in values["_rubric_evaluations"]

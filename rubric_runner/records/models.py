@@ -29,7 +29,7 @@ def _omitted_when_none(value: Any) -> bool:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", validate_assignment=False)
+    model_config = ConfigDict(extra="ignore")
 
 
 class Usage(_Model):

@@ -42,6 +42,13 @@ class Status(StrEnum):
     ERROR = "error"
     INTERRUPTED = "interrupted"
 
+    @classmethod
+    def of_loop(cls, value: str | None) -> Status:
+        """The status for what RubricMiddleware's state says when the loop stops: a terminal verdict
+        is itself; none yet, or one still asking for revision (the loop was stopped), is ``error``."""
+        status = cls._value2member_map_.get(value or "")
+        return status if status is not None and status.terminal else cls.ERROR
+
     @property
     def severity(self) -> int:
         """Rank from best (satisfied) to worst (interrupted); a multi-task run takes its worst task's."""
