@@ -3,6 +3,8 @@
 from .models import (
     SCHEMA_VERSION,
     Aggregate,
+    CheckOutcome,
+    CheckResult,
     Criterion,
     ErrorInfo,
     Evaluation,
@@ -12,6 +14,8 @@ from .models import (
     RunRecord,
     TaskRow,
     Usage,
+    Verification,
+    Verifications,
     now,
 )
 from .status import ExitCode, Outcome, Status, satisfied_rate, sweep_exit_code
@@ -32,8 +36,8 @@ from .store import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "Aggregate", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "ModelInfo", "RubricInfo",
-    "RunRecord", "TaskRow", "Usage", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
+    "SCHEMA_VERSION", "Aggregate", "CheckOutcome", "CheckResult", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "ModelInfo", "RubricInfo",
+    "RunRecord", "TaskRow", "Usage", "Verification", "Verifications", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
     "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TRANSCRIPT_FILE", "Job", "collect", "crash_record",
     "find_run_dirs", "load_record", "read_record", "saved_overrides", "write_json", "write_record",
 ]
