@@ -93,7 +93,7 @@ def count_syllables(
             for number, (line, expected) in enumerate(zip(lines, pattern), start=1)
             if line["syllables"] != expected
         ]
-        result.update(ok=not problems, pattern=pattern, matches_pattern=not problems, problems=problems)
+        result.update(pattern=pattern, matches_pattern=not problems, problems=problems, ok=not problems)
     result["estimated_words"] = [word for line in lines for word in line["estimated"]]
     if skipped := [token for line in lines for token in line["skipped"]]:
         result["skipped"] = skipped
