@@ -69,7 +69,8 @@ def _select(tasks: list[Task], selection: list[str]) -> list[Task]:
             raise ConfigError("rubric.tasks", f"no task {item!r} in the dataset",
                               f"give task ids (e.g. {example}) or start:stop slices, e.g. rubric.tasks=[0:10]")
     if not chosen:
-        raise ConfigError("rubric.tasks", f"{selection} selects no task of the {len(tasks)}", "e.g. rubric.tasks=[0:10]")
+        raise ConfigError("rubric.tasks", f"[{', '.join(map(str, selection))}] selects none of the dataset's {len(tasks)} tasks",
+                          "e.g. rubric.tasks=[0:10]")
     return [task for number, task in enumerate(tasks) if number in chosen]
 
 

@@ -46,8 +46,11 @@ def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: R
     original = read_record(task_dir / RESULT_FILE) or RunRecord()
     messages = messages_from_dict(json.loads((task_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
     text = rubric or original.rubric.text
+    # the answers and their hidden verification stay the original's: the truth a new verdict is measured against
     result = template.model_copy(deep=True, update={"task_id": original.task_id, "repeat": original.repeat,
-                                                    "final_answer": original.final_answer})
+                                                    "final_answer": original.final_answer,
+                                                    "first_answer": original.first_answer,
+                                                    "verification": original.verification})
     recorder = recorder_factory(result)
     state = {"messages": messages, "rubric": text, "_rubric_iterations": 0}
     grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime()))
