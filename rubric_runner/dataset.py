@@ -28,6 +28,8 @@ class Task:
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     verify: dict[str, dict[str, Any]] = field(default_factory=dict)
     """``verify`` tool -> settings: the rubric's, with the task's own merged over them."""
+    index: int = 0
+    """Its place in the dataset, which config keys name (``rubric.dataset[3]``)."""
 
 
 def _read(path: Path) -> list[Any]:
@@ -121,5 +123,5 @@ def load_tasks(config: Config) -> list[Task]:
         if not isinstance(verify, dict) or not all(isinstance(v, dict) for v in verify.values()):
             raise ConfigError(f"{key}.verify", "must map tool names to settings", "e.g. verify: {run_test_suite: {suite: hidden.yaml}}")
         seen.add(task_id)
-        tasks.append(Task(task_id, message, text, tools, _merged(rubric.verify, verify)))
+        tasks.append(Task(task_id, message, text, tools, _merged(rubric.verify, verify), index))
     return _select(tasks, rubric.tasks)

@@ -98,7 +98,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             for failure in factory.registry.plugins.failures:
                 console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
             factory.check_task_tools(tasks)
-            checks = resolve_checks(factory.registry, tasks, bool(config.rubric.dataset))
+            checks = resolve_checks(factory.registry, config.rubric, tasks)
             multi = len(tasks) > 1 or config.run.repeats > 1
             session = Session(config, run_dir, log, console, record, multi, stop, checks)
             log.info("run_start", worker=record.worker.model_dump(), grader=record.grader.model_dump(),

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from .config import ConfigError
+from .config import ConfigError, RubricConfig
 from .dataset import Task
 from .records import CheckOutcome, CheckResult, Verification
 from .tools import ToolRegistry, tool_settings, validate_settings
@@ -46,17 +46,24 @@ def resolve_check(registry: ToolRegistry, name: str, settings: dict[str, Any], k
     return Check(name, tool, visible[0], settings)
 
 
-def resolve_checks(registry: ToolRegistry, tasks: list[Task], dataset: bool) -> dict[str, list[Check]]:
-    """Each task's checks, resolved and validated before any model call (task id -> checks)."""
+def resolve_checks(registry: ToolRegistry, rubric: RubricConfig, tasks: list[Task]) -> dict[str, list[Check]]:
+    """Each task's checks (task id -> checks), resolved and validated before any model call.
+
+    The rubric's own settings are checked under their keys first (``rubric.verify.NAME``); a task's
+    merged ones under the task's (``rubric.dataset[3].verify.NAME``) when it comes from a dataset.
+    """
+    for name, settings in rubric.verify.items():
+        key = f"rubric.verify.{name}"
+        validate_settings(registry.find(name, key).tool, dict(settings or {}), key)
     checks = {}
-    for index, task in enumerate(tasks):
-        prefix = f"rubric.dataset[{index}].verify" if dataset else "rubric.verify"
+    for task in tasks:
+        prefix = f"rubric.dataset[{task.index}].verify" if rubric.dataset else "rubric.verify"
         checks[task.id] = [resolve_check(registry, name, settings, f"{prefix}.{name}") for name, settings in task.verify.items()]
     return checks
 
 
-def _answer(messages: list[Any]) -> str | None:
-    """The text of the last AI message without tool calls: the worker's answer."""
+def final_answer(messages: list[Any]) -> str | None:
+    """The worker's answer: the text of its last message without tool calls."""
     from langchain_core.messages import AIMessage
 
     for message in reversed(messages):
@@ -65,19 +72,14 @@ def _answer(messages: list[Any]) -> str | None:
     return None
 
 
-def final_answer(messages: list[Any]) -> str | None:
-    """The worker's answer at the end of the loop."""
-    return _answer(messages)
-
-
 def first_answer(messages: list[Any]) -> str | None:
     """The worker's answer before the grader's first revision request; with none, the final answer."""
     from langchain_core.messages import HumanMessage
 
     for index, message in enumerate(messages):
         if isinstance(message, HumanMessage) and message.name == GRADER_SOURCE:
-            return _answer(messages[:index])
-    return _answer(messages)
+            return final_answer(messages[:index])
+    return final_answer(messages)
 
 
 async def run_check(check: Check, answer: str) -> CheckResult:

@@ -137,8 +137,16 @@ def test_bad_verify_checks_fail_before_any_model_call(tmp_path, override, key, p
     assert not [e for e in read_events(run_dir) if e["event"] == "model_call_start"]
 
 
-def test_a_task_with_a_bad_check_names_its_line(tmp_path):
+@pytest.mark.parametrize("selection", ["[]", "[b,c]", "[2:]"])
+def test_a_task_with_a_bad_check_names_its_line(tmp_path, selection):
     script = write_script(tmp_path / "s.yaml", worker=[{"raise": "no model may be called"}], grader=[])
-    data = _dataset(tmp_path / "tasks.jsonl", _task("a", {}), _task("b", {"run_check": {"entry_point": "dedupe"}}))
-    record, _ = run_scripted(tmp_path, script, f"rubric.dataset={data}", "rubric=code_tasks")
-    assert (record.exit_code, record.error.key) == (2, "rubric.dataset[1].verify.run_check.test")
+    data = _dataset(tmp_path / "tasks.jsonl", _task("a", {}), _task("b", {}), _task("c", {"run_check": {"entry_point": "dedupe"}}))
+    record, _ = run_scripted(tmp_path, script, f"rubric.dataset={data}", "rubric=code_tasks", f"rubric.tasks={selection}")
+    assert (record.exit_code, record.error.key) == (2, "rubric.dataset[2].verify.run_check.test")
+
+
+def test_the_rubric_s_own_bad_setting_is_named_by_its_own_key(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"raise": "no model may be called"}], grader=[])
+    data = _dataset(tmp_path / "tasks.jsonl", _task("a", {}))
+    record, _ = run_scripted(tmp_path, script, f"rubric.dataset={data}", "rubric=code_tasks", "+rubric.verify.run_check.entry_point=1x")
+    assert (record.exit_code, record.error.key) == (2, "rubric.verify.run_check.entry_point")
