@@ -179,8 +179,8 @@ def test_a_sweep_budget_is_shared_by_jobs_in_other_processes_and_resume_finishes
     prices = _prices(tmp_path / "prices.yaml", [*models, "scripted:demo"])  # 0.1 USD a call, 0.2 a job
     sweep_dir = tmp_path / "sweep"
     common = ["-m", *scripted_overrides(script), f"worker.model={','.join(models)}", f"sweep.prices={prices}",
-              "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep_dir}"]
-    proc = run_cli(*common, "sweep.budget_usd=0.4", cwd=tmp_path, timeout=300)
+              f"hydra.sweep.dir={sweep_dir}"]
+    proc = run_cli(*common, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "sweep.budget_usd=0.4", cwd=tmp_path, timeout=300)
     # jobs 0 and 1 run in two processes (0.4 USD); jobs 2 and 3 find the budget spent when they start
     assert proc.returncode == ExitCode.BUDGET_EXCEEDED, proc.stderr
     rows = [json.loads(line) for line in (sweep_dir / "summary.jsonl").read_text().splitlines()]
@@ -191,8 +191,44 @@ def test_a_sweep_budget_is_shared_by_jobs_in_other_processes_and_resume_finishes
     assert report.count("| sweep.budget_usd 0.4/0.4 |") == 2  # the runs table's "stopped by"
     assert (sweep_dir / "spend.sqlite").is_file()
 
-    resumed = run_cli(*common, "sweep.budget_usd=1", "run.resume=true", cwd=tmp_path, timeout=300)
+    resumed = run_cli(*common, "sweep.budget_usd=1", "run.resume=true", cwd=tmp_path, timeout=300)  # basic launcher
     assert resumed.returncode == 0, resumed.stderr
     rows = [json.loads(line) for line in (sweep_dir / "summary.jsonl").read_text().splitlines()]
     assert [row["status"] for row in rows] == ["satisfied"] * 4 and [row["reused"] for row in rows] == [1, 1, 0, 0]
     assert "Sweep budget: spent 0.8000/1.0000 USD" in resumed.stdout
+
+
+def test_the_progress_line_shows_the_spend_against_the_budget(tmp_path, monkeypatch):
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "usage": HUNDRED}], grader=[{**OK, "usage": HUNDRED}])
+    data = _dataset(tmp_path / "tasks.jsonl", ["a", "b", "c"])
+    overrides = [o for o in scripted_overrides(script, f"rubric.dataset={data}", "run.concurrency=1", "run.budget_tokens=5000")
+                 if o != "run.console=false"]
+    execute(compose_config(overrides), tmp_path / "run", overrides)
+    lines = terminal.getvalue().split("\r")
+    assert "tasks 1/3  satisfied 1  tokens 200  run budget 200/5,000 tokens" in lines
+    assert "tasks 3/3  satisfied 3  tokens 600  run budget 600/5,000 tokens\n" in lines
+
+
+def test_a_scripted_usage_must_be_token_counts(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "usage": {"input_tokens": "many"}}], grader=[OK])
+    record, _ = _run(tmp_path, script)
+    assert record.exit_code == ExitCode.USAGE and record.error.key == "worker.script"
+    assert "[0].usage must map input_tokens and output_tokens to counts" in record.error.message
+
+
+def test_every_limit_and_budget_key_is_in_the_readme_key_table():
+    from conftest import ROOT
+    from rubric_runner.config import LIMIT_EXAMPLES
+
+    rows = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `")]
+    for key in LIMIT_EXAMPLES:
+        assert any(f"`{key}`" in row.split(" | ")[0] for row in rows), key
