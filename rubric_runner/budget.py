@@ -165,12 +165,9 @@ def _spent(info: BudgetInfo) -> str:
     if info.tokens is not None:
         parts.append(f"{info.spent_tokens:,}/{info.tokens:,} tokens")
     if info.usd is not None:
-        parts.append(f"{_usd(info.spent_usd)}/{info.usd:.4f} USD")
+        spent = "n/a" if info.spent_usd is None else f"{info.spent_usd:.4f}"  # n/a: a price table that changed
+        parts.append(f"{spent}/{info.usd:.4f} USD")
     return ", ".join(parts)
-
-
-def _usd(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4f}"
 
 
 def spend_lines(records: list[RunRecord]) -> list[str]:

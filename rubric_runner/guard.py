@@ -80,8 +80,9 @@ class TaskGuard(BaseCallbackHandler):
     def on_llm_end(self, response, *, run_id, **kwargs) -> None:
         self.budgets.book(self.result, self.task_dir)
 
-    def expire(self) -> None:
-        """The task's wall-clock deadline (``limits.wall_seconds``) passed."""
-        seconds = round(time.monotonic() - self.started, 3)
-        self.stopped = LimitExceeded(Status.LIMIT_EXCEEDED, LimitHit(name="limits.wall_seconds", limit=self.limits.wall_seconds,
-                                                                     value=seconds))
+    def expire(self) -> LimitExceeded:
+        """The task's wall-clock deadline (``limits.wall_seconds``) passed: how it ends."""
+        hit = LimitHit(name="limits.wall_seconds", limit=self.limits.wall_seconds, value=round(time.monotonic() - self.started, 3))
+        with self._lock:
+            self.stopped = LimitExceeded(Status.LIMIT_EXCEEDED, hit)
+        return self.stopped

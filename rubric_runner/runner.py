@@ -9,10 +9,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from .budget import spend_lines
 from .config import ConfigError, validate
 from .console import Console
 from .events import event_log
-from .budget import spend_lines
 from .records import EVENTS_FILE, RESULT_FILE, RunRecord, now, write_record
 from .redaction import redact_override
 from .signals import StopRequest

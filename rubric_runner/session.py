@@ -228,7 +228,7 @@ class Session:
         except TimeoutError:
             if not deadline.expired():
                 raise
-            guard.expire()
+            raise guard.expire() from None
         finally:
             values = (await self.agent.aget_state(run_config)).values
             messages = values.get("messages", [])
@@ -240,8 +240,6 @@ class Session:
                 run_id = values.get("_current_grading_run_id")
                 result.evaluations = [Evaluation.model_validate(e) for e in values["_rubric_evaluations"]
                                       if e["grading_run_id"] == run_id]
-        if guard.stopped is not None:  # a refused grader call ends the loop as a grader error: the limit is the cause
-            raise guard.stopped
         if result.status is Status.ERROR:
             result.error = ErrorInfo(type="NoVerdict", message="the grader never returned a verdict")
 

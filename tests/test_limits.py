@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import compose_config, read_events, run_cli, scripted_overrides, verdict, write_script
+from conftest import (compose_config, read_events, run_cli, run_scripted, scripted_overrides, verdict, write_dataset,
+                      write_script)
 from rubric_runner.config import ConfigError, validate
 from rubric_runner.records import ExitCode, Status, read_record
 from rubric_runner.runner import execute
@@ -20,15 +21,9 @@ HUNDRED = {"input_tokens": 60, "output_tokens": 40}
 """Scripted usage: 100 tokens a call."""
 
 
-def _dataset(path: Path, ids: list[str]) -> Path:
-    path.write_text("".join(json.dumps({"id": i, "task": f"do {i}"}) + "\n" for i in ids))
-    return path
-
-
 def _run(tmp_path: Path, script: Path, *extra: str, name: str = "run"):
-    overrides = scripted_overrides(script, *extra)
-    run_dir = tmp_path / name
-    return execute(compose_config(overrides), run_dir, overrides), run_dir
+    """A scripted run in ``tmp_path/name``; returns (record, run dir)."""
+    return run_scripted(tmp_path / name, script, *extra)
 
 
 def _tasks(run_dir: Path) -> dict[str, object]:
@@ -78,7 +73,7 @@ def test_worker_tokens_stop_the_worker_and_total_tokens_the_grader(tmp_path):
 def test_a_task_over_its_wall_clock_limit_ends_so_and_the_others_finish(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "latency": 0.1}], grader=[OK],
                           tasks={"slow": {"worker": [{"content": "x", "latency": 30}]}})
-    data = _dataset(tmp_path / "tasks.jsonl", ["fast1", "slow", "fast2"])
+    data = write_dataset(tmp_path / "tasks.jsonl", ["fast1", "slow", "fast2"])
     started = time.monotonic()
     record, run_dir = _run(tmp_path, script, f"rubric.dataset={data}", "run.concurrency=3", "limits.wall_seconds=1.5")
     assert time.monotonic() - started < 20
@@ -93,7 +88,7 @@ def test_a_task_over_its_wall_clock_limit_ends_so_and_the_others_finish(tmp_path
 
 def test_a_budget_for_eight_of_twenty_tasks_then_resume_with_a_larger_one(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "usage": HUNDRED}], grader=[{**OK, "usage": HUNDRED}])
-    data = _dataset(tmp_path / "tasks.jsonl", [f"t{i:02}" for i in range(20)])
+    data = write_dataset(tmp_path / "tasks.jsonl", [f"t{i:02}" for i in range(20)])
     extra = (f"rubric.dataset={data}", "run.concurrency=2")
     record, run_dir = _run(tmp_path, script, *extra, "run.budget_tokens=1600")  # 200 tokens a task: 8 tasks' worth
     statuses = {key: task.status for key, task in _tasks(run_dir).items()}
@@ -127,7 +122,7 @@ def test_a_budget_for_eight_of_twenty_tasks_then_resume_with_a_larger_one(tmp_pa
 def test_tasks_in_flight_finish_their_call_and_resume_from_there(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "latency": 0.3, "usage": HUNDRED}],
                           grader=[{**OK, "usage": HUNDRED}])
-    data = _dataset(tmp_path / "tasks.jsonl", ["a", "b", "c", "d"])
+    data = write_dataset(tmp_path / "tasks.jsonl", ["a", "b", "c", "d"])
     extra = (f"rubric.dataset={data}", "run.concurrency=4")
     record, run_dir = _run(tmp_path, script, *extra, "run.budget_tokens=300")
     # all four worker calls were under way when the budget was reached: each ends, its grading is refused
@@ -141,7 +136,7 @@ def test_tasks_in_flight_finish_their_call_and_resume_from_there(tmp_path):
 
 def test_cached_calls_do_not_consume_the_budget(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "usage": HUNDRED}], grader=[{**OK, "usage": HUNDRED}])
-    data = _dataset(tmp_path / "tasks.jsonl", [f"t{i}" for i in range(6)])
+    data = write_dataset(tmp_path / "tasks.jsonl", [f"t{i}" for i in range(6)])
     extra = (f"rubric.dataset={data}", f"run.cache={tmp_path / 'cache.sqlite'}")
     first, _ = _run(tmp_path, script, *extra, name="first")
     assert first.status is Status.SATISFIED and first.usage["worker"].total_tokens == 600
@@ -209,7 +204,7 @@ def test_the_progress_line_shows_the_spend_against_the_budget(tmp_path, monkeypa
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "usage": HUNDRED}], grader=[{**OK, "usage": HUNDRED}])
-    data = _dataset(tmp_path / "tasks.jsonl", ["a", "b", "c"])
+    data = write_dataset(tmp_path / "tasks.jsonl", ["a", "b", "c"])
     overrides = [o for o in scripted_overrides(script, f"rubric.dataset={data}", "run.concurrency=1", "run.budget_tokens=5000")
                  if o != "run.console=false"]
     execute(compose_config(overrides), tmp_path / "run", overrides)
