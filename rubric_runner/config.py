@@ -72,8 +72,11 @@ class ModelConfig:
     script: Optional[str] = None
     # any other keyword arguments for the provider's chat model class
     kwargs: Dict[str, Any] = field(default_factory=dict)
-    # tools this model may call, by registered name -> settings (null or a mapping)
+    # tools this model may call, by registered name or import path (module.tool) -> settings (null or a mapping)
     tools: Dict[str, Any] = field(default_factory=dict)
+    # langchain middleware after the runner's own: a list of {_target_: dotted.path, ...arguments},
+    # each built with Hydra's instantiate, e.g. {_target_: langchain.agents.middleware.ModelRetryMiddleware}
+    middleware: List[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -98,6 +101,17 @@ class GraderConfig(ModelConfig):
     # how the verdict comes back: auto (LangChain picks from the model profile), tool (a forced
     # GraderResponse tool call) or provider (the provider's native JSON-schema output)
     structured_output: StructuredOutput = StructuredOutput.auto
+    # dotted paths of callables called after every grading pass as fn(evaluation=..., task=...)
+    on_evaluation: List[str] = field(default_factory=list)
+    # dotted path of fn(messages) -> messages: the part of the worker's transcript the grader reads
+    prepare_messages_for_grader: Optional[str] = None
+    # dotted path of fn(state, iteration) -> mapping: extra fields of the grader's input state
+    # (needs state_schema; it cannot set messages)
+    build_grader_state: Optional[str] = None
+    # dotted path of the grader agent's state schema, a TypedDict extending langchain's AgentState
+    state_schema: Optional[str] = None
+    # dotted path of the grader agent's runtime context schema
+    context_schema: Optional[str] = None
 
 
 @dataclass

@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 from .config import ConfigError, validate
 from .console import Console
 from .events import event_log
+from .extensions import notify_run_end
 from .records import EVENTS_FILE, RESULT_FILE, RunRecord, now, write_record
 from .redaction import redact_override
 from .signals import StopRequest
@@ -69,6 +70,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.iterations,
                      usage=record.usage_dict(), wall_seconds=record.wall_seconds,
                      aggregate=record.aggregate.model_dump() if record.aggregate else None)
+            notify_run_end(record, log)
             if record.aggregate:
                 console.summary(record.aggregate.model_dump())
             console.finish(record.status, record.iterations, str(run_dir), record.error and record.error.message)
