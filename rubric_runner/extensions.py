@@ -87,11 +87,11 @@ def build_middleware(specs: list[Any], key: str, own: list[Any]) -> list[Any]:
         target = spec["_target_"]
         locate(target, f"{item}._target_")
         try:
-            middleware = instantiate(spec)
+            middleware = instantiate(spec, _convert_="all")  # arguments as plain lists and dicts
         except Exception as exc:  # Hydra wraps the target's own error
             raise ConfigError(item, f"{target}(...) failed: {_one_line(exc.__cause__ or exc)}", "fix its arguments") from None
         if not isinstance(middleware, AgentMiddleware):
-            raise ConfigError(item, f"{target} gave a {type(middleware).__name__}, not an AgentMiddleware", MIDDLEWARE_EXAMPLE)
+            raise ConfigError(item, f"{target}(...) made {type(middleware).__name__}, not an AgentMiddleware", MIDDLEWARE_EXAMPLE)
         for hook in ("wrap_model_call", "wrap_tool_call"):
             kind = type(middleware)
             if getattr(kind, hook) is not getattr(AgentMiddleware, hook) and \

@@ -11,7 +11,9 @@ import re
 import sys
 
 import pytest
+from langchain.agents import AgentState
 from langchain.agents.middleware import AgentMiddleware
+from typing_extensions import NotRequired
 
 from conftest import ROOT, read_events, run_cli, run_scripted, scripted_overrides, verdict, write_script
 from rubric_runner.scripted import ScriptedChatModel
@@ -31,6 +33,27 @@ class SyncOnly(AgentMiddleware):
 
     def wrap_model_call(self, request, handler):
         return handler(request)
+
+
+class GraderState(AgentState):
+    """The grader's state with one field of this test's own."""
+
+    round: NotRequired[int]
+
+
+def number_the_round(state, iteration):
+    """``grader.build_grader_state``: tell the grader which round it grades."""
+    return {"round": iteration + 1}
+
+
+class SeeRound(AgentMiddleware):
+    """Keeps the ``round`` each grader model call finds in its state."""
+
+    seen: list = []
+
+    async def awrap_model_call(self, request, handler):
+        SeeRound.seen.append(request.state.get("round"))
+        return await handler(request)
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +144,17 @@ def test_prepare_messages_for_grader_trims_what_the_grader_receives(my_loop, tmp
         assert (earlier in transcript) is not trimmed
 
 
+def test_build_grader_state_adds_fields_the_state_schema_declares(tmp_path, monkeypatch):
+    monkeypatch.setattr(SeeRound, "seen", [])
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "a"}, {"content": "b"}],
+                          grader=[verdict("needs_revision", ("c", False)), verdict("satisfied", ("c", True))])
+    result, _ = run_scripted(tmp_path, script, "grader.build_grader_state=test_extensions.number_the_round",
+                             "grader.state_schema=test_extensions.GraderState",
+                             "grader.middleware=[{_target_: test_extensions.SeeRound}]")
+    assert result.status == "satisfied", result.error
+    assert SeeRound.seen == [1, 2]
+
+
 def test_a_langchain_middleware_from_config_runs_in_the_grader(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[{"raise": "provider 500"}, SATISFIED])
     retry = "grader.middleware=[{_target_: langchain.agents.middleware.ModelRetryMiddleware, max_retries: 1, initial_delay: 0, jitter: false}]"
@@ -151,7 +185,7 @@ BAD = [
     ("grader.middleware=[{_target_: no_such_module.Thing}]", "grader.middleware[0]._target_",
      "cannot import 'no_such_module.Thing': no module named 'no_such_module'"),
     ("grader.middleware=[{_target_: collections.OrderedDict}]", "grader.middleware[0]",
-     "collections.OrderedDict gave a OrderedDict, not an AgentMiddleware"),
+     "collections.OrderedDict(...) made OrderedDict, not an AgentMiddleware"),
     ("grader.middleware=[{run_limit: 5}]", "grader.middleware[0]", "a middleware needs a _target_"),
     ("worker.middleware=[{_target_: langchain.agents.middleware.ModelCallLimitMiddleware, runlimit: 5}]",
      "worker.middleware[0]", "unexpected keyword argument 'runlimit'"),
