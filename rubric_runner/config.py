@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from .sandbox import ISOLATION_MODES
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 CONF_DIR = next(
     (p for p in (PACKAGE_DIR / "conf", PACKAGE_DIR.parent / "conf") if p.is_dir()),
@@ -129,6 +131,15 @@ class SweepConfig:
 
 
 @dataclass
+class SandboxConfig:
+    """How tools that run generated code (run_test_suite, plugin tools using rubric_runner.sandbox) isolate it."""
+
+    # auto: bubblewrap when it works, else Linux namespaces when root, else refuse to run the code;
+    # bwrap or namespaces: only that backend (refuse when it cannot run); none: no isolation (warns)
+    isolation: str = "auto"
+
+
+@dataclass
 class Config:
     """The whole composed config."""
 
@@ -137,6 +148,7 @@ class Config:
     rubric: RubricConfig = field(default_factory=RubricConfig)
     run: RunConfig = field(default_factory=RunConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     # extra notes copied into the result record, e.g. a sweep label
     tags: List[str] = field(default_factory=list)
 
@@ -305,6 +317,12 @@ def validate(cfg: DictConfig) -> Config:
         )
     if config.run.checkpointer == "postgres":
         _check_postgres(config.run.checkpoint_url)
+    if config.sandbox.isolation not in ISOLATION_MODES:
+        raise ConfigError(
+            "sandbox.isolation",
+            f"unknown isolation {config.sandbox.isolation!r}",
+            f"use one of {', '.join(ISOLATION_MODES)}; rubric-runner doctor shows which work here",
+        )
     fail_under = config.sweep.fail_under
     if fail_under is not None and not 0 <= fail_under <= 1:
         raise ConfigError("sweep.fail_under", f"must be a fraction from 0 to 1, got {fail_under}", "e.g. sweep.fail_under=0.8")

@@ -15,6 +15,7 @@ from hydra import compose, initialize_config_dir
 from .config import CONF_DIR, ConfigError, register_configs, validate
 from .console import Console
 from .runlog import CONFIG_ERROR_EXIT, EventLog, RunResult, read_result, saved_overrides, write_result
+from .sandbox import isolation_setting
 from .session import EVENTS_FILE, RESULT_FILE, TRANSCRIPT_FILE, complete, describe
 
 USAGE = "usage: rubric-runner regrade RUN_DIR [OVERRIDES...]   e.g. grader=gpt or rubric.text='- ...'"
@@ -72,12 +73,13 @@ def regrade(argv: list[str]) -> int:
         try:
             config = validate(_compose(saved, overrides))
             from .agent import Shared
-            from .recorder import Recorder
+            from .recorder import Recorder, sandbox_notices
 
             # one grading pass: no worker can revise, so needs_revision ends as max_iterations_reached
             middleware = Shared(config, out_dir, roles=("grader",)).rubric_middleware(None, max_iterations=1)
             (out_dir / "overrides.yaml").write_text(yaml.safe_dump(overrides), encoding="utf-8")
             log.info("regrade_start", source=str(run_dir), grader=config.grader.model, overrides=overrides)
+            notices = sandbox_notices(log, console)
             for task_dir in task_dirs(run_dir):
                 started = time.monotonic()
                 target = out_dir / task_dir.relative_to(run_dir)
@@ -88,7 +90,8 @@ def regrade(argv: list[str]) -> int:
                     return Recorder(log, result, console, config.run.preview_chars)
 
                 try:
-                    result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None, recorder_factory)
+                    with isolation_setting(config.sandbox.isolation, notices):
+                        result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None, recorder_factory)
                 except Exception as exc:  # one transcript's failure is its own record
                     result = RunResult(status="error", error={"type": type(exc).__name__, "message": str(exc)})
                 result.run_dir, result.overrides, result.regraded_from = str(target), overrides, str(task_dir)

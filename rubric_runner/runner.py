@@ -11,6 +11,7 @@ from omegaconf import DictConfig
 from .config import ConfigError, validate
 from .console import Console
 from .runlog import CONFIG_ERROR_EXIT, EventLog, RunResult, Usage, redact_override, write_result
+from .sandbox import isolation_setting
 from .session import EVENTS_FILE, RESULT_FILE, Session, StopRequest, complete, describe, now, usage_dict
 
 SEVERITY = ("satisfied", "max_iterations_reached", "failed", "grader_error", "error", "interrupted")
@@ -101,6 +102,7 @@ def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None
             describe(config, record)
             from .agent import Shared
             from .dataset import load_tasks
+            from .recorder import sandbox_notices
 
             tasks = load_tasks(config)
             shared = Shared(config, run_dir)
@@ -113,7 +115,8 @@ def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None
                      overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
             console.start(config.worker.model, config.grader.model, config.rubric.name,
                           record.worker["scripted"] or record.grader["scripted"])
-            results = asyncio.run(session.run_tasks(tasks, lambda saver: shared.build(session.on_evaluation, saver)))
+            with isolation_setting(config.sandbox.isolation, sandbox_notices(log, console)):
+                results = asyncio.run(session.run_tasks(tasks, lambda saver: shared.build(session.on_evaluation, saver)))
             if session.multi:
                 aggregate(record, results, session)
             elif session.reused:

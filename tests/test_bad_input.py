@@ -60,6 +60,7 @@ CASES = {
     "base-url-wrong-scheme": (["grader.base_url=ftp://127.0.0.1/v1"], "grader.base_url", "run"),
     "structured-output-unknown": (["grader.structured_output=json"], "grader.structured_output", "run"),
     "checkpointer-unknown": (["run.checkpointer=redis"], "run.checkpointer", "run"),
+    "isolation-unknown": (["sandbox.isolation=docker"], "sandbox.isolation", "run"),
     "missing-api-key": (["worker=gpt"], "worker.model", "run"),
     "override-syntax": (["grader.max_iterations=["], "grader.max_iterations=[", "compose"),
     "yaml-error-config-dir": (["--config-dir", "{tmp}/user_conf", "grader=broken"], "broken.yaml:2", "compose"),
