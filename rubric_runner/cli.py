@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "report": "rubric_runner.report:main",
     "tools": "rubric_runner.commands:tools",
     "plugins": "rubric_runner.commands:plugins",
+    "doctor": "rubric_runner.commands:doctor",
 }
 """``rubric-runner NAME ARGS...`` -> ``"module:function"``, imported only when used; returns the exit code."""
 
