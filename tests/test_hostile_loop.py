@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import read_events, run_scripted, verdict, write_script
-from rubric_runner import sandbox
+from hostile import SANDBOX_PROCESS, gone
 
 FLAG = "/tmp/rubric-runner-hostile-flag"
 HOSTILE = {
@@ -48,11 +48,4 @@ def test_hostile_worker_code_ends_with_a_clear_verdict(tmp_path, monkeypatch, na
         assert reason in end["output"], end["output"]
     assert not os.path.exists(FLAG)
     assert "sk-proj-FAKEhostileKEY0123456789" not in (run_dir / "events.jsonl").read_text()
-    assert [pid for pid in os.listdir("/proc") if pid.isdigit() and _is_sandbox(pid)] == []
-
-
-def _is_sandbox(pid: str) -> bool:
-    try:
-        return str(sandbox.CHILD).encode() in open(f"/proc/{pid}/cmdline", "rb").read()
-    except OSError:
-        return False
+    assert gone([SANDBOX_PROCESS], 2.0) == []
