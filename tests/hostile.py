@@ -2,7 +2,8 @@
 
 ``run_matrix`` runs each case through ``rubric_runner.sandbox`` and records what the process
 that started the sandbox saw meanwhile: connections to its loopback listener, datagrams to its
-loopback "resolver", signals it received, files written in the home dir, processes left behind.
+loopback "resolver", signals it received, files written in the home dir, processes left behind, and
+how much its own peak memory grew.
 The checks live in tests/test_isolation.py. Only the standard library and the sandbox package are
 used, so the same file runs as root inside pytest and, as a script, as an unprivileged user with
 Debian's python3 (``python3 -I hostile.py LIB_DIR SETTINGS_JSON`` prints the outcomes as JSON).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import secrets
 import signal
 import socket
@@ -275,6 +277,7 @@ class Watch:
         stop = threading.Event()
         looking = threading.Thread(target=self._look_for_marker, args=(stop,), daemon=True)
         looking.start()
+        peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.monotonic()
         if suite == "pytest":
             test = (f"from solution import f\n\n\ndef test_{name}():\n    got = f()\n"
@@ -296,6 +299,7 @@ class Watch:
             "secret_intact": self.secret.read_text() == SECRET_TEXT,
             "marker_file_written": self.marker_file.exists(),
             "bystander_alive": self.bystander.poll() is None,
+            "peak_growth_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before,
             "seen_marker": self.seen_marker,
             "left_behind": gone([SANDBOX_PROCESS, self.marker.encode()], 3.0),
             "after_seconds": round(time.monotonic() - started - seconds, 3),

@@ -65,7 +65,7 @@ SPECIFIC = {
     "signals_parent": lambda result, got, seen: "sent" not in got,
     "kills_everyone": lambda result, got, seen: True,  # what counts: the bystander is alive (checked for every case)
     "fork_bomb": lambda result, got, seen: result["killed"] is not None,
-    "memory_hog": lambda result, got, seen: "MemoryError" in result["failures"][0],
+    "memory_hog": lambda result, got, seen: "MemoryError" in result["failures"][0] and seen["peak_growth_kib"] < 50 * 1024,
     "cpu_loop": lambda result, got, seen: result["killed"] == "CPU time limit exceeded",
     "floods_output": lambda result, got, seen: result["killed"] == "output limit of 8 MiB exceeded"
     and len(result["output_tail"]) <= 2000,

@@ -3,9 +3,9 @@
 The code sees a fresh /proc, a minimal /dev, a private tmpfs /tmp (its work
 dir is /tmp/sandbox) and, read-only, /usr, the Python installation, pytest's
 site-packages and the sandbox's own child script: nothing of $HOME or the
-project. It gets new user (when not root), pid, network (no interface up),
-ipc, uts and cgroup namespaces, dies with its parent and runs in a new
-session. Run by root, bubblewrap keeps only the capabilities the child needs
+project. It gets new user (when not root), pid, network (nothing but its own
+loopback), ipc, uts and cgroup namespaces, dies with its parent and runs in a
+new session. Run by root, bubblewrap keeps only the capabilities the child needs
 to switch to user nobody, which drops them all.
 """
 

@@ -45,8 +45,9 @@ _SETTING: ContextVar[IsolationSetting] = ContextVar("rubric_runner_sandbox_isola
 def isolation_setting(mode: str = "auto", notify: Notify | None = None) -> Iterator[None]:
     """Sandboxed code started inside this block runs under ``mode``; ``notify`` hears of refusals.
 
-    The setting lives in a context variable, so each run (and the threads and
-    asyncio tasks it starts) has its own, even with several runs in one process.
+    The setting lives in a context variable, so each run has its own, even with
+    several runs in one process; asyncio tasks, and the executor threads LangChain
+    runs sync tools in, copy it.
     """
     if mode not in ISOLATION_MODES:
         raise ValueError(f"unknown isolation {mode!r}: use one of {', '.join(ISOLATION_MODES)}")
