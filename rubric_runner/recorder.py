@@ -11,7 +11,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
 
 from .console import Console
-from .runlog import RunResult
+from .records import Evaluation, RunRecord
 
 GRADER_METADATA_KEY = "rubric_grader_configured_model"
 """Metadata key RubricMiddleware puts on every call its grader makes."""
@@ -46,7 +46,7 @@ class Recorder(BaseCallbackHandler):
 
     run_inline = True  # cheap and thread-safe: no need for an executor hop in async runs
 
-    def __init__(self, log: Any, result: RunResult, console: Console, preview_chars: int) -> None:
+    def __init__(self, log: Any, result: RunRecord, console: Console, preview_chars: int) -> None:
         self.log = log
         self.result = result
         self.console = console
@@ -119,6 +119,6 @@ class Recorder(BaseCallbackHandler):
     def on_evaluation(self, evaluation: dict[str, Any]) -> None:
         """``RubricMiddleware(on_evaluation=...)``: keep every evaluation for the record."""
         with self._lock:
-            self.result.evaluations.append(dict(evaluation))
+            self.result.evaluations.append(Evaluation.model_validate(evaluation))
             self.result.grading_run_id = evaluation.get("grading_run_id")
             self.result.iterations = len(self.result.evaluations)

@@ -452,3 +452,10 @@ def test_the_offline_demo_is_refused_for_an_ordinary_user_without_bubblewrap(ord
     assert len(outputs) == 2 and all(output.startswith(refusal) for output in outputs)
     doctor = _cli_as_user(ordinary_user, installed_for_user, "doctor", path=NO_BWRAP)
     assert doctor.returncode == 1 and INSTALL_FIX in doctor.stdout.splitlines()[-1], doctor.stdout + doctor.stderr
+
+
+def test_the_config_offers_exactly_the_sandbox_modes():
+    from rubric_runner.config import Isolation
+    from rubric_runner.sandbox import ISOLATION_MODES
+
+    assert tuple(Isolation) == ISOLATION_MODES
