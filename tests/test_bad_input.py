@@ -174,7 +174,7 @@ DETAILS = {  # what else the line must say
     "sweep-bad-second-value": "'rubric/haikuu' not found",
     "unknown-key-in-user-rubric": "Key 'criteria_typo' not in 'RubricConfig'",
     "dataset-bad-json": "line 2: Expecting property name enclosed in double quotes at column 13",
-    "neither-command-nor-override": "neither a command nor an override (commands: plugins, regrade, report, resume, tools;",
+    "neither-command-nor-override": "neither a command nor an override (commands: doctor, plugins, regrade, report, resume, tools;",
     "two-missing-keys": "set OPENAI_API_KEY and GOOGLE_API_KEY in the environment",
     "regrade-empty-dir": "holds no .hydra/overrides.yaml",
     "resume-missing-dir": "is not a directory",
