@@ -52,6 +52,19 @@ class Checkpointer(StrEnum):
     postgres = "postgres"
 
 
+class Isolation(StrEnum):
+    """How generated code is isolated (``rubric_runner.sandbox``; ``rubric-runner doctor`` says what works here)."""
+
+    auto = "auto"
+    """bubblewrap when it works, else Linux namespaces when root, else refuse to run the code."""
+    bwrap = "bwrap"
+    """bubblewrap only (refuse when it cannot run)."""
+    namespaces = "namespaces"
+    """Linux namespaces, root only (refuse otherwise)."""
+    none = "none"
+    """No isolation: the code runs with this user's access (a warning on the console and in events)."""
+
+
 @dataclass
 class ModelConfig:
     """One chat model: the worker or the grader."""
@@ -168,6 +181,15 @@ class SweepConfig:
 
 
 @dataclass
+class SandboxConfig:
+    """How tools that run generated code (run_test_suite, plugin tools using rubric_runner.sandbox) isolate it."""
+
+    # auto: bubblewrap when it works, else Linux namespaces when root, else refuse to run the code;
+    # bwrap or namespaces: only that backend (refuse when it cannot run); none: no isolation (warns)
+    isolation: Isolation = Isolation.auto
+
+
+@dataclass
 class Config:
     """The whole composed config."""
 
@@ -176,6 +198,7 @@ class Config:
     rubric: RubricConfig = field(default_factory=RubricConfig)
     run: RunConfig = field(default_factory=RunConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     # extra notes copied into the result record, e.g. a sweep label
     tags: List[str] = field(default_factory=list)
 

@@ -15,6 +15,7 @@ from .events import event_log
 from .extensions import notify_run_end
 from .records import EVENTS_FILE, RESULT_FILE, RunRecord, now, write_record
 from .redaction import redact_override
+from .sandbox import isolation_setting
 from .signals import StopRequest
 
 
@@ -91,6 +92,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             config = validate(cfg)
             from .agent import AgentFactory, note_what_ran
             from .dataset import load_tasks
+            from .recorder import sandbox_notices
             from .session import Session
 
             note_what_ran(record, config)
@@ -105,7 +107,8 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
                      rubric=config.rubric.name, overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
             console.start(config.worker.model, config.grader.model, config.rubric.name,
                           bool(record.worker.scripted or record.grader.scripted))
-            results = asyncio.run(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
+            with isolation_setting(config.sandbox.isolation, sandbox_notices(log, console)):
+                results = asyncio.run(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
             if session.multi:
                 record.aggregate_tasks(results, config.run.repeats, session.reused)
             elif session.reused:
