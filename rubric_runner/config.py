@@ -52,6 +52,19 @@ class Checkpointer(StrEnum):
     postgres = "postgres"
 
 
+class Isolation(StrEnum):
+    """How generated code is isolated (``rubric_runner.sandbox``; ``rubric-runner doctor`` says what works here)."""
+
+    auto = "auto"
+    """bubblewrap when it works, else Linux namespaces when root, else refuse to run the code."""
+    bwrap = "bwrap"
+    """bubblewrap only (refuse when it cannot run)."""
+    namespaces = "namespaces"
+    """Linux namespaces, root only (refuse otherwise)."""
+    none = "none"
+    """No isolation: the code runs with this user's access (a warning on the console and in events)."""
+
+
 @dataclass
 class ModelConfig:
     """One chat model: the worker or the grader."""
@@ -72,8 +85,11 @@ class ModelConfig:
     script: Optional[str] = None
     # any other keyword arguments for the provider's chat model class
     kwargs: Dict[str, Any] = field(default_factory=dict)
-    # tools this model may call, by registered name -> settings (null or a mapping)
+    # tools this model may call, by registered name or import path (module.tool) -> settings (null or a mapping)
     tools: Dict[str, Any] = field(default_factory=dict)
+    # langchain middleware after the runner's own: a list of {_target_: dotted.path, ...arguments},
+    # each built with Hydra's instantiate, e.g. {_target_: langchain.agents.middleware.ModelRetryMiddleware}
+    middleware: List[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -98,6 +114,17 @@ class GraderConfig(ModelConfig):
     # how the verdict comes back: auto (LangChain picks from the model profile), tool (a forced
     # GraderResponse tool call) or provider (the provider's native JSON-schema output)
     structured_output: StructuredOutput = StructuredOutput.auto
+    # dotted paths of callables called after every grading pass as fn(evaluation=..., task=...)
+    on_evaluation: List[str] = field(default_factory=list)
+    # dotted path of fn(messages) -> messages: the part of the worker's transcript the grader reads
+    prepare_messages_for_grader: Optional[str] = None
+    # dotted path of fn(state, iteration) -> mapping: extra fields of the grader's input state
+    # (needs state_schema; it cannot set messages)
+    build_grader_state: Optional[str] = None
+    # dotted path of the grader agent's state schema, a TypedDict extending langchain's AgentState
+    state_schema: Optional[str] = None
+    # dotted path of the grader agent's runtime context schema
+    context_schema: Optional[str] = None
 
 
 @dataclass
@@ -176,6 +203,15 @@ class SweepConfig:
 
 
 @dataclass
+class SandboxConfig:
+    """How tools that run generated code (run_test_suite, plugin tools using rubric_runner.sandbox) isolate it."""
+
+    # auto: bubblewrap when it works, else Linux namespaces when root, else refuse to run the code;
+    # bwrap or namespaces: only that backend (refuse when it cannot run); none: no isolation (warns)
+    isolation: Isolation = Isolation.auto
+
+
+@dataclass
 class Config:
     """The whole composed config."""
 
@@ -185,6 +221,7 @@ class Config:
     run: RunConfig = field(default_factory=RunConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     # extra notes copied into the result record, e.g. a sweep label
     tags: List[str] = field(default_factory=list)
 

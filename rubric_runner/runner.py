@@ -13,8 +13,10 @@ from .budget import spend_lines
 from .config import ConfigError, validate
 from .console import Console
 from .events import event_log
+from .extensions import notify_run_end
 from .records import EVENTS_FILE, RESULT_FILE, RunRecord, now, write_record
 from .redaction import redact_override
+from .sandbox import isolation_setting
 from .signals import StopRequest
 
 
@@ -72,6 +74,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.iterations,
                      usage=record.usage_dict(), wall_seconds=record.wall_seconds,
                      aggregate=record.aggregate.model_dump() if record.aggregate else None)
+            notify_run_end(record, log)
             if record.aggregate:
                 console.summary(record.aggregate.model_dump())
             for line in spend_lines([record]):
@@ -95,6 +98,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             from .agent import AgentFactory, note_what_ran
             from .budget import Budgets
             from .dataset import load_tasks
+            from .recorder import sandbox_notices
             from .session import Session
 
             note_what_ran(record, config)
@@ -110,7 +114,8 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
                      rubric=config.rubric.name, overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
             console.start(config.worker.model, config.grader.model, config.rubric.name,
                           bool(record.worker.scripted or record.grader.scripted))
-            results = asyncio.run(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
+            with isolation_setting(config.sandbox.isolation, sandbox_notices(log, console)):
+                results = asyncio.run(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
             if session.multi:
                 record.aggregate_tasks(results, config.run.repeats, session.reused)
             elif session.reused:
