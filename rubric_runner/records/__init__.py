@@ -3,12 +3,14 @@
 from .models import (
     SCHEMA_VERSION,
     Aggregate,
+    BudgetInfo,
     CheckOutcome,
     CheckResult,
     Criterion,
     ErrorInfo,
     Evaluation,
     GraderInfo,
+    LimitHit,
     ModelInfo,
     RubricInfo,
     RunRecord,
@@ -36,8 +38,9 @@ from .store import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "Aggregate", "CheckOutcome", "CheckResult", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "ModelInfo", "RubricInfo",
-    "RunRecord", "TaskRow", "Usage", "Verification", "Verifications", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
+    "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo",
+    "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "Usage", "Verification", "Verifications", "now", "ExitCode", "Outcome",
+    "Status", "satisfied_rate", "sweep_exit_code",
     "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TRANSCRIPT_FILE", "Job", "collect", "crash_record",
     "find_run_dirs", "load_record", "read_record", "saved_overrides", "write_json", "write_record",
 ]
