@@ -20,13 +20,16 @@ from .store import (
     EVENTS_FILE,
     RESULT_FILE,
     TRANSCRIPT_FILE,
+    TURNS_DIR,
     Job,
     collect,
     crash_record,
     find_run_dirs,
     load_record,
     read_record,
+    record_dirs,
     saved_overrides,
+    turn_dirs,
     write_json,
     write_record,
 )
@@ -34,6 +37,7 @@ from .store import (
 __all__ = [
     "SCHEMA_VERSION", "Aggregate", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "ModelInfo", "RubricInfo",
     "RunRecord", "TaskRow", "Usage", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
-    "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TRANSCRIPT_FILE", "Job", "collect", "crash_record",
-    "find_run_dirs", "load_record", "read_record", "saved_overrides", "write_json", "write_record",
+    "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TRANSCRIPT_FILE", "TURNS_DIR", "Job", "collect", "crash_record",
+    "find_run_dirs", "load_record", "read_record", "record_dirs", "saved_overrides", "turn_dirs", "write_json",
+    "write_record",
 ]
