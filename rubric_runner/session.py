@@ -201,15 +201,16 @@ class Session:
 
         recorder = Recorder(log, result, console, self.config.run.preview_chars)
         CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder))
+        labels = trace_labels(result, task.id, repeat)
         run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder],
-                      **trace_labels(result, task.id, repeat)}
+                      "tags": labels["tags"], "metadata": labels["metadata"]}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(task.message)], "rubric": task.rubric}
         if result.rubric.carried_over:
             del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
         if result.resumed and (await self.agent.aget_state(run_config)).next:
             agent_input = None  # continue the interrupted step from the last checkpoint
             log.info("run_resumed", thread_id=result.thread_id, resumed=result.resumed)
-        with task_trace(result, run_config, task.message):  # a LangSmith trace of its own, while tracing is on
+        with task_trace(result, labels, task.message):  # a LangSmith trace of its own, while tracing is on
             try:
                 stream = self.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
                 async for mode, chunk in stream:

@@ -33,7 +33,7 @@ def _sweep_job() -> dict[str, str]:
 
 
 def trace_labels(record: RunRecord, task_id: str, repeat: int) -> dict[str, Any]:
-    """``run_name``, ``tags`` and ``metadata`` of a task's runs, for its runnable config."""
+    """The ``run_name`` of a task's trace, and the ``tags`` and ``metadata`` of every run in it."""
     turn = f" turn {record.turn}" if record.turn else ""
     tags = [f"worker:{record.worker.model}", f"grader:{record.grader.model}", f"rubric:{record.rubric.name}",
             f"task:{task_id}", f"repeat:{repeat}", *([f"turn:{record.turn}"] if record.turn else []), *record.tags]
