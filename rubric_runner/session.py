@@ -175,7 +175,8 @@ class Session:
         try:
             if self.stop is not None:
                 self.stop.check()
-            await self._execute(task, repeat, result, task_dir, log, console)
+            with task_trace(result, task.id, repeat, task.message):  # a LangSmith trace of its own, while tracing is on
+                await self._execute(task, repeat, result, task_dir, log, console)
         except StopRequested as exc:
             result.interrupt(str(exc))
             log.warning("interrupted", reason=str(exc))
@@ -201,37 +202,35 @@ class Session:
 
         recorder = Recorder(log, result, console, self.config.run.preview_chars)
         CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder))
-        labels = trace_labels(result, task.id, repeat)
         run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder],
-                      "tags": labels["tags"], "metadata": labels["metadata"]}
+                      **trace_labels(result, task.id, repeat)}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(task.message)], "rubric": task.rubric}
         if result.rubric.carried_over:
             del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
         if result.resumed and (await self.agent.aget_state(run_config)).next:
             agent_input = None  # continue the interrupted step from the last checkpoint
             log.info("run_resumed", thread_id=result.thread_id, resumed=result.resumed)
-        with task_trace(result, labels, task.message):  # a LangSmith trace of its own, while tracing is on
-            try:
-                stream = self.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
-                async for mode, chunk in stream:
-                    if mode == "custom":
-                        recorder.on_stream_event(chunk)
-                    elif self.stop is not None:
-                        self.stop.check()
-            finally:
-                values = (await self.agent.aget_state(run_config)).values
-                messages = values.get("messages", [])
-                write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
-                result.final_answer = _final_answer(messages)
-                if self.follow_up is not None and values.get("_current_grading_run_id") == self.follow_up.grading_run_id:
-                    values = {}  # stopped before this turn's grading run began: the turn before's verdict is not this one's
-                result.iterations = int(values.get("_rubric_iterations") or 0)
-                result.status = Status.of_loop(values.get("_rubric_status"))
-                if values.get("_rubric_evaluations"):  # the checkpoint is the truth, also across resumes
-                    run_id = values.get("_current_grading_run_id")
-                    result.evaluations = [Evaluation.model_validate(e) for e in values["_rubric_evaluations"]
-                                          if e["grading_run_id"] == run_id]
-                    result.grading_run_id = run_id
+        try:
+            stream = self.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
+            async for mode, chunk in stream:
+                if mode == "custom":
+                    recorder.on_stream_event(chunk)
+                elif self.stop is not None:
+                    self.stop.check()
+        finally:
+            values = (await self.agent.aget_state(run_config)).values
+            messages = values.get("messages", [])
+            write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
+            result.final_answer = _final_answer(messages)
+            if self.follow_up is not None and values.get("_current_grading_run_id") == self.follow_up.grading_run_id:
+                values = {}  # stopped before this turn's grading run began: the turn before's verdict is not this one's
+            result.iterations = int(values.get("_rubric_iterations") or 0)
+            result.status = Status.of_loop(values.get("_rubric_status"))
+            if values.get("_rubric_evaluations"):  # the checkpoint is the truth, also across resumes
+                run_id = values.get("_current_grading_run_id")
+                result.evaluations = [Evaluation.model_validate(e) for e in values["_rubric_evaluations"]
+                                      if e["grading_run_id"] == run_id]
+                result.grading_run_id = run_id
         if result.status is Status.ERROR:
             result.error = ErrorInfo(type="NoVerdict", message="the grader never returned a verdict")
 

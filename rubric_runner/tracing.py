@@ -33,26 +33,27 @@ def _sweep_job() -> dict[str, str]:
 
 
 def trace_labels(record: RunRecord, task_id: str, repeat: int) -> dict[str, Any]:
-    """The ``run_name`` of a task's trace, and the ``tags`` and ``metadata`` of every run in it."""
-    turn = f" turn {record.turn}" if record.turn else ""
+    """The ``tags`` and ``metadata`` of every run in a task's trace, for its runnable config."""
     tags = [f"worker:{record.worker.model}", f"grader:{record.grader.model}", f"rubric:{record.rubric.name}",
             f"task:{task_id}", f"repeat:{repeat}", *([f"turn:{record.turn}"] if record.turn else []), *record.tags]
     metadata = {"run_dir": record.run_dir, "thread_id": record.thread_id, "task_id": task_id, "repeat": repeat,
                 **({"turn": record.turn} if record.turn else {}), **_sweep_job()}
-    return {"run_name": f"rubric_runner {record.rubric.name} {task_id}-r{repeat}{turn}", "tags": tags, "metadata": metadata}
+    return {"tags": tags, "metadata": metadata}
 
 
 @contextlib.contextmanager
-def task_trace(record: RunRecord, labels: dict[str, Any], message: str) -> Iterator[None]:
-    """While tracing is on, a trace for one task: its labels, the task message, and when it ends the
-    grading run, status and final answer the record holds."""
+def task_trace(record: RunRecord, task_id: str, repeat: int, message: str) -> Iterator[None]:
+    """While tracing is on, one trace for a task, named ``rubric_runner <rubric> <task>-r<k>``, with its
+    labels and the task message; when it ends, the grading run, status and final answer the record holds."""
     if not tracing_on():
         yield
         return
     import langsmith
 
-    with langsmith.trace(labels["run_name"], "chain", inputs={"task": message}, tags=labels["tags"],
-                         metadata=labels["metadata"]) as run:
+    turn = f" turn {record.turn}" if record.turn else ""
+    name = f"rubric_runner {record.rubric.name} {task_id}-r{repeat}{turn}"
+    labels = trace_labels(record, task_id, repeat)
+    with langsmith.trace(name, "chain", inputs={"task": message}, tags=labels["tags"], metadata=labels["metadata"]) as run:
         try:
             yield
         finally:

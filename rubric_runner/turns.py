@@ -79,13 +79,12 @@ def next_turn(record_dir: Path, message: str) -> FollowUp:
     """The turn after the latest one on ``record_dir``'s thread; that turn must have ended with a verdict."""
     latest = ([record_dir, *turn_dirs(record_dir)])[-1]
     record = read_record(latest / RESULT_FILE)
-    if record is None or not record.status.terminal:
-        status = record.status if record is not None else "no record"
-        if record is not None and record.status in (Status.INTERRUPTED, Status.ERROR):
-            fix = f"resume it first: rubric-runner resume {latest}"
-        else:
-            fix = "continue a run that ended with a verdict"
-        raise ConfigError("RUN_DIR", f"the latest turn ({latest}) ended {status}", fix)
+    if record is None:
+        raise ConfigError("RUN_DIR", f"{latest} holds no record of a run", "continue a run that ended with a verdict")
+    if not record.status.terminal:
+        fix = (f"resume it first: rubric-runner resume {latest}" if record.status in (Status.INTERRUPTED, Status.ERROR)
+               else "continue a run that ended with a verdict")
+        raise ConfigError("RUN_DIR", f"the latest turn ({latest}) is {record.status}, not finished with a verdict", fix)
     if not record.thread_id:
         raise ConfigError("RUN_DIR", f"{latest} names no thread", "continue a run that ended with a verdict")
     number = (record.turn or 1) + 1

@@ -136,6 +136,9 @@ def test_a_multi_task_run_continues_one_task_by_id(tmp_path, capsys):
     assert run_command(["continue", "--task", "c", str(run_dir), MESSAGE]) == 2
     assert "no task 'c'" in capsys.readouterr().err
 
+    assert run_command(["continue", str(run_dir), MESSAGE, "--task", "b"]) == 2
+    assert capsys.readouterr().err.startswith("error: --task: options go before RUN_DIR")
+
     assert run_command(["continue", "--task", "b", str(run_dir), MESSAGE]) == 0
     task_dir = run_dir / "tasks" / "b-r0"
     turn = _record(task_dir / "turns" / "2")

@@ -21,6 +21,11 @@ def _kept(overrides: list[str] | None) -> list[str]:
 
 def continue_run(args: argparse.Namespace) -> int:
     """``rubric-runner continue RUN_DIR MESSAGE [OVERRIDES...]``: the next turn, in ``turns/<n>/``."""
+    flags = [override for override in args.overrides if override.startswith("-")]
+    if flags:
+        print(f"error: {flags[0]}: options go before RUN_DIR (rubric-runner continue --task ID RUN_DIR MESSAGE)",
+              file=sys.stderr)
+        return ExitCode.USAGE
     try:
         follow_up = next_turn(record_dir_of(args.run_dir, args.task, args.repeat), args.message)
     except ConfigError as exc:
