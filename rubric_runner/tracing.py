@@ -33,7 +33,10 @@ def _sweep_job() -> dict[str, str]:
 
 
 def trace_labels(record: RunRecord, task_id: str, repeat: int) -> dict[str, Any]:
-    """The ``tags`` and ``metadata`` of every run in a task's trace, for its runnable config."""
+    """The ``tags`` and ``metadata`` of every run in a task's trace, for its runnable config (none while
+    tracing is off, so the runs' callbacks carry nothing more than before)."""
+    if not tracing_on():
+        return {}
     tags = [f"worker:{record.worker.model}", f"grader:{record.grader.model}", f"rubric:{record.rubric.name}",
             f"task:{task_id}", f"repeat:{repeat}", *([f"turn:{record.turn}"] if record.turn else []), *record.tags]
     metadata = {"run_dir": record.run_dir, "thread_id": record.thread_id, "task_id": task_id, "repeat": repeat,

@@ -46,10 +46,7 @@ def _run_turn(follow_up: FollowUp, turn_dir: Path, overrides: list[str], resume:
     try:
         cfg = compose(overrides)
         claim_run_dir(turn_dir, resume)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
-    except Exception as exc:  # Hydra and OmegaConf raise many types; all are usage errors here
+    except Exception as exc:  # Hydra and OmegaConf raise many types; all are usage errors here, as is a dir in use
         print(f"error: {describe(exc, overrides)}", file=sys.stderr)
         return ExitCode.USAGE
     save_config(turn_dir, cfg, overrides)
