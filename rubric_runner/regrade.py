@@ -29,6 +29,7 @@ from .records import (
     turn_dirs,
     write_record,
 )
+from .sandbox import isolation_setting
 
 
 def task_dirs(run_dir: Path) -> list[Path]:
@@ -81,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
     with event_log(out_dir / EVENTS_FILE) as log:
         try:
             from .agent import AgentFactory, note_what_ran
-            from .recorder import Recorder
+            from .recorder import Recorder, sandbox_notices
 
             # one grading pass: no worker can revise, so needs_revision ends as max_iterations_reached
             middleware = AgentFactory(config, out_dir, roles=("grader",)).rubric_middleware(None, max_iterations=1)
@@ -93,6 +94,7 @@ def main(args: argparse.Namespace) -> int:
         log.info("regrade_start", source=str(run_dir), grader=config.grader.model, overrides=overrides)
         template = RunRecord()
         note_what_ran(template, config)
+        notices = sandbox_notices(log, console)
         for task_dir in task_dirs(run_dir):
             started = time.monotonic()
             target = out_dir / task_dir.relative_to(run_dir)
@@ -102,8 +104,9 @@ def main(args: argparse.Namespace) -> int:
                 return Recorder(log, result, console, config.run.preview_chars)
 
             try:
-                result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None, template,
-                                     recorder_factory)
+                with isolation_setting(config.sandbox.isolation, notices):
+                    result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None,
+                                         template, recorder_factory)
             except Exception as exc:  # one transcript's failure is its own record
                 result = RunRecord()
                 result.fail(exc)
