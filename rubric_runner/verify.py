@@ -73,10 +73,14 @@ def final_answer(messages: list[Any]) -> str | None:
 
 
 def first_answer(messages: list[Any]) -> str | None:
-    """The worker's answer before the grader's first revision request; with none, the final answer."""
+    """The worker's answer to the latest user message (a thread's last turn) before the grader's first
+    revision request; with none, the final answer."""
     from langchain_core.messages import HumanMessage
 
-    for index, message in enumerate(messages):
+    asked = max((index for index, message in enumerate(messages)
+                 if isinstance(message, HumanMessage) and message.name != GRADER_SOURCE), default=0)
+    for index in range(asked, len(messages)):
+        message = messages[index]
         if isinstance(message, HumanMessage) and message.name == GRADER_SOURCE:
             return final_answer(messages[:index])
     return final_answer(messages)

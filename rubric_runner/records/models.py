@@ -184,6 +184,8 @@ class RubricInfo(_Model):
     name: str | None = None
     text: str | None = None
     task: str | None = None
+    carried_over: bool | None = Field(default=None, exclude_if=_omitted_when_none)
+    """On a follow-up turn: whether the rubric carried over from the turn before (not sent again)."""
 
 
 class TaskRow(_Model):
@@ -240,7 +242,9 @@ class RunRecord(_Model):
     exception, a config error or an interruption. A task of a multi-task run has
     ``task_id`` and ``repeat``; the run's own record then lists its ``tasks`` and an
     ``aggregate``, its status the worst task status and its usage the sum. A regrade
-    record names the record it regraded in ``regraded_from``.
+    record names the record it regraded in ``regraded_from``. A follow-up turn on a finished
+    run's thread has its own record, with its ``turn`` number (2, 3, ...) and ``continued_from``,
+    the record dir of the turn before.
     """
 
     status: Status = Status.RUNNING
@@ -276,6 +280,10 @@ class RunRecord(_Model):
     tasks: list[TaskRow] = Field(default_factory=list)
     aggregate: Aggregate | None = None
     regraded_from: str | None = None
+    turn: int | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A follow-up turn's number on its thread (the run itself is turn 1)."""
+    continued_from: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A follow-up turn: the record dir of the turn it continues."""
     schema_version: int = SCHEMA_VERSION
 
     def fail(self, exc: BaseException, type_name: str | None = None) -> None:
