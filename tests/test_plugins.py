@@ -179,4 +179,4 @@ def test_a_plugin_may_not_register_a_dotted_name_which_config_reads_as_an_import
     registry = ToolRegistry(plugins)
     assert [(f.name, f.error) for f in plugins.failures] == [
         ("dotted", "register_tools failed: ValueError: tool name 'my.echo' has a dot (a dotted name in config is an import path)")]
-    assert list(registry.entries) == ["builtin_tools/run_test_suite"]
+    assert list(registry.entries) == ["builtin_tools/run_test_suite", "builtin_tools/run_check"]

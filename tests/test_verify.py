@@ -150,3 +150,17 @@ def test_the_rubric_s_own_bad_setting_is_named_by_its_own_key(tmp_path):
     data = _dataset(tmp_path / "tasks.jsonl", _task("a", {}))
     record, _ = run_scripted(tmp_path, script, f"rubric.dataset={data}", "rubric=code_tasks", "+rubric.verify.run_check.entry_point=1x")
     assert (record.exit_code, record.error.key) == (2, "rubric.verify.run_check.entry_point")
+
+
+def test_the_first_answer_of_a_follow_up_turn_is_its_own():
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from rubric_runner.verify import GRADER_SOURCE, first_answer
+
+    def revise():
+        return HumanMessage("revise", name=GRADER_SOURCE)
+
+    turn_one = [HumanMessage("task"), AIMessage("one"), revise(), AIMessage("one, revised")]
+    assert first_answer(turn_one) == "one"
+    turn_two = [*turn_one, HumanMessage("a follow-up"), AIMessage("two"), revise(), AIMessage("two, revised")]
+    assert first_answer(turn_two) == "two"
