@@ -1,0 +1,173 @@
+"""How far a grader can be trusted, measured against hidden verification: its confusion matrix, the
+loop's lift from the first attempt to the final answer, and the spend per verified success.
+
+Only runs whose answers were verified count (``RunRecord.verification``). The ground truth is the
+final answer's verification; a final answer that could not be verified is counted apart, never as a
+pass and never in the matrix. A verdict other than ``satisfied`` is a rejection.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+
+from ..records import CheckOutcome, RunRecord, Status
+from .prices import ROLES, run_cost
+
+Z95 = 1.959963984540054
+"""The standard normal quantile of a two-sided 95% interval."""
+
+
+@dataclass(frozen=True)
+class Rate:
+    """``part`` of ``whole``, with its Wilson score 95% interval."""
+
+    part: int
+    whole: int
+
+    @property
+    def value(self) -> float | None:
+        return self.part / self.whole if self.whole else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The Wilson score interval (sound for small samples and for 0 or 100%); None when ``whole`` is 0."""
+        if not self.whole:
+            return None
+        n, p, z2 = self.whole, self.part / self.whole, Z95 * Z95
+        center = (p + z2 / (2 * n)) / (1 + z2 / n)
+        half = Z95 / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+        return max(0.0, center - half), min(1.0, center + half)
+
+    def __str__(self) -> str:
+        """``1/4 (25.0%, 95% CI 4.6-69.9%)``, or ``-`` when there is nothing to count."""
+        if not self.whole:
+            return "-"
+        low, high = self.interval
+        return f"{self.part}/{self.whole} ({self.value:.1%}, 95% CI {100 * low:.1f}-{high:.1%})"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A set of runs' verdicts against their hidden verification, and what the loop and the runs cost."""
+
+    runs: int
+    """Runs whose answers were verified (the final answer passed, failed, or was unverifiable)."""
+    satisfied_passed: int
+    satisfied_failed: int
+    rejected_passed: int
+    rejected_failed: int
+    unverifiable: int
+    """Runs whose final answer could not be verified: in no cell of the matrix."""
+    first_passed: int
+    final_passed: int
+    fixed: int
+    """Runs whose first attempt failed and final answer passed."""
+    broken: int
+    """Runs whose first attempt passed and final answer failed."""
+    tokens: int
+    """Billed tokens of every run in the set, worker and grader."""
+    cost: float | None
+    """Estimated USD of every run in the set; None when a model has no price."""
+
+    @property
+    def false_satisfied(self) -> Rate:
+        """Of the final answers that failed verification, those the grader accepted: its leniency."""
+        return Rate(self.satisfied_failed, self.satisfied_failed + self.rejected_failed)
+
+    @property
+    def false_rejection(self) -> Rate:
+        """Of the final answers that passed verification, those the grader rejected: its strictness."""
+        return Rate(self.rejected_passed, self.rejected_passed + self.satisfied_passed)
+
+    @property
+    def error(self) -> Rate:
+        """Verdicts that disagree with verification, of all verified final answers."""
+        decided = self.runs - self.unverifiable
+        return Rate(self.satisfied_failed + self.rejected_passed, decided)
+
+    @property
+    def first(self) -> Rate:
+        """The first attempts that passed verification, of all verified runs (unverifiable ones do not pass)."""
+        return Rate(self.first_passed, self.runs)
+
+    @property
+    def final(self) -> Rate:
+        """The final answers that passed verification, of all verified runs."""
+        return Rate(self.final_passed, self.runs)
+
+    @property
+    def lift(self) -> float | None:
+        """The loop's lift: final pass rate minus first pass rate."""
+        return self.final.value - self.first.value if self.runs else None
+
+    @property
+    def tokens_per_success(self) -> float | None:
+        return self.tokens / self.final_passed if self.final_passed else None
+
+    @property
+    def cost_per_success(self) -> float | None:
+        return self.cost / self.final_passed if self.final_passed and self.cost is not None else None
+
+
+def _passed(record: RunRecord, which: str) -> bool:
+    return record.verified(which) is True
+
+
+def judge(records: Iterable[RunRecord], prices: dict[str, dict[str, float]]) -> Judgement | None:
+    """The judgement of ``records``; None when none of them was verified."""
+    records = list(records)
+    verified = [r for r in records if r.verification is not None and r.verification.final is not None]
+    if not verified:
+        return None
+    decided = [r for r in verified if r.verification.final.outcome is not CheckOutcome.UNVERIFIABLE]
+
+    def count(satisfied: bool, passed: bool) -> int:
+        return sum((r.status is Status.SATISFIED) is satisfied and _passed(r, "final") is passed for r in decided)
+
+    costs = [run_cost(r, prices) for r in records]
+    return Judgement(
+        runs=len(verified),
+        satisfied_passed=count(True, True),
+        satisfied_failed=count(True, False),
+        rejected_passed=count(False, True),
+        rejected_failed=count(False, False),
+        unverifiable=len(verified) - len(decided),
+        first_passed=sum(_passed(r, "first") for r in verified),
+        final_passed=sum(_passed(r, "final") for r in verified),
+        fixed=sum(r.verified("first") is False and _passed(r, "final") for r in verified),
+        broken=sum(_passed(r, "first") and r.verified("final") is False for r in verified),
+        tokens=sum(r.usage[role].total_tokens for r in records for role in ROLES if role in r.usage),
+        cost=None if None in costs else sum(costs),
+    )
+
+
+def grader_key(record: RunRecord) -> tuple[str, str]:
+    """Who judged a run: the grader's model, and for a regrade its overrides (two graders of one model,
+    e.g. with other prompts, rank apart)."""
+    return record.grader.model or "?", " ".join(record.overrides) if record.regraded_from else ""
+
+
+def judge_groups(records: Iterable[RunRecord], key: Callable[[RunRecord], Hashable],
+                 prices: dict[str, dict[str, float]]) -> dict[Hashable, Judgement]:
+    """One judgement per ``key`` of the records, sorted by key; groups with no verified run are left out."""
+    groups: dict[Hashable, list[RunRecord]] = {}
+    for record in records:
+        groups.setdefault(key(record), []).append(record)
+    judged = {k: judge(group, prices) for k, group in sorted(groups.items())}
+    return {k: j for k, j in judged.items() if j is not None}
+
+
+def ranked(judgements: dict[Hashable, Judgement]) -> list[tuple[Hashable, Judgement]]:
+    """The graders from the fewest errors against verification to the most: by error rate, then
+    false-satisfied rate (a lenient grader lets a broken answer end the loop), then more verified runs."""
+    def order(item: tuple[Hashable, Judgement]) -> tuple[float, float, int]:
+        judgement = item[1]
+        return _or_worst(judgement.error.value), _or_worst(judgement.false_satisfied.value), -judgement.runs
+
+    return sorted(judgements.items(), key=order)
+
+
+def _or_worst(value: float | None) -> float:
+    return 2.0 if value is None else value
