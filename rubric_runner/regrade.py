@@ -12,24 +12,30 @@ from typing import Any
 
 import yaml
 
-from .config import ConfigError, compose, validate
+from .config import Config, ConfigError, compose, validate
 from .console import Console
 from .events import event_log
 from .hydra_errors import describe
 from .records import (
     EVENTS_FILE,
+    REGRADES_DIR,
     RESULT_FILE,
     TRANSCRIPT_FILE,
     Evaluation,
     ExitCode,
     RunRecord,
     Status,
+    collect,
+    find_run_dirs,
     read_record,
     saved_overrides,
     turn_dirs,
     write_record,
 )
+from .report.prices import PriceError, load_prices
 from .sandbox import isolation_setting
+
+MULTIRUN_FLAGS = ("-m", "--multirun")
 
 
 def task_dirs(run_dir: Path) -> list[Path]:
@@ -65,59 +71,122 @@ def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: R
     return result
 
 
+def graders(overrides: list[str], multirun: bool) -> list[list[str]]:
+    """The graders to regrade with, as override lists: with ``multirun``, each combination of the
+    overrides' values, as a Hydra sweep makes them (``grader=haiku,gpt``); else the overrides as given."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    if multirun:
+        return [combination for batch in BasicSweeper.split_arguments(parsed, None) for combination in batch]
+    swept = next((override for override in parsed if override.is_sweep_override()), None)
+    if swept is not None:
+        raise ConfigError(swept.get_key_element(), "several values are a regrade with each, which needs -m",
+                          f"rubric-runner regrade RUN_DIR -m {swept.input_line}")
+    return [overrides]
+
+
+def source_runs(root: Path) -> list[Path]:
+    """The run dirs under ``root`` (itself, or each job of a sweep) with the overrides Hydra saved for them."""
+    return [run_dir for run_dir in find_run_dirs(root) if saved_overrides(run_dir) is not None]
+
+
+def regrade_with(out_dir: Path, root: Path, sources: list[tuple[Path, Config]], overrides: list[str],
+                 console: Console) -> list[RunRecord]:
+    """Regrade every transcript of ``sources`` (each run dir with its config) into ``out_dir``, laid out
+    as under ``root``; returns the new records. A config error (a missing key) is logged and raised."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rubric_overridden = any(o.startswith(("rubric=", "rubric.text=")) for o in overrides)
+    results = []
+    with event_log(out_dir / EVENTS_FILE) as log:
+        (out_dir / "overrides.yaml").write_text(yaml.safe_dump(overrides), encoding="utf-8")
+        from .agent import AgentFactory, note_what_ran
+        from .recorder import Recorder, sandbox_notices
+
+        notices = sandbox_notices(log, console)
+        for run_dir, config in sources:
+            try:
+                # one grading pass: no worker can revise, so needs_revision ends as max_iterations_reached
+                middleware = AgentFactory(config, out_dir, roles=("grader",)).rubric_middleware(None, max_iterations=1)
+            except ConfigError as exc:
+                log.error("config_error", key=exc.key, message=str(exc))
+                raise
+            log.info("regrade_start", source=str(run_dir), grader=config.grader.model, overrides=overrides)
+            template = RunRecord()
+            note_what_ran(template, config)
+
+            def recorder_factory(result: RunRecord, config: Config = config) -> Recorder:
+                return Recorder(log, result, console, config.run.preview_chars)
+
+            for task_dir in task_dirs(run_dir):
+                started = time.monotonic()
+                target = out_dir / task_dir.relative_to(root)
+                target.mkdir(parents=True, exist_ok=True)
+                try:
+                    with isolation_setting(config.sandbox.isolation, notices):
+                        result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None,
+                                             template, recorder_factory)
+                except Exception as exc:  # one transcript's failure is its own record
+                    result = RunRecord()
+                    result.fail(exc)
+                result.run_dir, result.overrides, result.regraded_from = str(target), overrides, str(task_dir)
+                result.complete(started)
+                write_record(target / RESULT_FILE, result)
+                log.info("regrade_end", task_dir=str(task_dir), status=result.status)
+                console.line(f"{task_dir.relative_to(root.parent)}: {result.status}")
+                results.append(result)
+    return results
+
+
+def ranking_lines(records: list[RunRecord], prices: dict[str, dict[str, float]]) -> list[str]:
+    """The graders ranked by their errors against the answers' hidden verification; none when nothing was verified."""
+    from .report.judge import grader_key, judge_groups, ranked
+
+    ranking = ranked(judge_groups(records, grader_key, prices))
+    lines = ["graders ranked by error against hidden verification:"] if ranking else []
+    for place, ((model, overrides), j) in enumerate(ranking, 1):
+        lines.append(f"  {place}. {overrides or model}: error {j.error}; false satisfied {j.false_satisfied}; "
+                     f"false rejection {j.false_rejection}; unverifiable {j.unverifiable}")
+    return lines
+
+
 def main(args: argparse.Namespace) -> int:
-    """``rubric-runner regrade RUN_DIR [OVERRIDES...]``: new records in ``RUN_DIR/regrades/<time>/``."""
-    run_dir, overrides = args.run_dir, list(args.overrides)
+    """``rubric-runner regrade DIR [-m] [OVERRIDES...]``: new records in ``DIR/regrades/<time>/`` (with
+    ``-m``, one numbered dir per grader, and the reports ranking them)."""
+    root = args.run_dir
+    overrides = [o for o in args.overrides if o not in MULTIRUN_FLAGS]
+    multirun = args.multirun or any(o in MULTIRUN_FLAGS for o in args.overrides)
+    runs = source_runs(root)
     try:
-        config = validate(compose([*(saved_overrides(run_dir) or []), *overrides]))
-    except ConfigError as exc:
+        combinations = graders(overrides, multirun)
+        configs = [[(run_dir, validate(compose([*saved_overrides(run_dir), *combination]))) for run_dir in runs]
+                   for combination in combinations]
+        prices_path = configs[0][0][1].sweep.prices if runs else None
+        prices = load_prices(prices_path)
+    except (ConfigError, PriceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ExitCode.USAGE
     except Exception as exc:  # Hydra and OmegaConf raise many types; all are usage errors here
         print(f"error: {describe(exc, overrides)}", file=sys.stderr)
         return ExitCode.USAGE
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    out_dir = run_dir / "regrades" / stamp
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not any(task_dirs(run_dir) for run_dir in runs):
+        print(f"error: RUN_DIR: {root} holds no saved transcript (give the dir of a run or sweep that has run)", file=sys.stderr)
+        return ExitCode.USAGE
+    out_dir = root / REGRADES_DIR / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     console = Console()
-    rubric_overridden = any(o.startswith(("rubric=", "rubric.text=")) for o in overrides)
-    worst = 0
-    with event_log(out_dir / EVENTS_FILE) as log:
+    records = []
+    for index, (combination, sources) in enumerate(zip(combinations, configs)):
         try:
-            from .agent import AgentFactory, note_what_ran
-            from .recorder import Recorder, sandbox_notices
-
-            # one grading pass: no worker can revise, so needs_revision ends as max_iterations_reached
-            middleware = AgentFactory(config, out_dir, roles=("grader",)).rubric_middleware(None, max_iterations=1)
+            records += regrade_with(out_dir / str(index) if multirun else out_dir, root, sources, combination, console)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            log.error("config_error", key=exc.key, message=str(exc))
             return ExitCode.USAGE
-        (out_dir / "overrides.yaml").write_text(yaml.safe_dump(overrides), encoding="utf-8")
-        log.info("regrade_start", source=str(run_dir), grader=config.grader.model, overrides=overrides)
-        template = RunRecord()
-        note_what_ran(template, config)
-        notices = sandbox_notices(log, console)
-        for task_dir in task_dirs(run_dir):
-            started = time.monotonic()
-            target = out_dir / task_dir.relative_to(run_dir)
-            target.mkdir(parents=True, exist_ok=True)
+    for line in ranking_lines(records, prices):
+        console.line(line)
+    if multirun:
+        from .report import write_all
 
-            def recorder_factory(result: RunRecord) -> Recorder:
-                return Recorder(log, result, console, config.run.preview_chars)
-
-            try:
-                with isolation_setting(config.sandbox.isolation, notices):
-                    result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None,
-                                         template, recorder_factory)
-            except Exception as exc:  # one transcript's failure is its own record
-                result = RunRecord()
-                result.fail(exc)
-            result.run_dir, result.overrides, result.regraded_from = str(target), overrides, str(task_dir)
-            result.complete(started)
-            write_record(target / RESULT_FILE, result)
-            log.info("regrade_end", task_dir=str(task_dir), status=result.status)
-            console.line(f"{task_dir.relative_to(run_dir.parent)}: {result.status}")
-            worst = max(worst, result.exit_code)
+        write_all(out_dir, collect(out_dir), prices=prices_path)
     console.line(f"regrade records: {out_dir}")
-    return worst
+    return max((record.exit_code for record in records), default=0)

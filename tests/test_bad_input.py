@@ -160,6 +160,8 @@ COMMANDS = {
     "regrade-unknown-preset": (["regrade", "{tmp}/old_run", "grader=sonet"], "grader", "compose"),
     "regrade-bad-type": (["regrade", "{tmp}/old_run", "grader.max_iterations=x"], "grader.max_iterations", "compose"),
     "regrade-unknown-key": (["regrade", "{tmp}/old_run", "grader.nokey=1"], "grader.nokey", "compose"),
+    "regrade-list-without-m": (["regrade", "{tmp}/old_run", "grader=haiku,gpt"], "grader", "compose"),
+    "regrade-no-transcript": (["regrade", "{tmp}/old_run"], "RUN_DIR", "compose"),
     "regrade-missing-dir": (["regrade", "{tmp}/nope"], "RUN_DIR", "compose"),
     "regrade-empty-dir": (["regrade", "{tmp}/empty"], "RUN_DIR", "compose"),
     "resume-missing-dir": (["resume", "{tmp}/nope"], "RUN_DIR", "compose"),
@@ -180,6 +182,8 @@ DETAILS = {  # what else the line must say
     "continue-no-record": "holds no record of a run (continue a run that ended with a verdict)",
     "two-missing-keys": "set OPENAI_API_KEY and GOOGLE_API_KEY in the environment",
     "regrade-empty-dir": "holds no .hydra/overrides.yaml",
+    "regrade-list-without-m": "needs -m (rubric-runner regrade RUN_DIR -m grader=haiku,gpt)",
+    "regrade-no-transcript": "holds no saved transcript",
     "resume-missing-dir": "is not a directory",
 }
 

@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
-from rubric_runner.records import CheckOutcome, GraderInfo, ModelInfo, RunRecord, Status, Usage, Verification, Verifications
+from conftest import run_cli, verdict, write_script
+from rubric_runner.config import DATA_DIR
+from rubric_runner.records import (
+    CheckOutcome,
+    GraderInfo,
+    ModelInfo,
+    RunRecord,
+    Status,
+    Usage,
+    Verification,
+    Verifications,
+    load_record,
+)
+from rubric_runner.report import load_prices
 from rubric_runner.report.judge import Rate, grader_key, judge, judge_groups, ranked
 
 PRICES = {"w:model": {"input": 1.0, "output": 2.0}, "g:model": {"input": 10.0, "output": 20.0}}
@@ -121,3 +137,79 @@ def test_a_graders_key_is_its_model_and_for_a_regrade_its_overrides():
     assert grader_key(regraded) == ("g:model", "grader=scripted grader.script=a.yaml")
     groups = judge_groups([*DEMO, record("satisfied", True, True, grader="other:model")], lambda r: r.grader.model, PRICES)
     assert [(key, j.runs) for key, j in groups.items()] == [("g:model", 6), ("other:model", 1)]
+
+
+# --- from real runs: the scripted HumanEval demo, judged, then regraded by several graders ---
+
+JUDGES = DATA_DIR / "scripts" / "judges"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    """The offline HumanEval demo over its first five problems (hidden verification in the sandbox)."""
+    root = tmp_path_factory.mktemp("humaneval")
+    proc = run_cli("rubric=humaneval", "worker=scripted", "grader=scripted", "rubric.tasks=[0:5]", "run.console=false",
+                   f"hydra.run.dir={root / 'run'}", cwd=root)
+    assert proc.returncode == 1, proc.stderr  # two tasks end failed
+    return root / "run"
+
+
+def test_a_lenient_verdict_is_a_false_satisfied_and_the_loop_lifts_the_pass_rate(demo):
+    records = [load_record(path) for path in sorted((demo / "tasks").iterdir())]
+    j = judge(records, load_prices())
+    # HumanEval-3: its examples pass, HumanEval's check() does not, and the scripted grader is satisfied
+    cells = (j.satisfied_passed, j.satisfied_failed, j.rejected_passed, j.rejected_failed)
+    assert (j.runs, cells, j.unverifiable) == (5, (2, 1, 1, 1), 0)
+    assert (j.false_satisfied.part, j.false_satisfied.whole, j.false_rejection.part, j.false_rejection.whole) == (1, 2, 1, 3)
+    # HumanEval-1 fails at first and passes after the grader's revision request
+    assert (j.first.part, j.final.part, j.fixed, j.broken) == (2, 3, 1, 0)
+    assert j.lift == pytest.approx(0.2)
+    assert j.tokens == sum(r.usage[role].total_tokens for r in records for role in ("worker", "grader")) > 0
+    assert j.tokens_per_success == pytest.approx(j.tokens / 3) and j.cost is None  # scripted models have no price
+
+
+def _copy(run_dir: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(run_dir, tmp_path / "run"))
+
+
+def test_regrade_with_several_graders_ranks_them_on_the_same_transcripts(demo, tmp_path):
+    run_dir = _copy(demo, tmp_path)
+    scripts = ",".join(str(JUDGES / f"{name}.yaml") for name in ("lenient", "strict", "careful"))
+    proc = run_cli("regrade", str(run_dir), "-m", f"grader.script={scripts}", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # the strict grader's verdicts are not satisfied
+    ranking = proc.stdout[proc.stdout.index("graders ranked"):].splitlines()[1:4]
+    assert [line.split(": error ")[0].rsplit("/", 1)[1] for line in ranking] == ["careful.yaml", "lenient.yaml", "strict.yaml"]
+    assert "error 0/5 (0.0%, 95% CI 0.0-43.4%); false satisfied 0/2" in ranking[0]
+    assert "error 2/5 (40.0%, 95% CI 11.8-76.9%); false satisfied 2/2 (100.0%" in ranking[1]
+    assert "error 3/5 (60.0%, 95% CI 23.1-88.2%); false satisfied 0/2 (0.0%, 95% CI 0.0-65.8%); false rejection 3/3" in ranking[2]
+    (out_dir,) = (run_dir / "regrades").iterdir()
+    originals = {path.name: load_record(path) for path in (run_dir / "tasks").iterdir()}
+    for index, name in enumerate(("lenient", "strict", "careful")):
+        regraded = [load_record(path) for path in sorted((out_dir / str(index) / "tasks").iterdir())]
+        assert [r.overrides for r in regraded] == [[f"grader.script={JUDGES / name}.yaml"]] * 5
+        # the same answers, verified once by the original run: the regrade re-ran no check
+        assert all(r.verification == originals[Path(r.run_dir).name].verification for r in regraded)
+    assert {"report.md", "report.html", "summary.jsonl"} <= {path.name for path in out_dir.iterdir()}
+
+
+def test_a_sweep_dir_is_regraded_job_by_job_and_its_regrades_are_not_its_runs(tmp_path):
+    # one verdict per transcript, in job order: a scripted grader's place in its script carries over from job to job
+    ok = write_script(tmp_path / "ok.yaml", worker=[], grader=[verdict("satisfied", ("c", True))] * 2)
+    revise = write_script(tmp_path / "revise.yaml", worker=[], grader=[verdict("needs_revision", ("c", False))] * 2)
+    sweep_dir = tmp_path / "sweep"
+    proc = run_cli("-m", "worker=scripted", "grader=scripted", "rubric=code", "grader.max_iterations=3,4",
+                   "run.console=false", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("regrade", str(sweep_dir), "-m", f"grader.script={revise},{ok}", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    (out_dir,) = (sweep_dir / "regrades").iterdir()
+    records = {path.relative_to(out_dir).parent.as_posix(): load_record(path.parent) for path in out_dir.glob("*/*/result.json")}
+    assert {key: record.status for key, record in records.items()} == {
+        "0/0": "max_iterations_reached", "0/1": "max_iterations_reached", "1/0": "satisfied", "1/1": "satisfied"}
+    assert records["1/1"].regraded_from == str(sweep_dir / "1")
+    ranking = proc.stdout[proc.stdout.index("graders ranked"):].splitlines()[1:3]
+    assert ranking[0].startswith(f"  1. grader.script={ok}: error 0/2 (0.0%")
+    assert ranking[1].startswith(f"  2. grader.script={revise}: error 2/2 (100.0%")
+    assert "false rejection 2/2" in ranking[1]
+    report = run_cli("report", str(sweep_dir), cwd=tmp_path)
+    assert "report: 2 runs: 2 satisfied" in report.stdout, report.stdout + report.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..config import CONF_DIR
-from ..records import ExitCode
+from ..records import ExitCode, find_run_dirs
 
 HELP = """rubric_runner: run deepagents' RubricMiddleware loop from config.
 
@@ -55,6 +55,15 @@ def run_dir_argument(value: str) -> Path:
     return path.resolve()
 
 
+def runs_dir_argument(value: str) -> Path:
+    """A ``RUN_DIR`` argument that may also be a sweep dir: a run dir, or a dir with run dirs below it."""
+    path = Path(value)
+    if path.is_dir() and not find_run_dirs(path):
+        raise argparse.ArgumentTypeError(f"{value} holds no .hydra/overrides.yaml, nor any run dir below it "
+                                         "(give a run dir or a sweep dir, as a run or sweep prints)")
+    return path.resolve() if path.is_dir() else run_dir_argument(value)
+
+
 def _add_builtin_commands(subparsers: Any) -> None:
     resume = subparsers.add_parser("resume", help="continue a run from its checkpoints, with its own overrides",
                                    description="Continue the run in RUN_DIR from its checkpoints, with the overrides it ran with.")
@@ -75,9 +84,12 @@ def _add_builtin_commands(subparsers: Any) -> None:
     follow.set_defaults(handler="rubric_runner.cli.follow_up:continue_run")
 
     regrade = subparsers.add_parser("regrade", help="grade a run's saved transcripts again, with another grader or rubric",
-                                    description="Grade the transcripts saved in RUN_DIR again (one grading pass each) and write "
-                                    "the new records to RUN_DIR/regrades/<time>/.")
-    regrade.add_argument("run_dir", metavar="RUN_DIR", type=run_dir_argument, help="the run dir")
+                                    description="Grade the transcripts saved in RUN_DIR (a run dir, or a sweep dir: each of its "
+                                    "runs) again, one grading pass each, and write the new records to RUN_DIR/regrades/<time>/. "
+                                    "With -m, regrade with each combination of the overrides' values (grader=haiku,gpt), one "
+                                    "numbered dir each, and rank the graders by their errors against hidden verification.")
+    regrade.add_argument("-m", "--multirun", action="store_true", help="regrade with each value of a list (grader=haiku,gpt)")
+    regrade.add_argument("run_dir", metavar="RUN_DIR", type=runs_dir_argument, help="the run dir or sweep dir")
     regrade.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER,
                          help="overrides for the grader or rubric, e.g. grader=gpt or rubric.text='- ...'")
     regrade.set_defaults(handler="rubric_runner.regrade:main")

@@ -25,6 +25,8 @@ EVENTS_FILE = "events.jsonl"
 TRANSCRIPT_FILE = "transcript.json"
 CHECKPOINT_FILE = "checkpoints.sqlite"
 HYDRA_DIR = ".hydra"
+REGRADES_DIR = "regrades"
+"""Below a run or sweep dir: ``regrades/<time>/``, the records of its transcripts graded again."""
 TURNS_DIR = "turns"
 """Below a record's dir: ``turns/<n>/``, the records of its follow-up turns (n = 2, 3, ...)."""
 
@@ -112,7 +114,8 @@ def _natural_key(path: Path) -> list[Any]:
 
 
 def find_run_dirs(root: Path) -> list[Path]:
-    """``root`` if it is a run dir, else every run dir below it (a sweep's jobs), in job order."""
+    """``root`` if it is a run dir, else every run dir below it (a sweep's jobs), in job order; the
+    regrades of a sweep below it are not its runs."""
     if _is_run_dir(root):
         return [root]
     found = []
@@ -122,7 +125,7 @@ def find_run_dirs(root: Path) -> list[Path]:
             found.append(path)
             dirnames.clear()
         else:
-            dirnames[:] = [name for name in dirnames if not name.startswith(".")]
+            dirnames[:] = [name for name in dirnames if not name.startswith(".") and name != REGRADES_DIR]
     return sorted(found, key=lambda p: _natural_key(p.relative_to(root)))
 
 
