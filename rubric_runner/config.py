@@ -52,6 +52,15 @@ class Checkpointer(StrEnum):
     postgres = "postgres"
 
 
+class KeepCheckpoints(StrEnum):
+    """Which checkpoints of a task's thread stay once the task has ended with a verdict."""
+
+    latest = "latest"
+    """Only the latest, holding the thread's whole state: enough to continue it."""
+    all = "all"
+    """Every step's, for going back to an earlier step."""
+
+
 class Isolation(StrEnum):
     """How generated code is isolated (``rubric_runner.sandbox``; ``rubric-runner doctor`` says what works here)."""
 
@@ -161,6 +170,9 @@ class RunConfig:
     # PostgreSQL connection URL for checkpointer=postgres, without a password (that comes from
     # PGPASSWORD or ~/.pgpass); null: $RUBRIC_RUNNER_POSTGRES_URL
     checkpoint_url: Optional[str] = None
+    # checkpoints kept of a task's thread once it ends with a verdict: "latest" (its final state, enough
+    # to continue it) or "all" (every step's); an unfinished task keeps all, to resume from
+    keep_checkpoints: KeepCheckpoints = KeepCheckpoints.latest
     # characters kept of each tool input and output in events.jsonl
     preview_chars: int = 400
     # print the live trail on the console (a progress line instead for multi-task runs)

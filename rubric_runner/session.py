@@ -13,7 +13,7 @@ from typing import Any
 import structlog
 
 from .budget import Budgets
-from .config import Checkpointer, Config, postgres_url
+from .config import Checkpointer, Config, KeepCheckpoints, postgres_url
 from .console import Console
 from .context import CURRENT_TASK, TaskContext
 from .dataset import Task
@@ -64,6 +64,7 @@ class Session:
         self.follow_up = follow_up
         self.checks = checks or {}
         self.agent: Any = None
+        self.saver: Any = None
         self.active: dict[str, tuple[RunRecord, Callable[[], None]]] = {}
         self.reused: set[str] = set()
         self.finished: list[RunRecord] = []
@@ -119,7 +120,7 @@ class Session:
     async def run_tasks(self, tasks: list[Task], build_agent: Callable[[Any], Any]) -> list[RunRecord]:
         """Run every task and repeat, at most ``run.concurrency`` at once."""
         async with self._checkpointer() as saver:
-            self.agent = build_agent(saver)
+            self.saver, self.agent = saver, build_agent(saver)
             limit = asyncio.Semaphore(self.config.run.concurrency)
 
             async def bounded(task: Task, repeat: int) -> RunRecord:
@@ -201,8 +202,19 @@ class Session:
             log.exception("task_error" if self.multi else "run_error")
         self.active.pop(key, None)
         end_task()
+        if result.status.terminal and self.config.run.keep_checkpoints == KeepCheckpoints.latest:
+            await self._keep_latest_checkpoint(result.thread_id, log)
         self._done(result)
         return result
+
+    async def _keep_latest_checkpoint(self, thread_id: str, log: Any) -> None:
+        """Cut a finished task's thread to its latest checkpoint; a failure leaves the thread readable, the task as it ended."""
+        from .checkpoints import keep_latest
+
+        try:
+            await keep_latest(self.saver, self.agent, thread_id)
+        except Exception as exc:
+            log.warning("checkpoints_kept", thread_id=thread_id, error=ErrorInfo.of(exc).model_dump())
 
     def _done(self, result: RunRecord) -> None:
         self.finished.append(result)
