@@ -67,8 +67,7 @@ class Session:
         self.saver: Any = None
         self.active: dict[str, tuple[RunRecord, Callable[[], None]]] = {}
         self.reused: set[str] = set()
-        self.finished: list[RunRecord] = []
-        self.total = 0
+        self.total = self.done = self.satisfied = self.tokens = 0
 
     def task_dir(self, task: Task, repeat: int) -> Path:
         """Where a task's record goes: the run dir itself for a single-task run."""
@@ -112,8 +111,10 @@ class Session:
         path = (self.follow_up.home if self.follow_up else self.run_dir) / CHECKPOINT_FILE
         try:
             with contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as connection:
+                connection.execute("PRAGMA auto_vacuum=INCREMENTAL")  # takes on a new file: pages freed can be given back
                 connection.execute("PRAGMA synchronous=NORMAL")
                 yield InlineSqliteSaver(connection)
+                connection.executescript("PRAGMA incremental_vacuum;")  # gives back the pages cut threads freed
         finally:
             scrub_sqlite(path)
 
@@ -217,11 +218,12 @@ class Session:
             log.warning("checkpoints_kept", thread_id=thread_id, error=ErrorInfo.of(exc).model_dump())
 
     def _done(self, result: RunRecord) -> None:
-        self.finished.append(result)
+        """Count a finished task into the progress line, in running sums: each costs the same however many came before."""
+        self.done += 1
+        self.satisfied += result.status is Status.SATISFIED
+        self.tokens += sum(u.total_tokens for u in result.usage.values())
         if self.multi:
-            satisfied = sum(r.status is Status.SATISFIED for r in self.finished)
-            tokens = sum(u.total_tokens for r in self.finished for u in r.usage.values())
-            self.console.progress(len(self.finished), self.total, satisfied, tokens, self.budgets.progress())
+            self.console.progress(self.done, self.total, self.satisfied, self.tokens, self.budgets.progress())
 
     async def _execute(self, task: Task, repeat: int, result: RunRecord, task_dir: Path, log: Any, console: Console) -> None:
         from langchain_core.messages import HumanMessage, messages_to_dict
