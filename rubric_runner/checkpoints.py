@@ -99,7 +99,7 @@ async def _drop_all_but(saver: Any, thread_id: str, checkpoint_id: str, versions
             del saver.writes[key]
         for key in [key for key in saver.blobs if key[0] == thread_id and (key[1] != "" or versions.get(key[2]) != key[3])]:
             del saver.blobs[key]
-    else:  # PostgreSQL: one transaction
+    else:  # PostgreSQL: one transaction, on the saver's connection (langgraph has no public call for this)
         kept = (thread_id, checkpoint_id)
         async with saver._cursor() as cur, cur.connection.transaction():
             for table in ("checkpoints", "checkpoint_writes"):

@@ -215,7 +215,7 @@ class Session:
         try:
             await keep_latest(self.saver, self.agent, thread_id)
         except Exception as exc:
-            log.warning("checkpoints_kept", thread_id=thread_id, error=ErrorInfo.of(exc).model_dump())
+            log.warning("checkpoint_cut_failed", thread_id=thread_id, error=ErrorInfo.of(exc).model_dump())
 
     def _done(self, result: RunRecord) -> None:
         """Count a finished task into the progress line, in running sums: each costs the same however many came before."""
