@@ -124,27 +124,28 @@ class Session:
             self.saver, self.agent = saver, build_agent(saver)
             limit = asyncio.Semaphore(self.config.run.concurrency)
 
-            async def bounded(task: Task, repeat: int) -> RunRecord:
+            async def bounded(task: Task, repeat: int, previous: RunRecord | None) -> RunRecord:
                 async with limit:
-                    return await self.run_task(task, repeat)
+                    return await self.run_task(task, repeat, previous)
 
             keys = [(task, repeat) for task in tasks for repeat in range(self.config.run.repeats)]
-            if self.config.run.resume:  # what earlier attempts spent counts against the budgets
+            previous: dict[tuple[str, int], RunRecord] = {}
+            if self.config.run.resume:  # each task's record of the run before; what it spent counts against the budgets
                 for task, repeat in keys:
-                    previous = read_record(self.task_dir(task, repeat) / RESULT_FILE)
-                    if previous is not None:
-                        self.budgets.book(previous, self.task_dir(task, repeat))
-            jobs = [bounded(task, repeat) for task, repeat in keys]
+                    record = read_record(self.task_dir(task, repeat) / RESULT_FILE)
+                    if record is not None:
+                        previous[task.id, repeat] = record
+                        self.budgets.book(record, self.task_dir(task, repeat))
+            jobs = [bounded(task, repeat, previous.get((task.id, repeat))) for task, repeat in keys]
             self.total = len(jobs)
             with tasks_running():
                 return list(await asyncio.gather(*jobs))
 
-    async def run_task(self, task: Task, repeat: int) -> RunRecord:
-        """One task's rubric loop, start to record; its errors stay its own."""
+    async def run_task(self, task: Task, repeat: int, previous: RunRecord | None = None) -> RunRecord:
+        """One task's rubric loop, start to record (``previous``: its record when resuming); its errors stay its own."""
         task_dir = self.task_dir(task, repeat)
         task_dir.mkdir(parents=True, exist_ok=True)
         key = f"{task.id}-r{repeat}"
-        previous = read_record(task_dir / RESULT_FILE) if self.config.run.resume else None
         if previous is not None and previous.status is Status.NOT_RUN:
             previous = None  # a task the budget kept from starting starts afresh
         if previous is not None and previous.status.terminal:
