@@ -10,7 +10,7 @@ from typing import Any
 from .config import Config
 from .dataset import Task
 from .grading import grader_middleware
-from .models import build_chat_model, split_model
+from .models import build_chat_model, check_server, split_model
 from .plugins import Plugins
 from .tools import ToolRegistry, validate_settings
 
@@ -31,6 +31,8 @@ class Shared:
             self.cache = SQLiteResponseCache(config.run.cache)
         limiters = self._rate_limiters()
         models = {role: build_chat_model(getattr(config, role), role, run_dir, self._extras(role, limiters)) for role in roles}
+        for role in roles:
+            check_server(getattr(config, role), role)
         self.grader_model, self.worker_model = models.get("grader"), models.get("worker")
 
     def _rate_limiters(self) -> dict[str, Any]:

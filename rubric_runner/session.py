@@ -21,7 +21,7 @@ from .config import Config, postgres_url
 from .console import Console
 from .context import CURRENT_TASK, TaskContext
 from .dataset import Task
-from .models import is_scripted
+from .models import explain_error, is_provider_error, is_scripted
 from .runtime import frozen_heap, no_thread_hops_without_tracing
 from .runlog import EXIT_CODES, TERMINAL_STATUSES, RunResult, read_result, scrub_sqlite, write_json, write_result
 
@@ -241,7 +241,8 @@ class Session:
             log.warning("interrupted", reason=str(exc))
         except Exception as exc:  # one task's failure must not end the others, and leaves its record
             result.status = "error"
-            result.error = {"type": type(exc).__name__, "message": str(exc)}
+            message = explain_error(exc, self.config.worker, "worker") if is_provider_error(exc) else str(exc)
+            result.error = {"type": type(exc).__name__, "message": message}
             log.exception("task_error" if self.multi else "run_error")
         self.active.pop(key, None)
         finish()

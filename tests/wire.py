@@ -9,7 +9,8 @@ A server answers each request with the next scripted turn and records every requ
 Turns: ``text``, ``call`` (tool calls), ``verdict`` (a ``GraderResponse``, sent as the tool call or as
 JSON content, whichever the request asked for), ``fault`` (an HTTP error status), ``hang`` (no reply
 until the client gives up), ``raw`` (any body) and ``cut`` (a body shorter than its Content-Length).
-``FakeServer(..., refuse=True)`` gives an address where connections are refused.
+``FakeServer(..., refuse=True)`` gives an address where connections are refused. A server lists its
+models at ``/v1/models`` (``model_overrides`` adds the model it points a role at).
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ class FakeServer:
     def __init__(self, protocol: str, turns: list[Turn] | None = None, echo_key: bool = False, refuse: bool = False):
         self.protocol = protocol
         self.turns = list(turns or [])
+        self.models = {DEFAULT_MODELS[protocol]}
         self.echo_key = echo_key  # error bodies quote the API key, as some proxies do
         self.refuse = refuse  # stop listening at once: connections to base_url are refused
         self.requests: list[Request] = []
@@ -156,6 +158,11 @@ class FakeServer:
 
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                if self.path != "/v1/models":
+                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in sorted(server.models)]})
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -265,7 +272,9 @@ def offers_tool(request: Request, name: str) -> bool:
 
 
 def model_overrides(role: str, server: FakeServer, model: str | None = None, **settings: Any) -> list[str]:
-    """Overrides pointing ``role`` (``worker`` or ``grader``) at ``server``, plus ``role.KEY=VALUE`` settings."""
+    """Overrides pointing ``role`` (``worker`` or ``grader``) at ``server`` (which then lists ``model``),
+    plus ``role.KEY=VALUE`` settings."""
     model = model or DEFAULT_MODELS[server.protocol]
+    server.models.add(model)
     pinned = [f"{role}.model={server.protocol}:{model}", f"{role}.base_url={server.base_url}"]
     return pinned + [f"{role}.{key}={value}" for key, value in settings.items()]
