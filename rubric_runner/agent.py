@@ -9,7 +9,7 @@ from typing import Any
 
 from .config import Config
 from .dataset import Task
-from .grading import grader_middleware
+from .grading import GraderState, grader_middleware, grader_state
 from .models import build_chat_model, check_server, split_model
 from .plugins import Plugins
 from .tools import ToolRegistry, validate_settings
@@ -34,6 +34,15 @@ class Shared:
         for role in roles:
             check_server(getattr(config, role), role)
         self.grader_model, self.worker_model = models.get("grader"), models.get("worker")
+        self.strategy, self.probe = "none", None
+        if self.grader_model is not None:
+            from .strategies import choose_strategy
+
+            self.strategy, self.probe = choose_strategy(config.grader, self.grader_model, self.grader_tools)
+
+    def grader_record(self) -> dict[str, Any]:
+        """What a record says about how this run's grader answers: the strategy, and what auto's probe found."""
+        return {"strategy": self.strategy, **({"probe": self.probe} if self.probe else {})}
 
     def _rate_limiters(self) -> dict[str, Any]:
         from langchain_core.rate_limiters import InMemoryRateLimiter
@@ -71,7 +80,9 @@ class Shared:
                 model=self.grader_model,
                 system_prompt=self.config.grader.system_prompt,
                 tools=self.grader_tools,
-                grader_middleware=grader_middleware(self.config.grader),
+                grader_middleware=grader_middleware(self.config.grader, self.strategy, self.config.rubric.evidence),
+                grader_state_schema=GraderState,
+                build_grader_state=grader_state,
                 max_iterations=max_iterations,
                 on_evaluation=on_evaluation,
             )
@@ -80,10 +91,15 @@ class Shared:
         """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...)])``."""
         from deepagents import create_deep_agent
 
+        from .strategies import ToolCallContent, compatible_server
+
+        middleware = [self.rubric_middleware(on_evaluation, self.config.grader.max_iterations)]
+        if compatible_server(self.config.worker):
+            middleware.append(ToolCallContent())
         return create_deep_agent(
             model=self.worker_model,
             tools=self.worker_tools,
             system_prompt=self.config.worker.system_prompt or None,
-            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations)],
+            middleware=middleware,
             checkpointer=checkpointer,
         )

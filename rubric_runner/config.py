@@ -70,9 +70,14 @@ class GraderConfig(ModelConfig):
     max_model_calls: int = 10
     # grading instructions; null uses the library's built-in grader prompt
     system_prompt: Optional[str] = None
-    # how the verdict comes back: auto (LangChain picks from the model profile), tool (a forced
-    # GraderResponse tool call) or provider (the provider's native JSON-schema output)
+    # how the verdict comes back: auto (probes an OpenAI-compatible server once per run; else LangChain's
+    # pick from the model profile), tool (a forced GraderResponse tool call), provider (native JSON-schema
+    # output), named (GraderResponse forced by name once the grader stops calling evidence tools) or json
+    # (the schema in the prompt, json_object output, sent back to fix)
     structured_output: str = "auto"
+    # a verdict that covers fewer or other criteria than the rubric's lines counts as not satisfied
+    # (status unsupported); false: it is only flagged
+    strict_coverage: bool = False
 
 
 @dataclass
@@ -87,6 +92,9 @@ class RubricConfig:
     text: str = MISSING
     # JSONL or YAML list of tasks: {id, task, rubric?, tools?: {tool: settings}}; null = the one task above
     dataset: Optional[str] = None
+    # grader tools a pass must call before its verdict may be satisfied; a rubric line (or a passed
+    # criterion) that names a grader tool requires that tool too
+    evidence: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -176,7 +184,8 @@ def register_configs() -> None:
 
 
 CHECKPOINTERS = ("sqlite", "memory", "postgres")
-STRUCTURED_OUTPUT = ("auto", "tool", "provider")
+STRUCTURED_OUTPUT = ("auto", "tool", "provider", "named", "json")
+"""Values of ``grader.structured_output``: ``auto`` and the strategies it can choose from."""
 SECRET_WORDS = ("api_key", "apikey", "secret", "password", "access_token", "authorization")
 
 
@@ -284,6 +293,12 @@ def validate(cfg: DictConfig) -> Config:
     for key in required:
         if not str(getattr(config.rubric, key)).strip():
             raise ConfigError(f"rubric.{key}", "is empty", f"give rubric.{key} some text")
+    for name in config.rubric.evidence:
+        if name not in config.grader.tools:
+            raise ConfigError(
+                "rubric.evidence", f"{name!r} is not one of the grader's tools ({', '.join(config.grader.tools) or 'none'})",
+                "name a tool under grader.tools, or add it there",
+            )
     if config.grader.structured_output not in STRUCTURED_OUTPUT:
         raise ConfigError(
             "grader.structured_output",

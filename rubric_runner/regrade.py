@@ -14,6 +14,8 @@ from hydra import compose, initialize_config_dir
 
 from .config import CONF_DIR, ConfigError, register_configs, validate
 from .console import Console
+from .context import CURRENT_TASK, TaskContext
+from .grading import TaskGrading, final_status
 from .runlog import CONFIG_ERROR_EXIT, EventLog, RunResult, read_result, saved_overrides, write_result
 from .session import EVENTS_FILE, RESULT_FILE, TRANSCRIPT_FILE, complete, describe
 
@@ -33,7 +35,7 @@ def _compose(saved: list[str], overrides: list[str]):
         return compose(config_name="config", overrides=[*saved, *overrides])
 
 
-def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, recorder_factory) -> RunResult:
+def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, recorder_factory, grading_factory) -> RunResult:
     """One grading pass over one saved transcript; the verdict as a record."""
     from langchain_core.messages import messages_from_dict
     from langchain_core.runnables import RunnableLambda
@@ -46,11 +48,18 @@ def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, recorder_fa
     result.final_answer = original.final_answer if original else None
     result.rubric = {**(original.rubric if original else {}), "text": text}
     recorder = recorder_factory(result)
+    grading = grading_factory(text or "")
     state = {"messages": messages, "rubric": text, "_rubric_iterations": 0}
     grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime()))
-    update = grade.invoke(state, config={"callbacks": [recorder]}) or {}
+    token = CURRENT_TASK.set(TaskContext(result.task_id or "task", recorder=recorder, grading=grading))
+    try:
+        update = grade.invoke(state, config={"callbacks": [recorder]}) or {}
+    finally:
+        CURRENT_TASK.reset(token)
     result.evaluations = [dict(e) for e in update.get("_rubric_evaluations", [])]
-    result.status = update.get("_rubric_status") or "error"
+    for evaluation in result.evaluations:
+        grading.annotate(evaluation)
+    result.status = final_status(update.get("_rubric_status") or "error", result.evaluations, grading.node.strict_coverage)
     result.iterations = len(result.evaluations)
     return result
 
@@ -75,7 +84,8 @@ def regrade(argv: list[str]) -> int:
             from .recorder import Recorder
 
             # one grading pass: no worker can revise, so needs_revision ends as max_iterations_reached
-            middleware = Shared(config, out_dir, roles=("grader",)).rubric_middleware(None, max_iterations=1)
+            shared = Shared(config, out_dir, roles=("grader",))
+            middleware = shared.rubric_middleware(None, max_iterations=1)
             (out_dir / "overrides.yaml").write_text(yaml.safe_dump(overrides), encoding="utf-8")
             log.info("regrade_start", source=str(run_dir), grader=config.grader.model, overrides=overrides)
             for task_dir in task_dirs(run_dir):
@@ -85,10 +95,15 @@ def regrade(argv: list[str]) -> int:
 
                 def recorder_factory(result: RunResult) -> Recorder:
                     describe(config, result)
+                    result.grader.update(shared.grader_record())
                     return Recorder(log, result, console, config.run.preview_chars)
 
+                def grading_factory(text: str) -> TaskGrading:
+                    return TaskGrading(config.grader, shared.strategy, text, log, console)
+
                 try:
-                    result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None, recorder_factory)
+                    text = config.rubric.text if rubric_overridden else None
+                    result = regrade_one(middleware, task_dir, text, recorder_factory, grading_factory)
                 except Exception as exc:  # one transcript's failure is its own record
                     result = RunResult(status="error", error={"type": type(exc).__name__, "message": str(exc)})
                 result.run_dir, result.overrides, result.regraded_from = str(target), overrides, str(task_dir)

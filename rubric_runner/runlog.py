@@ -23,13 +23,14 @@ SECRET_ENV = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)$")
 MIN_SECRET_CHARS = 8
 REDACTED = "[REDACTED]"
 
-STATUSES = ("running", "satisfied", "max_iterations_reached", "failed", "grader_error", "error", "interrupted")
-TERMINAL_STATUSES = ("satisfied", "max_iterations_reached", "failed", "grader_error")
+STATUSES = ("running", "satisfied", "max_iterations_reached", "failed", "unsupported", "grader_error", "error", "interrupted")
+TERMINAL_STATUSES = ("satisfied", "max_iterations_reached", "failed", "unsupported", "grader_error")
 """Statuses of a run that finished its grading loop; resuming such a run does nothing."""
 EXIT_CODES = {
     "satisfied": 0,
     "max_iterations_reached": 1,
     "failed": 1,
+    "unsupported": 1,
     "grader_error": 3,
     "error": 3,
     "interrupted": 130,

@@ -13,7 +13,7 @@ from .console import Console
 from .runlog import CONFIG_ERROR_EXIT, EventLog, RunResult, Usage, redact_override, write_result
 from .session import EVENTS_FILE, RESULT_FILE, Session, StopRequest, complete, describe, now, usage_dict
 
-SEVERITY = ("satisfied", "max_iterations_reached", "failed", "grader_error", "error", "interrupted")
+SEVERITY = ("satisfied", "max_iterations_reached", "failed", "unsupported", "grader_error", "error", "interrupted")
 """Task statuses from best to worst; a multi-task run takes its worst task's status."""
 
 
@@ -107,8 +107,9 @@ def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None
             for failure in shared.registry.plugins.failures:
                 console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
             shared.check_task_tools(tasks)
+            record.grader.update(shared.grader_record())
             session = Session(config, run_dir, log, console, record.overrides, multi=len(tasks) > 1 or config.run.repeats > 1)
-            session.stop = stop
+            session.stop, session.grader = stop, shared.grader_record()
             log.info("run_start", worker=record.worker, grader=record.grader, rubric=config.rubric.name,
                      overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
             console.start(config.worker.model, config.grader.model, config.rubric.name,

@@ -132,6 +132,8 @@ class Session:
         self.reused: set[str] = set()
         self.finished: list[RunResult] = []
         self.total = 0
+        self.grader: dict[str, Any] = {"strategy": config.grader.structured_output}
+        """How the grader answers (``Shared.grader_record``), copied into every task's record."""
 
     def task_dir(self, task: Task, repeat: int) -> Path:
         """Where a task's record goes: the run dir itself for a single-task run."""
@@ -140,6 +142,8 @@ class Session:
     def on_evaluation(self, evaluation: dict[str, Any]) -> None:
         """``RubricMiddleware(on_evaluation=...)``: route to the recorder of the task at hand."""
         task = CURRENT_TASK.get()
+        if task is not None and task.grading is not None:
+            task.grading.annotate(evaluation)
         if task is not None and task.recorder is not None:
             task.recorder.on_evaluation(evaluation)
 
@@ -207,6 +211,7 @@ class Session:
             return previous
         result = RunResult(overrides=self.overrides, run_dir=str(task_dir), started_at=now())
         describe(self.config, result)
+        result.grader.update(self.grader)
         result.rubric.update(text=task.rubric, task=task.message)
         if self.multi:
             result.task_id, result.repeat = task.id, repeat
@@ -259,10 +264,12 @@ class Session:
     async def _execute(self, task: Task, repeat: int, result: RunResult, task_dir: Path, log: Any, console: Console) -> None:
         from langchain_core.messages import HumanMessage, messages_to_dict
 
+        from .grading import TaskGrading, final_status
         from .recorder import Recorder
 
         recorder = Recorder(log, result, console, self.config.run.preview_chars)
-        CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder))
+        grading = TaskGrading(self.config.grader, self.grader["strategy"], task.rubric, log, console)
+        CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder, grading))
         run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder]}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(task.message)], "rubric": task.rubric}
         if result.resumed and (await self.agent.aget_state(run_config)).next:
@@ -285,6 +292,7 @@ class Session:
             if values.get("_rubric_evaluations"):  # the checkpoint is the truth, also across resumes
                 run_id = values.get("_current_grading_run_id")
                 result.evaluations = [e for e in values["_rubric_evaluations"] if e["grading_run_id"] == run_id]
+            result.status = final_status(result.status, result.evaluations, self.config.grader.strict_coverage)
         if result.status == "error":
             result.error = {"type": "NoVerdict", "message": "the grader never returned a verdict"}
 

@@ -34,7 +34,7 @@ SUMMARY_FIELDS = (
     "job", "overrides", "worker", "grader", "rubric", "status", "exit_code", "iterations",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
 )
-UNSATISFIED = ("max_iterations_reached", "failed")
+UNSATISFIED = ("max_iterations_reached", "failed", "unsupported")
 SWEEP_EXIT = {"satisfied": 0, "unsatisfied": 1, "error": 3, "below_threshold": 4}
 """Exit codes of a sweep (and of ``rubric-runner report --fail-under``)."""
 

@@ -58,7 +58,7 @@ CASES = {
     "model-without-id": (["grader.model=openai:"], "grader.model", "run"),
     "base-url-not-a-url": (["worker.base_url='not a url'"], "worker.base_url", "run"),
     "base-url-wrong-scheme": (["grader.base_url=ftp://127.0.0.1/v1"], "grader.base_url", "run"),
-    "structured-output-unknown": (["grader.structured_output=json"], "grader.structured_output", "run"),
+    "structured-output-unknown": (["grader.structured_output=xml"], "grader.structured_output", "run"),
     "checkpointer-unknown": (["run.checkpointer=redis"], "run.checkpointer", "run"),
     "missing-api-key": (["worker=gpt"], "worker.model", "run"),
     "override-syntax": (["grader.max_iterations=["], "grader.max_iterations=[", "compose"),
