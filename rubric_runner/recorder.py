@@ -48,8 +48,10 @@ class Recorder(BaseCallbackHandler):
         with self._lock:
             self._agents[run_id] = agent
         self.log.info("model_call_start", agent=agent)
+        self.console.model_call_started(run_id, agent)
 
     def on_llm_end(self, response, *, run_id, **kwargs) -> None:
+        self.console.model_call_ended(run_id)
         with self._lock:
             agent = self._agents.pop(run_id, "worker")
             generation = response.generations[0][0] if response.generations and response.generations[0] else None
@@ -60,6 +62,7 @@ class Recorder(BaseCallbackHandler):
         self.log.info("token_usage", agent=agent, cache_hit=cached, **(usage or {}))
 
     def on_llm_error(self, error, *, run_id, **kwargs) -> None:
+        self.console.model_call_ended(run_id)
         with self._lock:
             agent = self._agents.pop(run_id, "worker")
         self.log.warning("model_error", agent=agent, error_type=type(error).__name__, error=str(error))

@@ -103,6 +103,8 @@ def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None
             from .dataset import load_tasks
 
             tasks = load_tasks(config)
+            console.start(config.worker.model, config.grader.model, config.rubric.name,
+                          {role for role in ("worker", "grader") if getattr(record, role)["scripted"]})
             shared = Shared(config, run_dir)
             for failure in shared.registry.plugins.failures:
                 console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
@@ -112,8 +114,7 @@ def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None
             session.stop, session.grader = stop, shared.grader_record()
             log.info("run_start", worker=record.worker, grader=record.grader, rubric=config.rubric.name,
                      overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
-            console.start(config.worker.model, config.grader.model, config.rubric.name,
-                          record.worker["scripted"] or record.grader["scripted"])
+            console.strategy(config.grader.structured_output, shared.strategy, shared.probe)
             results = asyncio.run(session.run_tasks(tasks, lambda saver: shared.build(session.on_evaluation, saver)))
             if session.multi:
                 aggregate(record, results, session)
