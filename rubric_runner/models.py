@@ -209,6 +209,9 @@ def build_chat_model(
         # kwargs.use_responses_api=true still selects the Responses API.
         profile["use_responses_api"] = False
     kwargs = {**profile, **client_kwargs(node), **extras}
+    if provider == "openai" and node.base_url and node.max_tokens is not None:
+        # LangChain sends the cap as max_completion_tokens, which llama-cpp-python ignores: say it both ways
+        kwargs["extra_body"] = {"max_tokens": node.max_tokens, **(kwargs.get("extra_body") or {})}
     try:
         return init_chat_model(model_id, model_provider=provider, **kwargs)
     except ImportError as exc:

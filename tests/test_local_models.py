@@ -198,3 +198,14 @@ def test_regrade_checks_evidence_too(tmp_path):
     record = json.loads((regrade_dir / "result.json").read_text())
     assert record["status"] == "unsupported" and record["evaluations"][0]["unsupported"] == {"missing": ["run_test_suite"]}
     assert record["grader"]["strategy"] == "tool"
+
+
+def test_max_tokens_reaches_a_server_that_knows_only_max_tokens(tmp_path, fake_keys):
+    worker = FakeServer("openai", [text("a\nb\nc")])
+    grader = FakeServer("openai", [wire_verdict("satisfied", *((c, True) for c in HAIKU))])
+    with worker, grader:
+        result, _ = run_in_process(tmp_path, *model_overrides("worker", worker, max_tokens=77),
+                                   *model_overrides("grader", grader, max_tokens=88))
+    assert result.status == "satisfied", result.error
+    sent = [(r.json.get("max_tokens"), r.json.get("max_completion_tokens")) for r in worker.requests + grader.requests]
+    assert sent == [(77, 77), (88, 88)]
