@@ -3,22 +3,22 @@ address and fix, verdicts that must cite their evidence, coverage flags, and the
 
 from __future__ import annotations
 
+import inspect
 import json
-import os
-import pty
 import subprocess
 import sys
 
+import code_task_solutions
 import pytest
 
-from conftest import read_events, run_in_process, run_scripted, scripted_overrides, verdict, write_script
+from conftest import on_terminal, read_events, run_in_process, run_scripted, scripted_overrides, verdict, write_script
 from rubric_runner.grading import coverage
 from wire import FakeServer, fault, model_overrides, text
 from wire import verdict as wire_verdict
 
 CODE = ("All tests pass in run_test_suite", "The function is named find_duplicates and accepts a single list argument")
 HAIKU = ("The poem has three lines", "Lines follow a 5-7-5 syllable pattern", "The theme is spring")
-GOOD = "def find_duplicates(lst):\n    seen = []\n    out = []\n    for x in lst:\n        if x in seen and x not in out:\n            out.append(x)\n        seen.append(x)\n    return out\n"
+GOOD = inspect.getsource(code_task_solutions.find_duplicates)
 TESTS = {"tool_calls": [{"name": "run_test_suite", "args": {"code": GOOD}}]}
 SYLLABLES = {"tool_calls": [{"name": "count_syllables", "args": {"text": "a\nb\nc"}}]}
 
@@ -150,30 +150,12 @@ def test_console_labels_the_scripted_role_only(tmp_path, fake_keys):
     assert "-- grading pass 1" in lines and "status: satisfied after 1 grading pass(es)" in lines
 
 
-def _on_terminal(args: list[str], cwd) -> tuple[int, str]:
-    """Run the CLI with stderr on a pseudo-terminal; its exit code and what the terminal showed."""
-    primary, secondary = pty.openpty()
-    proc = subprocess.run([sys.executable, "-m", "rubric_runner", *args], cwd=cwd, stdout=subprocess.PIPE,
-                          stderr=secondary, timeout=120)
-    os.close(secondary)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(primary)
-    return proc.returncode, shown.decode()
-
-
 def test_live_line_while_a_model_call_runs(tmp_path):
     ok = verdict("satisfied", *((c, True) for c in HAIKU))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "a\nb\nc", "latency": 2.6}], grader=[SYLLABLES, ok])
     overrides = [o for o in scripted_overrides(script) if o != "run.console=false"]
-    code, shown = _on_terminal([*overrides, f"hydra.run.dir={tmp_path / 'tty'}"], tmp_path)
+    code, shown = on_terminal([*overrides, f"hydra.run.dir={tmp_path / 'tty'}"], cwd=tmp_path)
+    shown = shown.decode()
     assert code == 0
     assert "worker model call 1s" in shown and "worker model call 2s" in shown
     assert "grader model call" not in shown  # the grader's calls took no second

@@ -4,21 +4,16 @@ and what a user is told when one cannot work."""
 
 from __future__ import annotations
 
+import inspect
 import json
 
+import code_task_solutions
 import pytest
 
 from conftest import read_events, run_in_process
 from wire import FULL, LLAMA_CPP, LLAMA_CPP_FUNCTIONS, NO_STRUCTURE, FakeServer, call, model_overrides, text, tool_results, verdict
 
-GOOD = """def find_duplicates(lst):
-    seen, duplicates = [], []
-    for item in lst:
-        if item in seen and item not in duplicates:
-            duplicates.append(item)
-        seen.append(item)
-    return duplicates
-"""
+GOOD = inspect.getsource(code_task_solutions.find_duplicates)  # passes the code rubric's test suite
 CODE = ("All tests pass in run_test_suite", "The function is named find_duplicates and accepts a single list argument")
 OK = verdict("satisfied", *((c, True) for c in CODE))
 TESTS = call("run_test_suite", code=GOOD)
