@@ -2,21 +2,63 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .config import Config
+from .config import Config, ConfigError
 from .dataset import Task
-from .grading import GraderState, grader_middleware, grader_state
-from .models import build_chat_model, check_server, split_model
+from .environment import API_KEY_ENV
+from .extensions import LoopExtensions
+from .grading import grader_middleware
+from .models import OFFLINE_HINT, build_chat_model, check_server, is_scripted, split_model
 from .plugins import Plugins
+from .records import GraderInfo, ModelInfo, RubricInfo, RunRecord
+from .strategies import ChosenStrategy, ToolCallContent, choose_strategy, compatible_server
 from .tools import ToolRegistry, validate_settings
 
 
-class Shared:
-    """Tools, models, response cache and rate limiters shared by every task of a run."""
+def note_what_ran(record: RunRecord, config: Config) -> None:
+    """Copy what ran (models, tools, grader settings, rubric, tags) into a record."""
+    worker, grader = config.worker, config.grader
+    record.worker = ModelInfo(model=worker.model, scripted=is_scripted(worker), tools=sorted(worker.tools))
+    record.grader = GraderInfo(
+        model=grader.model, scripted=is_scripted(grader), tools=sorted(grader.tools), max_iterations=grader.max_iterations,
+        max_model_calls=grader.max_model_calls, structured_output=str(grader.structured_output),
+    )
+    record.rubric = RubricInfo(name=config.rubric.name, text=config.rubric.text, task=config.rubric.task)
+    record.tags = list(config.tags)
+
+
+def check_keys(config: Config, roles: tuple[str, ...]) -> None:
+    """Fail before any model call when a provider's key is not set, naming every variable to set."""
+    missing = {}
+    for role in [role for role in ("worker", "grader") if role in roles]:
+        node = getattr(config, role)
+        names = API_KEY_ENV.get(split_model(node.model)[0])
+        if names and not any(os.environ.get(name) for name in names):
+            missing[role] = (node.model, names[0])
+    if not missing:
+        return
+    models = list(dict.fromkeys(model for model, _ in missing.values()))
+    variables = " and ".join(dict.fromkeys(name for _, name in missing.values()))
+    need = "needs an API key" if len(models) == 1 else "need API keys"
+    raise ConfigError(",".join(f"{role}.model" for role in missing), f"{' and '.join(models)} {need}",
+                      f"set {variables} in the environment, {OFFLINE_HINT}")
+
+
+def preflight(config: Config, roles: tuple[str, ...]) -> None:
+    """Everything checked before a model is built: every provider key, then each model's server
+    (a ``base_url``, or Ollama's) answers and serves the model. Each problem is one ``ConfigError``."""
+    check_keys(config, roles)
+    for role in [role for role in ("worker", "grader") if role in roles]:
+        check_server(getattr(config, role), role)
+
+
+class AgentFactory:
+    """What every task of a run shares (tools, models, response cache, rate limiters), and the agent built from it."""
 
     def __init__(self, config: Config, run_dir: Path, roles: tuple[str, ...] = ("grader", "worker")) -> None:
         self.config = config
@@ -24,25 +66,30 @@ class Shared:
         self.registry = ToolRegistry(Plugins.load())
         self.grader_tools = self.registry.resolve(config.grader.tools, "grader")
         self.worker_tools = self.registry.resolve(config.worker.tools, "worker")
+        self.verdict_strategy = ChosenStrategy()
+        own = grader_middleware(config.grader, self.verdict_strategy, config.rubric.evidence)
+        worker_own = [ToolCallContent()] if compatible_server(config.worker) else []
+        self.extensions = LoopExtensions(config, self.registry.plugins, own, worker_own)
+        self.grader_middleware = [*own, *self.extensions.grader_middleware]
+        self.worker_middleware = [*worker_own, *self.extensions.worker_middleware]
         self.cache = None
         if config.run.cache:
             from .cache import SQLiteResponseCache
 
             self.cache = SQLiteResponseCache(config.run.cache)
+        preflight(config, roles)
         limiters = self._rate_limiters()
         models = {role: build_chat_model(getattr(config, role), role, run_dir, self._extras(role, limiters)) for role in roles}
-        for role in roles:
-            check_server(getattr(config, role), role)
         self.grader_model, self.worker_model = models.get("grader"), models.get("worker")
-        self.strategy, self.probe = "none", None
+        self.strategy: str | None = None
+        self.probe: dict[str, str] | None = None
         if self.grader_model is not None:
-            from .strategies import choose_strategy
-
             self.strategy, self.probe = choose_strategy(config.grader, self.grader_model, self.grader_tools)
+            self.verdict_strategy.use(self.strategy)
 
-    def grader_record(self) -> dict[str, Any]:
-        """What a record says about how this run's grader answers: the strategy, and what auto's probe found."""
-        return {"strategy": self.strategy, **({"probe": self.probe} if self.probe else {})}
+    def note_strategy(self, grader: GraderInfo) -> None:
+        """Say in a record how this run's grader answers: the strategy, and what ``auto``'s probe found."""
+        grader.strategy, grader.probe = self.strategy, self.probe
 
     def _rate_limiters(self) -> dict[str, Any]:
         from langchain_core.rate_limiters import InMemoryRateLimiter
@@ -69,7 +116,7 @@ class Shared:
                 validate_settings(self.registry.find(name, key).tool, settings, key)
 
     def rubric_middleware(self, on_evaluation: Callable[[dict[str, Any]], None] | None, max_iterations: int) -> Any:
-        """``RubricMiddleware`` with this run's grader, prompt, tools and grader middleware."""
+        """``RubricMiddleware`` with this run's grader, prompt, tools, grader middleware and hooks."""
         from langchain_core._api import LangChainBetaWarning
 
         with warnings.catch_warnings():
@@ -80,26 +127,20 @@ class Shared:
                 model=self.grader_model,
                 system_prompt=self.config.grader.system_prompt,
                 tools=self.grader_tools,
-                grader_middleware=grader_middleware(self.config.grader, self.strategy, self.config.rubric.evidence),
-                grader_state_schema=GraderState,
-                build_grader_state=grader_state,
+                grader_middleware=self.grader_middleware,
                 max_iterations=max_iterations,
-                on_evaluation=on_evaluation,
+                on_evaluation=self.extensions.observing(on_evaluation),
+                **self.extensions.grader_arguments,
             )
 
     def build(self, on_evaluation: Callable[[dict[str, Any]], None], checkpointer: Any) -> Any:
-        """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...)])``."""
+        """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...), *worker.middleware])``."""
         from deepagents import create_deep_agent
 
-        from .strategies import ToolCallContent, compatible_server
-
-        middleware = [self.rubric_middleware(on_evaluation, self.config.grader.max_iterations)]
-        if compatible_server(self.config.worker):
-            middleware.append(ToolCallContent())
         return create_deep_agent(
             model=self.worker_model,
             tools=self.worker_tools,
             system_prompt=self.config.worker.system_prompt or None,
-            middleware=middleware,
+            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations), *self.worker_middleware],
             checkpointer=checkpointer,
         )

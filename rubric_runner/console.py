@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-from .runlog import redact
+from .redaction import redact
 
 SCRIPTED_LABEL = " (scripted: replays a script, no provider is called)"
 LIVE_AFTER = 1.0

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, NotRequired
+from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
 from langchain.agents.structured_output import StructuredOutputError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from .config import GraderConfig
+from .context import current_task
 from .models import describe_model, failure, fix_for, is_provider_error
-from .strategies import EVIDENCE_SOURCE, GRADER_TOOL, ToolCallContent, compatible_server, note, strategy_middleware
+from .records import Evaluation, Status
+from .strategies import EVIDENCE_SOURCE, GRADER_TOOL, ChosenStrategy, ToolCallContent, compatible_server, note
 
 SAID_CHARS = 1000
 """How much of what the grader said instead of a verdict the record keeps."""
@@ -31,17 +33,6 @@ FIXES = {
 }
 """The fix to try when a grading pass ends without a verdict, by the strategy that was in use."""
 OTHER_STRATEGY = "try another grader.structured_output"
-
-
-class GraderState(AgentState):
-    """The grader's state, with the rubric it grades against (for the evidence check)."""
-
-    rubric: NotRequired[str]
-
-
-def grader_state(state: dict[str, Any], iteration: int) -> dict[str, Any]:
-    """``RubricMiddleware(build_grader_state=...)``: hand the rubric to the grader's middleware."""
-    return {"rubric": state.get("rubric") or ""}
 
 
 def rubric_lines(text: str) -> list[str]:
@@ -56,7 +47,10 @@ def tools_named(text: str, tools: list[str]) -> set[str]:
 
 class CallBudget(AgentMiddleware):
     """``grader.max_model_calls``: every model call of a pass counts, re-asks and repairs included
-    (each leaves its reply in the pass's messages); the one past the cap raises."""
+    (each leaves its reply in the pass's messages); the one past the cap raises. It takes the place of
+    LangChain's ``ModelCallLimitMiddleware``, under its name: a second cap in ``grader.middleware`` is refused."""
+
+    name = "ModelCallLimitMiddleware"
 
     def __init__(self, limit: int) -> None:
         super().__init__()
@@ -92,7 +86,7 @@ class EvidenceCheck(AgentMiddleware):
         verdict = response.structured_response
         needed: set[str] = set()
         if verdict.result == "satisfied":
-            needed |= set(self.required) | tools_named(request.state.get("rubric") or "", self.tool_names)
+            needed |= set(self.required) | tools_named(_rubric_at_hand(), self.tool_names)
         for criterion in verdict.criteria:
             if criterion["passed"]:
                 needed |= tools_named(criterion["name"], self.tool_names)
@@ -147,6 +141,12 @@ class EvidenceCheck(AgentMiddleware):
             raise
 
 
+def _rubric_at_hand() -> str:
+    """The rubric of the task being graded (its ``TaskGrading``), whatever state the grader is given."""
+    task = current_task()
+    return task.grading.rubric_text if task is not None and task.grading is not None else ""
+
+
 def _sent_back(result: list[Any], reason: str, missing: list[str]) -> list[Any]:
     """``result`` with the verdict answered by ``reason``: its ``GraderResponse`` tool message rewritten,
     or (a verdict given as text) a message added."""
@@ -168,11 +168,11 @@ def _note_failure(exc: Exception) -> None:
     note("failure", exc)
 
 
-def grader_middleware(node: GraderConfig, strategy: str, evidence: list[str]) -> list[Any]:
+def grader_middleware(node: GraderConfig, strategy: ChosenStrategy, evidence: list[str]) -> list[Any]:
     """``grader_middleware`` for ``RubricMiddleware``, outermost first: the evidence check, the
     structured-output ``strategy``, the cap of ``grader.max_model_calls`` per pass, and (for an
     OpenAI-compatible server) text in place of null content."""
-    middleware = [EvidenceCheck(sorted(node.tools), evidence), strategy_middleware(strategy), CallBudget(node.max_model_calls)]
+    middleware = [EvidenceCheck(sorted(node.tools), evidence), strategy, CallBudget(node.max_model_calls)]
     return [*middleware, ToolCallContent()] if compatible_server(node) else middleware
 
 
@@ -278,10 +278,10 @@ def _coverage_text(flag: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def final_status(status: str, evaluations: list[dict[str, Any]], strict_coverage: bool) -> str:
+def final_status(status: Status, evaluations: list[Evaluation], strict_coverage: bool) -> Status:
     """A ``satisfied`` run whose last verdict is unsupported, or (``grader.strict_coverage``) does not
     cover the rubric, ends ``unsupported``."""
-    last = evaluations[-1] if evaluations else {}
-    if status == "satisfied" and (last.get("unsupported") or (strict_coverage and last.get("coverage"))):
-        return "unsupported"
+    last = evaluations[-1] if evaluations else None
+    if status is Status.SATISFIED and last is not None and (last.unsupported or (strict_coverage and last.coverage)):
+        return Status.UNSUPPORTED
     return status

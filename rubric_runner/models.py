@@ -1,4 +1,4 @@
-"""Chat models from config: credential checks, then langchain's init_chat_model."""
+"""Chat models from config: their servers' pre-flight check, provider errors explained, langchain's init_chat_model."""
 
 from __future__ import annotations
 
@@ -9,20 +9,11 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import POSTGRES_URL_ENV, ConfigError, ModelConfig
+from .config import ConfigError, ModelConfig
+from .environment import API_KEY_ENV
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
-
-API_KEY_ENV = {
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "openai": ("OPENAI_API_KEY",),
-    "google_genai": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
-    "openrouter": ("OPENROUTER_API_KEY",),
-    "fireworks": ("FIREWORKS_API_KEY",),
-    "baseten": ("BASETEN_API_KEY",),
-}
-"""Environment variables that hold each provider's key (the first is the one to set)."""
 
 EXTRAS = {
     "anthropic": "anthropic",
@@ -36,17 +27,7 @@ EXTRAS = {
 """The pip extra of rubric_runner that installs each provider's package."""
 
 OLLAMA_DEFAULT_URL = "http://localhost:11434"
-JOB_ENV = (
-    *(name for names in API_KEY_ENV.values() for name in names),
-    "OLLAMA_HOST", POSTGRES_URL_ENV, "PGPASSWORD", "RUBRIC_RUNNER_PLUGINS",
-)
-"""What a job run on another machine takes from the submitting shell (Ray: ``${job_env:}``)."""
 OFFLINE_HINT = "or run offline with worker=scripted grader=scripted"
-
-
-def job_env() -> dict[str, str]:
-    """The variables of ``JOB_ENV`` set in this environment, by name."""
-    return {name: os.environ[name] for name in JOB_ENV if name in os.environ}
 
 
 def split_model(spec: str) -> tuple[str, str]:
@@ -58,18 +39,6 @@ def split_model(spec: str) -> tuple[str, str]:
 def is_scripted(node: ModelConfig) -> bool:
     """Whether this model replays a script instead of calling a provider."""
     return split_model(node.model)[0] == "scripted"
-
-
-def check_credentials(node: ModelConfig, role: str) -> None:
-    """Fail before any model call when the provider cannot possibly answer."""
-    provider, _ = split_model(node.model)
-    names = API_KEY_ENV.get(provider)
-    if names and not any(os.environ.get(name) for name in names):
-        raise ConfigError(
-            f"{role}.model",
-            f"{node.model} needs an API key",
-            f"set {names[0]} in the environment, {OFFLINE_HINT}",
-        )
 
 
 PREFLIGHT_TIMEOUT = 3.0
@@ -198,7 +167,6 @@ def build_chat_model(
     extras = extras or {}
     if is_scripted(node):
         return _build_scripted(node, role, state_dir, extras)
-    check_credentials(node, role)
     from deepagents.profiles.provider.provider_profiles import apply_provider_profile
     from langchain.chat_models import init_chat_model
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
+from typing import Any
 
 import pluggy
 
 from . import hookspecs
+from .environment import PLUGINS_ENV
 
 ENTRY_POINT_GROUP = "rubric_runner"
-PLUGINS_ENV = "RUBRIC_RUNNER_PLUGINS"
-"""Comma-separated entry-point plugin names to load; unset loads all, empty loads none."""
 
 DEFAULT_PLUGINS = ("rubric_runner.builtin_tools",)
 
@@ -109,6 +110,24 @@ class Plugins:
         if key not in _loaded:
             _loaded[key] = cls()
         return _loaded[key]
+
+    def hook_functions(self, hook: str) -> list[tuple[str, Callable[..., Any]]]:
+        """``(plugin name, function)`` of each plugin implementing ``hook``: the function takes the
+        hook's keyword arguments and passes on those the plugin's implementation names."""
+
+        def bound(impl: Any) -> Callable[..., Any]:
+            return lambda **kwargs: impl.function(**{name: kwargs[name] for name in impl.argnames})
+
+        return [(impl.plugin_name, bound(impl)) for impl in getattr(self.manager.hook, hook).get_hookimpls()]
+
+    def register_commands(self, subparsers: Any) -> None:
+        """Let every plugin add its commands; a plugin whose ``register_commands`` fails is reported
+        and the other commands stay."""
+        for impl in self.manager.hook.register_commands.get_hookimpls():
+            try:
+                impl.function(subparsers=subparsers)
+            except Exception as exc:  # one plugin's broken command must not take the command line down
+                self.fail(impl.plugin_name, f"register_commands failed: {type(exc).__name__}: {exc}")
 
     def plugin_name(self, plugin: object) -> str:
         """The registered name of a plugin object."""

@@ -11,7 +11,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
 
 from .console import Console
-from .runlog import RunResult
+from .records import Evaluation, RunRecord
 
 GRADER_METADATA_KEY = "rubric_grader_configured_model"
 """Metadata key RubricMiddleware puts on every call its grader makes."""
@@ -25,12 +25,28 @@ def preview(value: Any, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}...(+{len(text) - limit} chars)"
 
 
+def sandbox_notices(log: Any, console: Console):
+    """``notify`` for the sandbox's isolation setting: every notice in events.jsonl, each kind once on the console."""
+    said: set[str] = set()
+    lock = threading.Lock()
+
+    def notify(event: str, message: str) -> None:
+        log.warning(event, message=message)
+        with lock:
+            first = event not in said
+            said.add(event)
+        if first:
+            console.warning(message)
+
+    return notify
+
+
 class Recorder(BaseCallbackHandler):
     """Records one run: tool calls and token usage by agent, grading events, evaluations."""
 
     run_inline = True  # cheap and thread-safe: no need for an executor hop in async runs
 
-    def __init__(self, log: Any, result: RunResult, console: Console, preview_chars: int) -> None:
+    def __init__(self, log: Any, result: RunRecord, console: Console, preview_chars: int) -> None:
         self.log = log
         self.result = result
         self.console = console
@@ -106,6 +122,6 @@ class Recorder(BaseCallbackHandler):
     def on_evaluation(self, evaluation: dict[str, Any]) -> None:
         """``RubricMiddleware(on_evaluation=...)``: keep every evaluation for the record."""
         with self._lock:
-            self.result.evaluations.append(dict(evaluation))
+            self.result.evaluations.append(Evaluation.model_validate(evaluation))
             self.result.grading_run_id = evaluation.get("grading_run_id")
             self.result.iterations = len(self.result.evaluations)

@@ -20,7 +20,7 @@ from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import ValidationError
 
-from .config import ConfigError, GraderConfig
+from .config import ConfigError, GraderConfig, StructuredOutput
 from .context import current_task
 from .models import failure, split_model
 
@@ -294,6 +294,27 @@ def strategy_middleware(strategy: str) -> AgentMiddleware:
     return FixedStrategy(kind(_grader_response()))
 
 
+class ChosenStrategy(AgentMiddleware):
+    """The grader's strategy in its middleware stack, set with ``use`` once the run has chosen it (``auto``
+    probes the server first), so the rest of the stack is built and checked before any model call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chosen: AgentMiddleware | None = None
+
+    def use(self, strategy: str) -> None:
+        """Answer by ``strategy`` from now on."""
+        self.chosen = strategy_middleware(strategy)
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
+        return self.chosen.wrap_model_call(request, handler)
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        return await self.chosen.awrap_model_call(request, handler)
+
+
 def probe_server(model: Any) -> tuple[str | None, dict[str, str]]:
     """Ask an OpenAI-compatible server for each strategy's request shape, once each, in order of
     preference; the first that works is chosen. Returns ``(strategy or None, what each probe found)``."""
@@ -331,8 +352,8 @@ def choose_strategy(node: GraderConfig, model: Any, tools: list[Any]) -> tuple[s
     model it takes LangChain's own pick from the model profile (``provider`` where the profile says the
     model has native structured output, else ``tool``).
     """
-    if node.structured_output != "auto":
-        return node.structured_output, None
+    if node.structured_output != StructuredOutput.auto:
+        return str(node.structured_output), None
     if compatible_server(node):
         strategy, found = probe_server(model)
         if strategy is None:

@@ -18,7 +18,7 @@ from hydra import compose, initialize_config_dir
 
 from rubric_runner.config import CONF_DIR, register_configs
 from rubric_runner.models import API_KEY_ENV
-from rubric_runner.runner import run
+from rubric_runner.runner import execute as run
 
 register_configs()
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,3 +145,18 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def copy_pytest(site: Path) -> Path:
+    """Copy pytest and the packages it imports into ``site`` (a stand-alone site-packages dir)."""
+    import shutil
+
+    from rubric_runner.sandbox import pytest_path
+
+    for name in ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py"):
+        source = Path(pytest_path()) / name
+        if source.is_dir():
+            shutil.copytree(source, site / name)
+        elif source.exists():
+            shutil.copy2(source, site / name)
+    return site

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from conftest import compose_config, read_events
-from rubric_runner.runner import run
+from rubric_runner.runner import execute as run
 
 
 def _demo(tmp_path, rubric: str):
@@ -21,8 +21,8 @@ def test_haiku_demo_counts_syllables_for_real(tmp_path):
     assert [o["syllables"] for o in outputs] == [[7, 7, 5], [5, 7, 5]]
     assert [o["matches_pattern"] for o in outputs] == [False, True]
     assert outputs[0]["problems"] == ["line 1: 7 syllables, expected 5"]
-    assert outputs[0]["lines"][0]["words"] in result.evaluations[0]["criteria"][1]["gap"]
-    assert [e["result"] for e in result.evaluations] == ["needs_revision", "satisfied"]
+    assert outputs[0]["lines"][0]["words"] in result.evaluations[0].criteria[1].gap
+    assert [e.result for e in result.evaluations] == ["needs_revision", "satisfied"]
 
 
 def test_summary_demo_checks_terms_for_real(tmp_path):
@@ -30,5 +30,5 @@ def test_summary_demo_checks_terms_for_real(tmp_path):
     assert (result.status, result.iterations, result.exit_code) == ("satisfied", 2, 0)
     assert [o["sentence_count"] for o in outputs] == [1, 1]
     assert [o["missing_terms"] for o in outputs] == [["chlorophyll"], []]
-    first = {c["name"]: c["passed"] for c in result.evaluations[0]["criteria"]}
+    first = {c.name: c.passed for c in result.evaluations[0].criteria}
     assert first == {"The answer is one sentence": True, "The answer mentions light and chlorophyll": False}

@@ -28,18 +28,18 @@ def test_preflight_names_the_role_and_the_address_nothing_answers_at(tmp_path, f
     other = "grader" if role == "worker" else "worker"
     with FakeServer(protocol, refuse=True) as gone, FakeServer("openai") as up:
         result, _ = run_in_process(tmp_path, *model_overrides(role, gone), *model_overrides(other, up))
-    assert (result.status, result.exit_code, result.error["key"]) == ("error", 2, f"{role}.base_url")
-    assert f"nothing answers at {gone.base_url}" in result.error["message"]
-    assert "start the server or set" in result.error["message"] and up.requests == []
+    assert (result.status, result.exit_code, result.error.key) == ("error", 2, f"{role}.base_url")
+    assert f"nothing answers at {gone.base_url}" in result.error.message
+    assert "start the server or set" in result.error.message and up.requests == []
 
 
 def test_preflight_names_the_models_a_server_lists(tmp_path, fake_keys):
     with FakeServer("openai") as server:
         result, _ = run_in_process(tmp_path, f"worker.model=openai:qwen2.5-coder", f"worker.base_url={server.base_url}",
                                    *model_overrides("grader", server))
-    assert (result.exit_code, result.error["key"]) == (2, "worker.model")
-    assert f"the server at {server.base_url} does not serve 'qwen2.5-coder' (it lists local-model)" in result.error["message"]
-    assert "set worker.model=openai:local-model" in result.error["message"]
+    assert (result.exit_code, result.error.key) == (2, "worker.model")
+    assert f"the server at {server.base_url} does not serve 'qwen2.5-coder' (it lists local-model)" in result.error.message
+    assert "set worker.model=openai:local-model" in result.error.message
 
 
 def test_worker_provider_error_names_role_model_and_address(tmp_path, fake_keys):
@@ -47,7 +47,7 @@ def test_worker_provider_error_names_role_model_and_address(tmp_path, fake_keys)
     with worker, FakeServer("openai") as grader:
         result, _ = run_in_process(tmp_path, *model_overrides("worker", worker, max_retries=0), *model_overrides("grader", grader))
     assert result.status == "error"
-    message = result.error["message"]
+    message = result.error.message
     assert message.startswith(f"worker openai:local-model at {worker.base_url}: HTTP 500: ")
     assert "model crashed: out of memory" in message and "(fix: see the server's log" in message
 
@@ -68,7 +68,7 @@ def test_sent_back_verdict_that_then_calls_the_tool_is_accepted(tmp_path):
     ok = verdict("satisfied", *((c, True) for c in CODE))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[ok, TESTS, ok])
     result, run_dir = run_scripted(tmp_path, script, "rubric=code")
-    assert result.status == "satisfied" and "unsupported" not in result.evaluations[-1]
+    assert result.status == "satisfied" and result.evaluations[-1].unsupported is None
     tool_ends = [e for e in read_events(run_dir) if e["event"] == "tool_call_end" and e["agent"] == "grader"]
     assert [e["tool"] for e in tool_ends] == ["run_test_suite"] and '"ok": true' in tool_ends[0]["output"]
 
@@ -87,14 +87,21 @@ def test_other_ways_a_verdict_needs_evidence(tmp_path, extra, first_criterion):
     assert result.status == "satisfied"
     script = write_script(tmp_path / "t.yaml", worker=[{"content": "a\nb\nc"}], grader=[ok, ok])
     result, _ = run_scripted(tmp_path / "again", script, *extra)
-    assert result.status == "unsupported" and result.evaluations[-1]["unsupported"]["missing"] == ["count_syllables"]
+    assert result.status == "unsupported" and result.evaluations[-1].unsupported.missing == ["count_syllables"]
+
+
+def test_a_rubric_line_that_names_a_tool_requires_it_whatever_the_criteria_say(tmp_path):
+    ok = verdict("satisfied", ("All tests pass", True), (CODE[1], True))  # the criterion leaves the tool out
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[ok, ok])
+    result, _ = run_scripted(tmp_path, script, "rubric=code")
+    assert result.status == "unsupported" and result.evaluations[-1].unsupported.missing == ["run_test_suite"]
 
 
 def test_a_needs_revision_verdict_needs_no_evidence_for_its_failures(tmp_path):
     failing = verdict("needs_revision", (CODE[0], False), (CODE[1], True))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[failing])
     result, run_dir = run_scripted(tmp_path, script, "rubric=code", "grader.max_iterations=1")
-    assert result.status == "max_iterations_reached" and "unsupported" not in result.evaluations[-1]
+    assert result.status == "max_iterations_reached" and result.evaluations[-1].unsupported is None
     assert not any(e["event"] == "verdict_sent_back" for e in read_events(run_dir))
 
 
@@ -103,11 +110,11 @@ def test_coverage_is_flagged_and_can_count_as_not_satisfied(tmp_path, capsys):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "a\nb\nc"}], grader=[partial])
     overrides = [o for o in scripted_overrides(script) if o != "run.console=false"]
     from conftest import compose_config
-    from rubric_runner.runner import run
+    from rubric_runner.runner import execute as run
 
     result = run(compose_config(overrides), tmp_path / "run", overrides)
     assert result.status == "satisfied"
-    flag = result.evaluations[-1]["coverage"]
+    flag = result.evaluations[-1].coverage.model_dump()
     assert flag == {"lines": 3, "criteria": 2, "uncovered": list(HAIKU[1:]), "other": ["Uses vivid imagery"]}
     out = capsys.readouterr().out
     assert "! coverage: 2 criteria for 3 rubric lines, not covered: Lines follow a 5-7-5 syllable pattern; The theme is spring" in out

@@ -8,9 +8,10 @@ import inspect
 import json
 
 import code_task_solutions
+import jsonschema
 import pytest
 
-from conftest import read_events, run_in_process
+from conftest import ROOT, read_events, run_in_process
 from wire import FULL, LLAMA_CPP, LLAMA_CPP_FUNCTIONS, NO_STRUCTURE, FakeServer, call, model_overrides, text, tool_results, verdict
 
 GOOD = inspect.getsource(code_task_solutions.find_duplicates)  # passes the code rubric's test suite
@@ -91,11 +92,11 @@ def test_server_errors_quote_the_body_and_name_the_fix(tmp_path, fake_keys):
                 tmp_path / setting / server_name, "rubric=code", "grader.max_iterations=1",
                 *model_overrides("worker", worker), *model_overrides("grader", grader, structured_output=setting, **NO_RETRY),
             )
-        message = result.error["message"]
+        message = result.error.message
         assert cause in message and (quoted is None or quoted in message), message
         assert "effective_strategy" not in message  # the run's own strategy, not the library's guess
         if setting == "tool" and server_name == "llama_cpp":
-            said = result.evaluations[-1]["grader_said"]
+            said = result.evaluations[-1].grader_said
             assert said.startswith("```json") and '"arguments"' in said  # the model wrote its tool call as text
             assert any(e["event"] == "grader_text" and e["text"] == said for e in read_events(run_dir))
 
@@ -115,7 +116,9 @@ def test_auto_probes_once_per_run(tmp_path, fake_keys):
         )
     assert result.status == "satisfied", result.tasks
     assert [r.json.get("tool_choice") for r in grader.probes] == ["required", {"type": "function", "function": {"name": "structured_output_probe"}}]
-    assert result.grader["probe"] == {"tool": "HTTP 500: (empty error message)", "named": "works"}
+    assert result.grader.probe == {"tool": "HTTP 500: (empty error message)", "named": "works"}
+    schema = json.loads((ROOT / "schemas" / "result.schema.json").read_text())
+    jsonschema.validate(json.loads((run_dir / "result.json").read_text()), schema)
     for name in ("a-r0", "b-r0"):
         record = json.loads((run_dir / "tasks" / name / "result.json").read_text())
         assert record["grader"]["strategy"] == "named"
@@ -126,11 +129,11 @@ def test_auto_with_no_working_shape_says_what_it_tried(tmp_path, fake_keys):
     grader = FakeServer("openai", [], behaviour=NO_STRUCTURE)
     with worker, grader:
         result, _ = run_in_process(tmp_path, *model_overrides("worker", worker), *model_overrides("grader", grader))
-    assert result.status == "error" and result.error["key"] == "grader.structured_output"
+    assert result.status == "error" and result.error.key == "grader.structured_output"
     assert result.exit_code == 2 and grader.requests == []
     for tried in ("tool: ignored: answered in text", "named: ignored: answered in text", "provider: HTTP 500",
                   "json: accepted, but the reply is not JSON"):
-        assert tried in result.error["message"]
+        assert tried in result.error.message
 
 
 def test_json_repairs_count_against_max_model_calls(tmp_path, fake_keys):
@@ -144,8 +147,8 @@ def test_json_repairs_count_against_max_model_calls(tmp_path, fake_keys):
     assert result.status == "grader_error" and grader.remaining == 0
     assert [r.json.get("response_format") for r in grader.requests] == [None, {"type": "json_object"}, {"type": "json_object"}]
     assert "not a valid GraderResponse" in json.dumps(grader.requests[1].json["messages"][-1])
-    assert "run limit (3/3)" in result.error["message"] and "raise grader.max_model_calls" in result.error["message"]
-    assert result.evaluations[-1]["grader_said"] == "Fine!"
+    assert "run limit (3/3)" in result.error.message and "raise grader.max_model_calls" in result.error.message
+    assert result.evaluations[-1].grader_said == "Fine!"
 
 
 def test_named_repairs_a_broken_verdict_with_the_tool_forced(tmp_path, fake_keys):

@@ -111,7 +111,7 @@ def test_grader_structured_output_setting(tmp_path, fake_keys, protocol, model, 
         )
     assert result.status == "satisfied", result.error
     assert _strategy_seen(grader.requests[0]) == expected
-    assert (result.grader["structured_output"], result.grader["strategy"]) == (setting, expected)
+    assert (result.grader.structured_output, result.grader.strategy) == (setting, expected)
     assert bool(grader.probes) == (setting == "auto" and protocol == "openai")
 
 
@@ -135,7 +135,7 @@ def test_responses_api_is_chosen_in_config(tmp_path, fake_keys):
             "grader=scripted",
         )
     assert [r.path for r in worker.requests] == ["/v1/responses"]  # this server speaks chat completions only
-    assert result.status == "error" and "404" in result.error["message"]
+    assert result.status == "error" and "404" in result.error.message
 
 
 @pytest.mark.parametrize(("base_url", "responses_api"), [(None, True), ("http://127.0.0.1:8000/v1", False)])

@@ -1,28 +1,11 @@
-"""``rubric-runner tools`` and ``rubric-runner plugins``: what is installed and where it came from."""
+"""``rubric-runner tools``, ``plugins`` and ``doctor``: what is installed, where it came from, what works here."""
 
 from __future__ import annotations
 
-import sys
+import argparse
+import shutil
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
-
-USAGE = {
-    "tools": "usage: rubric-runner tools\n"
-    "Lists every tool the loaded plugins register: name, plugin, package, description, settings.",
-    "plugins": "usage: rubric-runner plugins\n"
-    "Lists the loaded plugins with their packages and versions, and the plugins that failed to load.",
-}
-
-
-def _check_args(command: str, argv: list[str]) -> int | None:
-    """An exit code if ``argv`` asks for help or is not empty, else None."""
-    if argv in (["-h"], ["--help"]):
-        print(USAGE[command])
-        return 0
-    if argv:
-        print(f"rubric-runner {command}: unexpected arguments {' '.join(argv)}\n{USAGE[command]}", file=sys.stderr)
-        return 2
-    return None
 
 
 def _type_name(annotation: Any) -> str:
@@ -38,12 +21,10 @@ def _type_name(annotation: Any) -> str:
     return "None" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
 
 
-def tools(argv: list[str]) -> int:
+def tools(args: argparse.Namespace) -> int:
     """Print every available tool, with its settings (the config keys it takes)."""
-    if (code := _check_args("tools", argv)) is not None:
-        return code
-    from .plugins import Plugins
-    from .tools import ToolRegistry, tool_settings
+    from ..plugins import Plugins
+    from ..tools import ToolRegistry, tool_settings
 
     registry = ToolRegistry(Plugins())
     entries = sorted(registry.entries.values(), key=lambda entry: (entry.name, entry.plugin))
@@ -66,12 +47,10 @@ def tools(argv: list[str]) -> int:
     return 0
 
 
-def plugins(argv: list[str]) -> int:
+def plugins(args: argparse.Namespace) -> int:
     """Print the loaded plugins with their packages and versions, then any that failed."""
-    if (code := _check_args("plugins", argv)) is not None:
-        return code
-    from .plugins import Plugins
-    from .tools import ToolRegistry
+    from ..plugins import Plugins
+    from ..tools import ToolRegistry
 
     loaded = Plugins()
     ToolRegistry(loaded)  # a plugin whose register_tools fails shows up among the failures
@@ -80,4 +59,43 @@ def plugins(argv: list[str]) -> int:
         print(f"{info.name:<{width}}  {info.package} {info.version}")
     for failure in loaded.failures:
         print(f"{failure.name:<{width}}  FAILED: {failure.error}")
+    return 0
+
+
+BACKENDS = {
+    "bwrap": "bubblewrap, any user",
+    "namespaces": "Linux namespaces, root only",
+    "none": "no isolation, only when asked for by name",
+}
+
+
+def _try_backend(backend: str) -> str:
+    """Whether ``backend`` runs a trivial test here, and how long it took."""
+    from ..sandbox import Limits, isolation_setting, run_cases, unavailable
+
+    problem = unavailable(backend)
+    if problem is not None:
+        return f"unavailable: {problem}"
+    with isolation_setting(backend):
+        result = run_cases("def f():\n    return 1\n", "f", [{"name": "f", "expected": 1}], Limits())
+    if not result["ok"]:
+        return f"unavailable: {'; '.join(result['failures'])}"
+    return f"works: a trivial test ran in {result['duration_s']:.2f} s"
+
+
+def doctor(args: argparse.Namespace) -> int:
+    """Say which sandbox backends run code on this machine, and what ``auto`` picks (exit 1: nothing isolates)."""
+    from ..sandbox import choose
+    from ..sandbox.bwrap import version
+
+    print("sandbox.isolation (how run_test_suite and plugin tools isolate generated code):")
+    for backend, about in BACKENDS.items():
+        print(f"  {backend:<11} {_try_backend(backend)}  ({about})")
+    found = shutil.which("bwrap")
+    print(f"bubblewrap: {version(found)} at {found}" if found else "bubblewrap: not on PATH")
+    choice = choose("auto")
+    if choice.backend is None:
+        print(f"auto: refuses to run code: {choice.refusal}")
+        return 1
+    print(f"auto: {choice.backend}")
     return 0
