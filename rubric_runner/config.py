@@ -179,6 +179,24 @@ class RunConfig:
     cache: Optional[str] = None
     # requests per second per provider, e.g. {anthropic: 2.0}; providers not listed are not limited
     rate_limits: Dict[str, float] = field(default_factory=dict)
+    # billed tokens (worker + grader, every task) this run may spend in all; null = no budget
+    budget_tokens: Optional[int] = None
+    # estimated USD (at the sweep.prices rates) this run may spend in all; null = no budget
+    budget_usd: Optional[float] = None
+
+
+@dataclass
+class LimitsConfig:
+    """What one task may use; a task that reaches a limit ends as limit_exceeded."""
+
+    # worker model calls per task (its subagents' and cached replies included); null = no limit
+    worker_calls: Optional[int] = None
+    # billed worker tokens per task (input + output; a cached reply costs none); null = no limit
+    worker_tokens: Optional[int] = None
+    # billed tokens per task, worker and grader together; null = no limit
+    total_tokens: Optional[int] = None
+    # wall-clock seconds per task, from its start (a resumed task starts the clock again); null = no limit
+    wall_seconds: Optional[float] = None
 
 
 @dataclass
@@ -188,8 +206,12 @@ class SweepConfig:
     # fail the sweep (exit 4) when the fraction of satisfied jobs is below this, 0..1;
     # null: the sweep fails when any job is not satisfied
     fail_under: Optional[float] = None
-    # price table for the reports' cost estimates (USD per 1M tokens); null: conf/prices.yaml
+    # price table for the reports' cost estimates and USD budgets (USD per 1M tokens); null: conf/prices.yaml
     prices: Optional[str] = None
+    # billed tokens the whole sweep (all its jobs, in any process or machine) may spend; null = no budget
+    budget_tokens: Optional[int] = None
+    # estimated USD (at the sweep.prices rates) the whole sweep may spend; null = no budget
+    budget_usd: Optional[float] = None
 
 
 @dataclass
@@ -209,6 +231,7 @@ class Config:
     grader: GraderConfig = field(default_factory=GraderConfig)
     rubric: RubricConfig = field(default_factory=RubricConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     # extra notes copied into the result record, e.g. a sweep label
@@ -389,4 +412,21 @@ def validate(cfg: DictConfig) -> Config:
     fail_under = config.sweep.fail_under
     if fail_under is not None and not 0 <= fail_under <= 1:
         raise ConfigError("sweep.fail_under", f"must be a fraction from 0 to 1, got {fail_under}", "e.g. sweep.fail_under=0.8")
+    _check_limits(config)
     return config
+
+
+LIMIT_EXAMPLES = {
+    "limits.worker_calls": 50, "limits.worker_tokens": 200000, "limits.total_tokens": 400000, "limits.wall_seconds": 600,
+    "run.budget_tokens": 2000000, "run.budget_usd": 5, "sweep.budget_tokens": 20000000, "sweep.budget_usd": 50,
+}
+"""Every limit and budget key, with an example value for its error message."""
+
+
+def _check_limits(config: Config) -> None:
+    """Each limit and budget is null or positive (the schema's types make calls and tokens whole)."""
+    for key, example in LIMIT_EXAMPLES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        if value is not None and value <= 0:
+            raise ConfigError(key, f"must be positive, or null for no limit; got {value}", f"e.g. {key}={example}")

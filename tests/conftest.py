@@ -68,6 +68,12 @@ def write_script(path: Path, worker: list[dict], grader: list[dict], tasks: dict
     return path
 
 
+def write_dataset(path: Path, ids: list[str]) -> Path:
+    """Write a JSONL task set: one task ``do <id>`` per id."""
+    path.write_text("".join(json.dumps({"id": i, "task": f"do {i}"}) + "\n" for i in ids))
+    return path
+
+
 def scripted_overrides(script: Path, *extra: str) -> list[str]:
     """Overrides for a fully scripted run replaying ``script``."""
     return ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}", "run.console=false", *extra]

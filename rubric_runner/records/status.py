@@ -20,6 +20,8 @@ class ExitCode(IntEnum):
     ERROR = 3
     BELOW_THRESHOLD = 4
     """A sweep or report whose satisfied rate is below ``fail_under``."""
+    BUDGET_EXCEEDED = 5
+    """A run or sweep stopped by its budget: tasks or jobs cut short or never started (resume to finish)."""
     INTERRUPTED = 130
 
 
@@ -41,8 +43,14 @@ class Status(StrEnum):
     UNSUPPORTED = "unsupported"
     """A satisfied verdict that rests on evidence its grading pass never gathered (or, with
     ``grader.strict_coverage``, that does not cover the rubric)."""
+    LIMIT_EXCEEDED = "limit_exceeded"
+    """The task reached one of its ``limits.*``."""
     GRADER_ERROR = "grader_error"
     ERROR = "error"
+    NOT_RUN = "not_run"
+    """The budget was spent before the task (or every task of the run) started."""
+    BUDGET_EXCEEDED = "budget_exceeded"
+    """The budget was spent while the task was under way: it stopped at its next model call."""
     INTERRUPTED = "interrupted"
 
     @classmethod
@@ -78,10 +86,13 @@ _TRAITS: dict[Status, tuple[int, ExitCode, Outcome, bool]] = {
     Status.MAX_ITERATIONS_REACHED: (1, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
     Status.FAILED: (2, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
     Status.UNSUPPORTED: (3, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
-    Status.GRADER_ERROR: (4, ExitCode.ERROR, Outcome.ERROR, True),
-    Status.RUNNING: (5, ExitCode.ERROR, Outcome.ERROR, False),
-    Status.ERROR: (6, ExitCode.ERROR, Outcome.ERROR, False),
-    Status.INTERRUPTED: (7, ExitCode.INTERRUPTED, Outcome.ERROR, False),
+    Status.LIMIT_EXCEEDED: (4, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
+    Status.GRADER_ERROR: (5, ExitCode.ERROR, Outcome.ERROR, True),
+    Status.RUNNING: (6, ExitCode.ERROR, Outcome.ERROR, False),
+    Status.ERROR: (7, ExitCode.ERROR, Outcome.ERROR, False),
+    Status.NOT_RUN: (8, ExitCode.BUDGET_EXCEEDED, Outcome.ERROR, False),
+    Status.BUDGET_EXCEEDED: (9, ExitCode.BUDGET_EXCEEDED, Outcome.ERROR, False),
+    Status.INTERRUPTED: (10, ExitCode.INTERRUPTED, Outcome.ERROR, False),
 }
 
 
@@ -92,11 +103,13 @@ def satisfied_rate(statuses: Iterable[Status]) -> float:
 
 
 def sweep_exit_code(statuses: Iterable[Status], fail_under: float | None = None) -> ExitCode:
-    """0 all satisfied, 1 some unsatisfied, 3 some in error; with ``fail_under``: 0 or 4 by the satisfied rate."""
+    """0 all satisfied, 1 some unsatisfied, 3 some in error, 5 some stopped by the budget (and none in
+    error otherwise); with ``fail_under``: 0 or 4 by the satisfied rate."""
     statuses = list(statuses)
     if fail_under is not None:
         return ExitCode.SATISFIED if satisfied_rate(statuses) >= fail_under else ExitCode.BELOW_THRESHOLD
     outcomes = {status.outcome for status in statuses}
     if Outcome.ERROR in outcomes:
-        return ExitCode.ERROR
+        unfinished = {status.exit_code for status in statuses if status.outcome is Outcome.ERROR}
+        return ExitCode.BUDGET_EXCEEDED if unfinished == {ExitCode.BUDGET_EXCEEDED} else ExitCode.ERROR
     return ExitCode.UNSATISFIED if Outcome.UNSATISFIED in outcomes else ExitCode.SATISFIED
