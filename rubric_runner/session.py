@@ -27,28 +27,22 @@ from .records import (
     Evaluation,
     RunRecord,
     Status,
+    Verifications,
     now,
     read_record,
     write_json,
     write_record,
 )
+from .recorder import preview
 from .redaction import scrub_sqlite
 from .runtime import tasks_running
 from .signals import StopRequest, StopRequested
 from .tracing import task_trace, trace_labels
 from .turns import FollowUp
+from .verify import Check, final_answer, first_answer, verify
 
 POSTGRES_SETUP_LOCK = 0x7275_6272
 """The advisory lock that serializes the checkpoint tables' set-up between runs sharing a database."""
-
-
-def _final_answer(messages: list[Any]) -> str | None:
-    from langchain_core.messages import AIMessage
-
-    for message in reversed(messages):
-        if isinstance(message, AIMessage) and not message.tool_calls:
-            return message.text
-    return None
 
 
 class Session:
@@ -59,7 +53,7 @@ class Session:
 
     def __init__(self, config: Config, run_dir: Path, log: Any, console: Console, template: RunRecord,
                  multi: bool, budgets: Budgets, stop: StopRequest | None = None,
-                 follow_up: FollowUp | None = None) -> None:
+                 follow_up: FollowUp | None = None, checks: dict[str, list[Check]] | None = None) -> None:
         self.config = config
         self.budgets = budgets
         self.run_dir = run_dir
@@ -69,6 +63,7 @@ class Session:
         self.multi = multi
         self.stop = stop
         self.follow_up = follow_up
+        self.checks = checks or {}
         self.agent: Any = None
         self.active: dict[str, tuple[RunRecord, Callable[[], None]]] = {}
         self.reused: set[str] = set()
@@ -257,7 +252,7 @@ class Session:
             values = (await self.agent.aget_state(run_config)).values
             messages = values.get("messages", [])
             write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
-            result.final_answer = _final_answer(messages)
+            result.final_answer = final_answer(messages)
             if self.follow_up is not None and values.get("_current_grading_run_id") == self.follow_up.grading_run_id:
                 values = {}  # stopped before this turn's grading run began: the turn before's verdict is not this one's
             result.iterations = int(values.get("_rubric_iterations") or 0)
@@ -270,6 +265,20 @@ class Session:
             result.status = final_status(result.status, result.evaluations, self.config.grader.strict_coverage)
         if result.status is Status.ERROR:
             result.error = ErrorInfo(type="NoVerdict", message="the grader never returned a verdict")
+        if result.status.terminal and self.checks.get(task.id):
+            await self._verify(self.checks[task.id], result, messages, log, console)
+
+    async def _verify(self, checks: list[Check], result: RunRecord, messages: list[Any], log: Any, console: Console) -> None:
+        """Run the task's hidden checks on the first and the final answer; record and log what they found."""
+        result.first_answer = first_answer(messages)
+        final = await verify(checks, result.final_answer)
+        first = final if result.first_answer == result.final_answer else await verify(checks, result.first_answer)
+        result.verification = Verifications(first=first, final=final)
+        for which, verification in (("first", first), ("final", final)):
+            checks_seen = [{**check.model_dump(exclude={"details"}), "details": preview(check.details, self.config.run.preview_chars)}
+                           for check in verification.checks]
+            log.info("verification", answer=which, outcome=verification.outcome, error=verification.error, checks=checks_seen)
+        console.line(f"hidden verification: first answer {first.outcome}, final answer {final.outcome}")
 
     def interrupt_all(self, reason: str) -> list[RunRecord]:
         """Record every task in flight as interrupted (used when stopping at once)."""

@@ -4,6 +4,8 @@ from .models import (
     SCHEMA_VERSION,
     Aggregate,
     BudgetInfo,
+    CheckOutcome,
+    CheckResult,
     Coverage,
     Criterion,
     ErrorInfo,
@@ -16,6 +18,8 @@ from .models import (
     TaskRow,
     Unsupported,
     Usage,
+    Verification,
+    Verifications,
     now,
 )
 from .status import ExitCode, Outcome, Status, satisfied_rate, sweep_exit_code
@@ -39,9 +43,9 @@ from .store import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "Coverage", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit",
-    "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "Unsupported", "Usage", "now", "ExitCode", "Outcome", "Status",
-    "satisfied_rate", "sweep_exit_code",
+    "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult", "Coverage", "Criterion", "ErrorInfo",
+    "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "Unsupported", "Usage",
+    "Verification", "Verifications", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
     "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TRANSCRIPT_FILE", "TURNS_DIR", "Job", "collect", "crash_record",
     "find_run_dirs", "load_record", "read_record", "record_dirs", "saved_overrides", "turn_dirs", "write_json",
     "write_record",
