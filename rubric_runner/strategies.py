@@ -107,7 +107,8 @@ class FixedStrategy(AgentMiddleware):
 class NamedToolStrategy(AgentMiddleware):
     """``named``: evidence tools and ``GraderResponse`` offered with the choice left to the model; a text
     answer is asked again with ``GraderResponse`` forced by name, as is the call after a broken verdict.
-    After a verdict sent back for missing evidence, the missing tool is forced by name."""
+    After a verdict sent back for missing evidence, the missing tool is forced by name; a text answer to
+    that, too, is asked again for the verdict (which then stands as unsupported)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -124,7 +125,7 @@ class NamedToolStrategy(AgentMiddleware):
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
         request = self._first(request)
         response = handler(request)
-        if _answered_in_text(response) and request.tool_choice is None:
+        if _answered_in_text(response) and request.tool_choice != GRADER_TOOL:
             again = _reask(request, response)
             response = _joined(response, again, handler(again))
         return _settle(response)
@@ -134,7 +135,7 @@ class NamedToolStrategy(AgentMiddleware):
     ) -> ModelResponse:
         request = self._first(request)
         response = await handler(request)
-        if _answered_in_text(response) and request.tool_choice is None:
+        if _answered_in_text(response) and request.tool_choice != GRADER_TOOL:
             again = _reask(request, response)
             response = _joined(response, again, await handler(again))
         return _settle(response)

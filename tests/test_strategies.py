@@ -165,3 +165,19 @@ def test_named_repairs_a_broken_verdict_with_the_tool_forced(tmp_path, fake_keys
     assert grader.requests[0].json.get("tool_choice") is None
     assert grader.requests[1].json["tool_choice"] == {"type": "function", "function": {"name": "GraderResponse"}}
     assert "Not a valid GraderResponse" in json.dumps(grader.requests[1].json["messages"])
+
+
+def test_named_forces_the_verdict_when_a_forced_evidence_call_comes_back_as_text(tmp_path, fake_keys):
+    worker = FakeServer("openai", [text(GOOD)])
+    # the verdict without its evidence; the test run forced by name, answered in text; the verdict forced
+    grader = FakeServer("openai", [OK, text("I cannot run the tests."), OK], behaviour=LLAMA_CPP_FUNCTIONS)
+    with worker, grader:
+        result, _ = run_in_process(
+            tmp_path, "rubric=code", "grader.max_iterations=1",
+            *model_overrides("worker", worker), *model_overrides("grader", grader, structured_output="named"),
+        )
+    assert [r.json.get("tool_choice") for r in grader.requests] == [
+        None, {"type": "function", "function": {"name": "run_test_suite"}},
+        {"type": "function", "function": {"name": "GraderResponse"}}]
+    assert (result.status, result.exit_code) == ("unsupported", 1), result.error
+    assert result.evaluations[-1].unsupported.missing == ["run_test_suite"]
