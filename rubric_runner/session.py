@@ -17,8 +17,10 @@ from .console import Console
 from .context import CURRENT_TASK, TaskContext
 from .dataset import Task
 from .records import (
+    ATTEMPT_CHARS,
     CHECKPOINT_FILE,
     RESULT_FILE,
+    TASKS_DIR,
     TRANSCRIPT_FILE,
     ErrorInfo,
     Evaluation,
@@ -30,9 +32,12 @@ from .records import (
     write_record,
 )
 from .redaction import scrub_sqlite
+from .report.live import RunReports
 from .runtime import tasks_running
 from .signals import StopRequest, StopRequested
 
+GRADER_MESSAGE_NAME = "rubric_grader"
+"""The ``name`` of the revision requests ``RubricMiddleware`` adds to the worker's messages."""
 POSTGRES_SETUP_LOCK = 0x7275_6272
 """The advisory lock that serializes the checkpoint tables' set-up between runs sharing a database."""
 
@@ -44,6 +49,19 @@ def _final_answer(messages: list[Any]) -> str | None:
         if isinstance(message, AIMessage) and not message.tool_calls:
             return message.text
     return None
+
+
+def graded_attempts(messages: list[Any]) -> list[str]:
+    """The worker's answer before each of the grader's revision requests, and its last one; each cut
+    to ``ATTEMPT_CHARS`` characters."""
+    attempts, start = [], 0
+    for end, message in enumerate([*messages, None]):
+        if message is None or getattr(message, "name", None) == GRADER_MESSAGE_NAME:
+            answer = _final_answer(messages[start:end])
+            if answer is not None:
+                attempts.append(answer if len(answer) <= ATTEMPT_CHARS else answer[:ATTEMPT_CHARS] + "\u2026")
+            start = end + 1
+    return attempts
 
 
 class Session:
@@ -63,10 +81,12 @@ class Session:
         self.reused: set[str] = set()
         self.finished: list[RunRecord] = []
         self.total = 0
+        self.reports: RunReports | None = None
+        """A multi-task run's own reports, refreshed as its tasks end."""
 
     def task_dir(self, task: Task, repeat: int) -> Path:
         """Where a task's record goes: the run dir itself for a single-task run."""
-        return self.run_dir / "tasks" / f"{task.id}-r{repeat}" if self.multi else self.run_dir
+        return self.run_dir / TASKS_DIR / f"{task.id}-r{repeat}" if self.multi else self.run_dir
 
     def on_evaluation(self, evaluation: dict[str, Any]) -> None:
         """``RubricMiddleware(on_evaluation=...)``: route to the recorder of the task at hand."""
@@ -123,6 +143,8 @@ class Session:
 
             jobs = [bounded(task, repeat) for task in tasks for repeat in range(self.config.run.repeats)]
             self.total = len(jobs)
+            if self.multi:
+                self.reports = RunReports(self.run_dir, self.total, self.config.sweep.prices)
             with tasks_running():
                 return list(await asyncio.gather(*jobs))
 
@@ -182,6 +204,8 @@ class Session:
             satisfied = sum(r.status is Status.SATISFIED for r in self.finished)
             tokens = sum(u.total_tokens for r in self.finished for u in r.usage.values())
             self.console.progress(len(self.finished), self.total, satisfied, tokens)
+        if self.reports is not None:
+            self.reports.task_ended()
 
     async def _execute(self, task: Task, repeat: int, result: RunRecord, task_dir: Path, log: Any, console: Console) -> None:
         from langchain_core.messages import HumanMessage, messages_to_dict
@@ -207,6 +231,7 @@ class Session:
             messages = values.get("messages", [])
             write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
             result.final_answer = _final_answer(messages)
+            result.attempts = graded_attempts(messages)
             result.iterations = int(values.get("_rubric_iterations") or 0)
             result.status = Status.of_loop(values.get("_rubric_status"))
             if values.get("_rubric_evaluations"):  # the checkpoint is the truth, also across resumes

@@ -66,13 +66,13 @@ def test_report_md_numbers_match_the_records(sweep):
                           "satisfied 1, error 1, max_iterations_reached 1", "satisfied 1, needs_revision 1, max_iterations_reached 1"),
     }
     for worker, (jobs, satisfied, mean, distribution, statuses, verdicts) in expected.items():
-        [row] = [r for r in table_rows(text, worker) if len(r) == 14]
+        [row] = [r for r in table_rows(text, worker) if len(r) == 18]
         records = records_of(sweep_dir, jobs)
         tokens = {role: sum(r["usage"][role]["total_tokens"] for r in records) / 3 for role in ("worker", "grader")}
         total = sum(cost(r) for r in records)
         wall = sum(r["wall_seconds"] or 0 for r in records) / 3
         assert row == [
-            worker, "scripted:demo", "haiku", "3", satisfied, mean, distribution, statuses, verdicts,
+            worker, "scripted:demo", "haiku", "1", "3", satisfied, "1/1 (100.0%)", "0/1 (0.0%)", "3", mean, distribution, statuses, verdicts,
             f"{tokens['worker']:,.0f}", f"{tokens['grader']:,.0f}", f"{total / 3:,.4f}", f"{total:,.4f}", f"{wall:.2f}",
         ]
         assert total > 0
@@ -110,7 +110,9 @@ def test_report_on_a_single_run_dir_with_default_prices(sweep, tmp_path):
     text = (run_dir / "report.md").read_text()
     assert "1 run: 1 satisfied; satisfied rate 100.0%" in text
     assert "No price for: `scripted:alpha`, `scripted:demo`" in text
-    assert [r[:6] for r in table_rows(text, "scripted:alpha")] == [["scripted:alpha", "scripted:demo", "haiku", "1", "1/1 (100.0%)", "2.00"]]
+    assert [r[:10] for r in table_rows(text, "scripted:alpha")] == [
+        ["scripted:alpha", "scripted:demo", "haiku", "1", "1", "1/1 (100.0%)", "1/1 (100.0%)", "1/1 (100.0%)", "1", "2.00"]]
+    assert "## Tasks x models" not in text and "| task |" not in text
 
 
 @pytest.mark.parametrize(
@@ -176,10 +178,11 @@ def test_html_report_in_headless_chromium(sweep, tmp_path):
     details = {a["id"]: "open" in a for a in dom.all("details") if a.get("id", "").startswith("run-")}
     assert details == {f"run-{i}": i == 3 for i in range(6)}
     headers = dom.all("th")
-    assert headers and len(dom.all("button")) == len(headers), "the table-sorting script did not run"
+    pagers = 2 * len(dom.all("div", **{"class": "controls"}))
+    assert headers and len(dom.all("button")) == len(headers) + pagers, "the table-sorting script did not run"
     assert [a["data-value"] for a in dom.all("rect", **{"class": "rate"})] == ["0.6667", "0.3333"]
     assert [a["data-value"] for a in dom.all("rect", **{"class": "iterations"})] == ["1.5000", "1.0000"]
-    assert [a["href"] for a in dom.all("a")] == [f"#run-{i}" for i in (0, 2, 4, 1, 3, 5)]
+    assert [a["href"] for a in dom.all("a")] == ["#runs?group=0", "#runs?group=1", "#runs?group=0&task=-", "#runs?group=1&task=-"]
 
     shot = tmp_path / "report.png"
     browse(page.as_uri(), tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,1400")

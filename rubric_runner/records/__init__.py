@@ -1,6 +1,7 @@
 """Run records: the typed models, the status and exit-code owner, and reading and writing them."""
 
 from .models import (
+    ATTEMPT_CHARS,
     SCHEMA_VERSION,
     Aggregate,
     Criterion,
@@ -19,7 +20,9 @@ from .store import (
     CHECKPOINT_FILE,
     EVENTS_FILE,
     RESULT_FILE,
+    TASKS_DIR,
     TRANSCRIPT_FILE,
+    UNFINISHED,
     Job,
     collect,
     crash_record,
@@ -32,8 +35,8 @@ from .store import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "Aggregate", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "ModelInfo", "RubricInfo",
+    "ATTEMPT_CHARS", "SCHEMA_VERSION", "Aggregate", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "ModelInfo", "RubricInfo",
     "RunRecord", "TaskRow", "Usage", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
-    "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TRANSCRIPT_FILE", "Job", "collect", "crash_record",
+    "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE", "UNFINISHED", "Job", "collect", "crash_record",
     "find_run_dirs", "load_record", "read_record", "saved_overrides", "write_json", "write_record",
 ]

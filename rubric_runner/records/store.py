@@ -25,6 +25,10 @@ EVENTS_FILE = "events.jsonl"
 TRANSCRIPT_FILE = "transcript.json"
 CHECKPOINT_FILE = "checkpoints.sqlite"
 HYDRA_DIR = ".hydra"
+TASKS_DIR = "tasks"
+"""Where a multi-task run keeps each task's files: ``tasks/<id>-r<repeat>/``."""
+UNFINISHED = "Unfinished"
+"""The error type of a record that still says ``running``: its process died, or it is still going."""
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -96,7 +100,7 @@ def load_record(run_dir: Path) -> RunRecord:
         return crash_record(run_dir, ErrorInfo(type="BadRecord", message=message))
     if record.status is Status.RUNNING:
         message = "result.json still says running: the job's process died (or it is still going)"
-        return crash_record(run_dir, ErrorInfo(type="Unfinished", message=message), record)
+        return crash_record(run_dir, ErrorInfo(type=UNFINISHED, message=message), record)
     _fill_from_hydra(record, run_dir)
     return record
 

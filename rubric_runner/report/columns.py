@@ -1,18 +1,22 @@
 """The reports' tables, declared once: each column's header, its text, its HTML cell and sort key.
 
-``report.md`` shows a column's ``text``; ``report.html`` shows ``html`` (or ``text``), escaped, or
-the template's cell named by ``cell`` (a status badge, links, a verdict trail), and sorts by ``sort``
-(a number right-aligns the cell). ``md`` and ``web`` say which report has the column.
+``report.md`` shows a column's ``text``; ``report.html`` shows ``html`` (or ``text``), escaped, as a
+badge or a link, or the template's cell named by ``cell`` (a verdict trail), and sorts by ``sort``
+(a number right-aligns the cell). ``md`` and ``web`` say which report has the column. A column or a
+table added here shows in both reports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
-from ..records import Job
-from .summary import summary_row
+from ..records import Outcome, Status
+from .runs import Run
+from .stats import group_key
+from .summary import run_row
 
 
 def fmt_rate(part: int, whole: int) -> str:
@@ -41,15 +45,24 @@ def _or(value: float | None, missing: float) -> float:
 
 @dataclass(frozen=True)
 class Column:
-    """One column of a report table; each function takes the table's row."""
+    """One column of a report table; each function takes the table's row.
+
+    ``badge`` (a CSS class: satisfied, partial, unsatisfied, error, running) shows the HTML cell as a
+    badge; ``link`` makes it a link (say, to the runs table filtered: ``#runs?group=2&task=t3``);
+    ``cell`` names a cell the template draws itself (``trail``); ``tasks_only`` columns show only
+    when some run is a task of a task set.
+    """
 
     header: str
     text: Callable[[Any], Any] = lambda row: ""
     sort: Callable[[Any], Any] | None = None
     html: Callable[[Any], Any] | None = None
+    badge: Callable[[Any], str | None] | None = None
+    link: Callable[[Any], str | None] | None = None
     cell: str | None = None
     md: bool = True
     web: bool = True
+    tasks_only: bool = False
 
     def html_text(self, row: Any) -> Any:
         """What the HTML cell shows (the template escapes it)."""
@@ -60,12 +73,52 @@ class Column:
         return self.sort(row) if self.sort else None
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table of a report: its ``id`` (the HTML element's, and the hash of a filtered link:
+    ``#runs?status=failed``), columns and rows; ``filters`` gives a row's values for the table's
+    filters (say ``group``, ``status``, ``task``), and a ``paged`` table shows a page of rows at a time,
+    with those filters and a text search."""
+
+    id: str
+    columns: tuple[Column, ...]
+    rows: list[Any]
+    filters: Callable[[Any], dict[str, Any]] = lambda row: {}
+    options: dict[str, list[tuple[Any, str]]] = field(default_factory=dict)
+    """Per filter: the (value, label) choices of its menu, or none for a box that takes a value as typed."""
+    paged: bool = False
+
+    def md_columns(self) -> list[Column]:
+        """The columns report.md shows."""
+        return [c for c in self.columns if c.md]
+
+    def web_columns(self) -> list[Column]:
+        """The columns report.html shows."""
+        return [c for c in self.columns if c.web]
+
+
+def filtered(**values: Any) -> str:
+    """A link to the runs table with its filters set."""
+    return "#runs?" + urlencode({key: value for key, value in values.items() if value is not None})
+
+
+def outcome(status: str | None) -> str:
+    """The CSS class of a status or verdict: satisfied, unsatisfied, error or running."""
+    if status == Status.RUNNING:
+        return "running"
+    return Status(status).outcome if status in Status._value2member_map_ else Outcome.ERROR
+
+
 GROUP_COLUMNS = (
     Column("worker", lambda g: g["worker"]),
     Column("grader", lambda g: g["grader"]),
     Column("rubric", lambda g: g["rubric"]),
+    Column("tasks", lambda g: g["tasks"], sort=lambda g: g["tasks"]),
     Column("runs", lambda g: g["runs"], sort=lambda g: g["runs"]),
     Column("satisfied", lambda g: fmt_rate(g["satisfied"], g["runs"]), sort=lambda g: g["satisfied_rate"]),
+    Column("pass@k", lambda g: fmt_rate(g["pass_at_k"], g["tasks"]), sort=lambda g: g["pass_at_k"] / g["tasks"]),
+    Column("pass^k", lambda g: fmt_rate(g["pass_hat_k"], g["tasks"]), sort=lambda g: g["pass_hat_k"] / g["tasks"]),
+    Column("k", lambda g: g["k"]),
     Column("mean iterations to satisfy", lambda g: fmt_num(g["mean_iterations"]), sort=lambda g: _or(g["mean_iterations"], -1)),
     Column("runs by iterations to satisfy", lambda g: fmt_iterations(g["iterations"])),
     Column("statuses", lambda g: fmt_counts(g["outcomes"])),
@@ -75,32 +128,40 @@ GROUP_COLUMNS = (
     Column("est. USD/run", lambda g: fmt_num(g["cost_per_run"], 4), sort=lambda g: _or(g["cost_per_run"], -1)),
     Column("est. USD", lambda g: fmt_num(g["cost"], 4), sort=lambda g: _or(g["cost"], -1)),
     Column("wall s/run", lambda g: fmt_num(g["wall_per_run"]), sort=lambda g: g["wall_per_run"]),
-    Column("runs", cell="links", md=False),
+    Column("", lambda g: f"{g['runs']} run{'' if g['runs'] == 1 else 's'}", link=lambda g: filtered(group=g["group"]), md=False),
 )
-"""The groups table: one row per (worker, grader, rubric), a ``stats.by_group`` entry with ``links``."""
+"""The groups table: one row per (worker, grader, rubric), a ``stats.by_group`` entry; a run is a task x repeat."""
 
 
 @dataclass(frozen=True)
 class RunRow:
     """A run as the runs table shows it."""
 
-    index: int
-    job: Job
+    run: Run
     row: dict[str, Any]
     cost: float | None
+    group: int
+
+    @property
+    def index(self) -> int:
+        """The run's number: ``report.html#run-3`` opens run 3's trail."""
+        return self.run.index
 
 
-def run_rows(jobs: list[Job], cost: Callable[[Job], float | None]) -> list[RunRow]:
-    """The runs table's rows, in job order."""
-    return [RunRow(index, job, summary_row(job), cost(job)) for index, job in enumerate(jobs)]
+def run_rows(runs: list[Run], groups: list[dict[str, Any]], cost: Callable[[Run], float | None]) -> list[RunRow]:
+    """The runs table's rows, in job and task order."""
+    number = {(g["worker"], g["grader"], g["rubric"]): g["group"] for g in groups}
+    return [RunRow(run, run_row(run), cost(run), number[group_key(run.record)]) for run in runs]
 
 
 RUN_COLUMNS = (
     Column("job", lambda r: r.row["job"]),
+    Column("task", lambda r: r.row["task_id"] or "-", tasks_only=True),
+    Column("repeat", lambda r: "-" if r.row["repeat"] is None else r.row["repeat"], sort=lambda r: _or(r.row["repeat"], -1), tasks_only=True),
     Column("worker", lambda r: r.row["worker"]),
     Column("grader", lambda r: r.row["grader"]),
     Column("rubric", lambda r: r.row["rubric"]),
-    Column("status", lambda r: r.row["status"], sort=lambda r: r.row["status"], cell="status"),
+    Column("status", lambda r: r.row["status"], sort=lambda r: r.row["status"], badge=lambda r: outcome(r.row["status"])),
     Column("iterations", lambda r: r.row["iterations"], sort=lambda r: r.row["iterations"]),
     Column("worker tokens", lambda r: r.row["worker_tokens"], sort=lambda r: r.row["worker_tokens"],
            html=lambda r: f"{r.row['worker_tokens']:,}"),
@@ -113,9 +174,49 @@ RUN_COLUMNS = (
 )
 """The runs table: one row per run (a ``RunRow``)."""
 
+
+def run_filters(row: RunRow) -> dict[str, Any]:
+    """What the runs table's filters match: the run's group, status and task."""
+    return {"group": row.group, "status": row.row["status"], "task": row.row["task_id"] or "-"}
+
+
 CRITERIA_COLUMNS = (
     Column("criterion", lambda c: c["name"]),
     Column("first pass", lambda c: fmt_rate(*c["first"]), sort=lambda c: c["first"][0] / c["first"][1]),
     Column("final pass", lambda c: fmt_rate(*c["final"]), sort=lambda c: c["final"][0] / c["final"][1]),
 )
 """A group's criteria table: one row per criterion name."""
+
+
+def _matrix_badge(cell: dict[str, Any] | None) -> str | None:
+    if cell is None:
+        return None
+    if cell["satisfied"] == cell["runs"]:
+        return Outcome.SATISFIED
+    return "partial" if cell["satisfied"] else outcome(cell["worst"])
+
+
+def matrix_columns(models: list[str]) -> tuple[Column, ...]:
+    """The task x model matrix's columns: the task, one per model (satisfied of its runs), and which models missed it."""
+
+    def model(i: int) -> Column:
+        def cell(row: dict[str, Any]) -> dict[str, Any] | None:
+            return row["cells"][i]
+
+        return Column(
+            models[i], lambda row: fmt_share(cell(row)), sort=lambda row: cell(row)["satisfied"] / cell(row)["runs"] if cell(row) else -1,
+            badge=lambda row: _matrix_badge(cell(row)),
+            link=lambda row: filtered(group=cell(row)["group"], task=row["task"]) if cell(row) else None,
+        )
+
+    return (
+        Column("rubric", lambda row: row["rubric"]),
+        Column("task", lambda row: row["task"]),
+        *(model(i) for i in range(len(models))),
+        Column("missed by", lambda row: ", ".join(row["missed_by"]) or "-"),
+    )
+
+
+def fmt_share(cell: dict[str, Any] | None) -> str:
+    """``2/3``: satisfied runs of a task by a model, or ``-`` where it did not run."""
+    return f"{cell['satisfied']}/{cell['runs']}" if cell else "-"
