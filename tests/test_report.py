@@ -4,13 +4,11 @@ gating, and report.html in a real headless browser."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-from html.parser import HTMLParser
 
 import pytest
 
+from browser import Elements, browse
 from conftest import run_cli
 from rubric_runner.cli import run_command
 from sweeps import A, B, run_six_job_sweep
@@ -130,41 +128,6 @@ def test_report_usage_errors_exit_2(sweep, tmp_path, capsys, argv, message):
         report_main(argv(str(sweep_dir), tmp_path))
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
-
-
-def chromium():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path:
-        return path
-    if os.environ.get("CI"):
-        pytest.fail("chromium is missing: scripts/setup installs Debian's chromium package with apt")
-    pytest.skip("chromium is not installed and scripts/setup could not install it (Debian's chromium, with apt as root)")
-
-
-def browse(url, profile, *args):
-    command = [
-        chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", *args, url,
-    ]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=90)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-class Elements(HTMLParser):
-    """Every start tag of a document, with its attributes."""
-
-    def __init__(self, text):
-        super().__init__()
-        self.found = []
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        self.found.append((tag, dict(attrs)))
-
-    def all(self, tag, **attrs):
-        return [a for t, a in self.found if t == tag and all(a.get(k) == v for k, v in attrs.items())]
 
 
 def test_html_report_in_headless_chromium(sweep, tmp_path):

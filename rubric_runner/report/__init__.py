@@ -42,8 +42,8 @@ def write_reports(root: Path, jobs: list[Job], runs: list[Run], prices_path: str
 
     prices = load_prices(prices_path)
     paths = [root / REPORT_MD, root / REPORT_HTML]
-    for path in paths:
-        write_atomic(path, render(path.name, root, jobs, runs, prices, progress))
+    for path, text in zip(paths, render([path.name for path in paths], root, jobs, runs, prices, progress)):
+        write_atomic(path, text)
     return paths
 
 

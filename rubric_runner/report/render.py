@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
 from ..records import Job
 from .columns import (
@@ -25,7 +26,6 @@ from .columns import (
     fmt_num,
     fmt_rate,
     matrix_columns,
-    outcome,
     run_filters,
     run_rows,
 )
@@ -38,18 +38,12 @@ from .trails import script_json, trail
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def _cell(value: Any) -> str:
-    """A Markdown table cell: no pipe or newline breaks the row."""
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 @cache
 def environment() -> Environment:
     """The templates: HTML autoescaped, Markdown as written."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]),
                       keep_trailing_newline=True)
-    env.filters["cell"] = _cell
-    env.globals.update(fmt_num=fmt_num, outcome=outcome, is_number=lambda v: isinstance(v, (int, float)))
+    env.globals.update(fmt_num=fmt_num)
     return env
 
 
@@ -109,15 +103,16 @@ def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict
     return found
 
 
-def render(template: str, root: Path, jobs: list[Job], runs: list[Run], prices: dict[str, dict[str, float]],
-           progress: str | None = None) -> str:
-    """One report (``report.md`` or ``report.html``) of ``jobs`` and their ``runs``, found under ``root``;
-    ``progress`` says how far it has come while it still runs."""
+def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], prices: dict[str, dict[str, float]],
+           progress: str | None = None) -> list[str]:
+    """The reports (``report.md``, ``report.html``) of ``jobs`` and their ``runs``, found under ``root``;
+    ``progress`` says how far they have come while they still run."""
     groups = by_group(runs, prices)
-    html = template.endswith(".html")
-    return environment().get_template(template).render(
-        root=root, verdict=verdict_line(jobs, runs, None), progress=progress, overall=stats(runs, prices),
-        groups=groups, tables=tables(runs, groups, prices), chart=chart(groups),
-        criteria=[(g, Table(f"criteria-{g['group']}", CRITERIA_COLUMNS, g["criteria"])) for g in groups],
-        trails=script_json([trail(run.record) for run in runs]) if html else "",
-    )
+    context = {
+        "root": root, "verdict": verdict_line(jobs, runs, None), "progress": progress, "overall": stats(runs, prices),
+        "groups": groups, "tables": tables(runs, groups, prices), "chart": chart(groups),
+        "criteria": [(g, Table(f"criteria-{g['group']}", CRITERIA_COLUMNS, g["criteria"])) for g in groups],
+    }
+    if any(name.endswith(".html") for name in templates):
+        context["trails"] = Markup(script_json([trail(run.record) for run in runs]))
+    return [environment().get_template(name).render(context) for name in templates]

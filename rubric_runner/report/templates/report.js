@@ -1,6 +1,8 @@
 
 (function () {
   var PAGE = 100;
+  var CONTEXT = 200;
+  var TOKENS = /\w+\s*|[^\w\s]\s*|\s+/g;
   var tables = {};
   var trails = null;
 
@@ -9,6 +11,42 @@
     if (className) el.className = className;
     if (text !== undefined) el.textContent = text;
     return el;
+  }
+  function diff(before, after) {
+    // [[op, text], ...] word by word: "=" kept, "-" removed, "+" added (a longest common subsequence)
+    var x = before.match(TOKENS) || [], y = after.match(TOKENS) || [], ops = [];
+    function push(op, text) {
+      var last = ops[ops.length - 1];
+      if (!text) return;
+      if (last && last[0] === op) last[1] += text; else ops.push([op, text]);
+    }
+    var start = 0, endX = x.length, endY = y.length;
+    while (start < endX && start < endY && x[start] === y[start]) start++;
+    while (endX > start && endY > start && x[endX - 1] === y[endY - 1]) { endX--; endY--; }
+    push("=", x.slice(0, start).join(""));
+    var n = endX - start, m = endY - start, w = m + 1, i, j;
+    if (n * m > 4e6) {
+      push("-", x.slice(start, endX).join(""));
+      push("+", y.slice(start, endY).join(""));
+    } else {
+      var common = new Uint32Array((n + 1) * w);
+      for (i = n - 1; i >= 0; i--) {
+        for (j = m - 1; j >= 0; j--) {
+          common[i * w + j] = x[start + i] === y[start + j] ? common[(i + 1) * w + j + 1] + 1
+            : Math.max(common[(i + 1) * w + j], common[i * w + j + 1]);
+        }
+      }
+      for (i = 0, j = 0; i < n || j < m;) {
+        if (i < n && j < m && x[start + i] === y[start + j]) { push("=", x[start + i]); i++; j++; }
+        else if (j >= m || (i < n && common[(i + 1) * w + j] >= common[i * w + j + 1])) { push("-", x[start + i]); i++; }
+        else { push("+", y[start + j]); j++; }
+      }
+    }
+    push("=", x.slice(endX).join(""));
+    return ops;
+  }
+  function kept(text) {
+    return text.length <= 2 * CONTEXT ? text : text.slice(0, CONTEXT) + " \u2026 " + text.slice(-CONTEXT);
   }
   function badge(result) {
     var cls = {satisfied: "satisfied", needs_revision: "unsatisfied", max_iterations_reached: "unsatisfied", failed: "unsatisfied"};
@@ -21,7 +59,7 @@
     var t = trails[+details.getAttribute("data-run")];
     if (t.passes.length) {
       var list = make("ol", "trail");
-      t.passes.forEach(function (pass) {
+      t.passes.forEach(function (pass, number) {
         var item = make("li");
         var verdict = make("div");
         verdict.appendChild(badge(pass.result));
@@ -31,14 +69,14 @@
         pass.failing.forEach(function (c) { gaps.appendChild(make("li", "gap", "\u2717 " + c[0] + ": " + c[1])); });
         verdict.appendChild(gaps);
         item.appendChild(verdict);
-        if (pass.diff) {
-          var diff = make("div", "diff");
-          diff.appendChild(make("strong", "", "The answer after this pass: "));
-          pass.diff.forEach(function (op) {
-            diff.appendChild(op[0] === "=" ? document.createTextNode(op[1]) : make(op[0] === "-" ? "del" : "ins", "", op[1]));
+        if (pass.result === "needs_revision" && number + 1 < t.attempts.length) {
+          var changes = make("div", "diff");
+          changes.appendChild(make("strong", "", "The answer after this pass: "));
+          diff(t.attempts[number], t.attempts[number + 1]).forEach(function (op) {
+            changes.appendChild(op[0] === "=" ? document.createTextNode(kept(op[1])) : make(op[0] === "-" ? "del" : "ins", "", op[1]));
           });
           item.className = "passes";
-          item.appendChild(diff);
+          item.appendChild(changes);
         }
         list.appendChild(item);
       });
@@ -84,7 +122,7 @@
         self.filters[input.getAttribute("data-filter")] = input.value;
         self.page = 0;
         self.draw();
-        history.replaceState(null, "", "#" + table.id + "?" + self.query());
+        self.remember();
       });
     });
     if (controls) {
@@ -96,24 +134,35 @@
       });
       this.shownText = controls.querySelector(".shown");
     }
-    var heads = table.tHead.rows[0].cells;
-    Array.prototype.forEach.call(heads, function (th, column) {
+    this.heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+    this.sorted = null;
+    this.heads.forEach(function (th) {
       var button = make("button", "", th.textContent);
       button.type = "button";
       th.textContent = "";
       th.appendChild(button);
       button.addEventListener("click", function () {
-        var up = th.getAttribute("aria-sort") !== "ascending";
-        Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("aria-sort"); });
-        th.setAttribute("aria-sort", up ? "ascending" : "descending");
-        var keyed = self.rows.map(function (row, i) { return [key(row.cells[column]), i, row]; });
-        keyed.sort(function (a, b) { return (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]) * (up ? 1 : -1); });
-        self.rows = keyed.map(function (k) { return k[2]; });
+        self.sortBy(th.textContent, th.getAttribute("aria-sort") === "ascending");
         self.draw();
+        self.remember();
       });
     });
     this.draw();
+    table.classList.add("ready");  // until now its rows were hidden: laying out all of them takes long
   }
+  Table.prototype.sortBy = function (header, down) {
+    var column = this.heads.map(function (th) { return th.textContent; }).indexOf(header);
+    if (column < 0) return;
+    this.heads.forEach(function (h) { h.removeAttribute("aria-sort"); });
+    this.heads[column].setAttribute("aria-sort", down ? "descending" : "ascending");
+    this.sorted = {sort: header, order: down ? "descending" : "ascending"};
+    var keyed = this.rows.map(function (row, i) { return [key(row.cells[column]), i, row]; });
+    keyed.sort(function (a, b) { return a[0] === b[0] ? a[1] - b[1] : (a[0] < b[0] ? -1 : 1) * (down ? -1 : 1); });
+    this.rows = keyed.map(function (k) { return k[2]; });
+  };
+  Table.prototype.remember = function () {
+    history.replaceState(null, "", "#" + this.table.id + "?" + this.query());
+  };
   Table.prototype.matches = function (row) {
     for (var name in this.filters) {
       var value = this.filters[name];
@@ -128,10 +177,14 @@
     return true;
   };
   Table.prototype.query = function () {
+    var params = new URLSearchParams();
     var filters = this.filters;
-    return Object.keys(filters).filter(function (k) { return filters[k]; }).map(function (k) {
-      return encodeURIComponent(k) + "=" + encodeURIComponent(filters[k]);
-    }).join("&");
+    Object.keys(filters).forEach(function (k) { if (filters[k]) params.set(k, filters[k]); });
+    if (this.sorted) {
+      params.set("sort", this.sorted.sort);
+      params.set("order", this.sorted.order);
+    }
+    return params.toString();
   };
   Table.prototype.draw = function (showRow) {
     var self = this;
@@ -146,17 +199,18 @@
     body.textContent = "";
     body.appendChild(page);
     if (this.shownText) {
-      var last = Math.min(first + this.size, shown.length);
-      this.shownText.textContent = (shown.length ? (first + 1) + "\u2013" + last : "0") + " of " + shown.length.toLocaleString("en") +
-        (shown.length < this.rows.length ? " (filtered from " + this.rows.length.toLocaleString("en") + ")" : "");
+      var count = function (n) { return n.toLocaleString("en"); };
+      this.shownText.textContent = (shown.length ? count(first + 1) + "\u2013" + count(first + body.rows.length) : "0") +
+        " of " + count(shown.length) + (shown.length < this.rows.length ? " (filtered from " + count(this.rows.length) + ")" : "");
     }
   };
   Table.prototype.filterBy = function (query) {
     var params = new URLSearchParams(query);
     var self = this;
     this.filters = {};
-    params.forEach(function (value, name) { self.filters[name] = value; });
+    params.forEach(function (value, name) { if (name !== "sort" && name !== "order") self.filters[name] = value; });
     this.inputs.forEach(function (input) { input.value = self.filters[input.getAttribute("data-filter")] || ""; });
+    if (params.get("sort")) this.sortBy(params.get("sort"), params.get("order") === "descending");
     this.page = 0;
     this.draw();
   };
