@@ -92,7 +92,11 @@ def crash_record(run_dir: Path, error: ErrorInfo, partial: RunRecord | None = No
 def load_record(run_dir: Path) -> RunRecord:
     """The run's ``result.json``, or a crash record saying why there is no final one."""
     try:
-        record = RunRecord.model_validate_json((run_dir / RESULT_FILE).read_bytes())
+        data = (run_dir / RESULT_FILE).read_bytes()
+        if not data:
+            message = "result.json is empty: the run claimed its dir and its process died (or it is still going)"
+            return crash_record(run_dir, ErrorInfo(type=UNFINISHED, message=message))
+        record = RunRecord.model_validate_json(data)
     except FileNotFoundError:
         return crash_record(run_dir, ErrorInfo(type="NoRecord", message="the job ended before writing result.json"))
     except (OSError, ValueError) as exc:

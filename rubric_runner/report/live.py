@@ -22,12 +22,15 @@ from ..records import collect
 from . import Live, write_all
 
 REFRESH_SECONDS = 5.0
+"""The least time between two refreshes."""
+REFRESH_SPACING = 4
+"""And at least this many times as long as the last refresh took."""
 LOCK_FILE = ".report.lock"
 """In a sweep dir: held while its files are written, and remembers the last refresh."""
 
 
 def _due(last: dict[str, float], now: float) -> bool:
-    return now - last.get("at", 0.0) >= max(REFRESH_SECONDS, 4 * last.get("seconds", 0.0))
+    return now - last.get("at", 0.0) >= max(REFRESH_SECONDS, REFRESH_SPACING * last.get("seconds", 0.0))
 
 
 @contextlib.contextmanager
