@@ -53,7 +53,7 @@ def test_multi_task_run_refreshes_its_own_report_while_it_runs(tmp_path):
                      f"hydra.run.dir={run_dir}", cwd=tmp_path) as proc:
         _wait_for(proc, lambda: "In progress" in _text(run_dir / "report.md"), "an in-progress report of the run")
         md = _text(run_dir / "report.md")
-        done = int(md.split("In progress: 0 of 1 jobs done, ")[1].split(" of 8 runs done")[0])
+        done = int(md.split("**In progress: ")[1].split(" of 8 runs done.**")[0])
         assert 1 <= done < 8
         rows = [json.loads(line) for line in _text(run_dir / "summary_tasks.jsonl").splitlines()]
         assert [r["status"] for r in rows].count("satisfied") == done and {r["status"] for r in rows} <= {"satisfied", "running"}

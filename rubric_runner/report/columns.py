@@ -1,9 +1,10 @@
 """The reports' tables, declared once: each column's header, its text, its HTML cell and sort key.
 
 ``report.md`` shows a column's ``text``; ``report.html`` shows ``html`` (or ``text``), escaped, as a
-badge or a link, or the template's cell named by ``cell`` (a verdict trail), and sorts by ``sort``
-(a number right-aligns the cell). ``md`` and ``web`` say which report has the column. A column or a
-table added here shows in both reports.
+badge or a link, or the ``markup`` it draws itself (a verdict trail), and sorts by ``sort`` (a number
+right-aligns the cell). ``md`` and ``web`` say which report has the column. A column added to a
+table here shows in both reports; a new table is a ``Table`` in ``render.tables`` and a line in each
+template.
 """
 
 from __future__ import annotations

@@ -124,11 +124,14 @@ def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None) -> 
 
 
 def progress_line(jobs: list[Job], runs: list[Run], jobs_total: int | None, runs_total: int | None) -> str:
-    """``3 of 6 jobs done, 47 runs done``: how far a sweep or a run still going has come."""
+    """``3 of 6 jobs done, 47 runs done`` (of one job: ``47 of 120 runs done``): how far a sweep or a
+    run still going has come."""
     def done(items: list[Any], total: int | None, noun: str) -> str:
         finished = sum(item.record.status is not Status.RUNNING for item in items)
         if total:
             return f"{finished} of {max(total, len(items))} {noun}s done"
         return f"{finished} {noun}{'' if finished == 1 else 's'} done"
 
+    if len(jobs) == 1 and jobs_total == 1:
+        return done(runs, runs_total, "run")
     return f"{done(jobs, jobs_total, 'job')}, {done(runs, runs_total, 'run')}"
