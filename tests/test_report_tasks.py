@@ -171,6 +171,14 @@ def test_html_trail_shows_the_diff_of_each_revision_beside_its_gaps(task_sweep, 
     assert "A draft about the sea" not in html.split('id="trails"')[0], "trails are drawn from the JSON, not the table"
 
 
+def test_pass_at_k_counts_tasks_satisfied_once_and_pass_hat_k_every_time(tmp_path, capsys):
+    write_task_sweep(tmp_path, jobs=1, tasks=30, repeats=2)
+    assert run_command(["report", str(tmp_path)]) == 0
+    [row] = [r for r in _md_rows((tmp_path / "report.md").read_text(), "scripted:w0") if len(r) == 18]
+    # never satisfied: tasks 0, 7, 14, 21, 28; satisfied once: the other multiples of 3
+    assert row[3:9] == ["30", "60", "42/60 (70.0%)", "25/30 (83.3%)", "17/30 (56.7%)", "2"]
+
+
 def test_ten_thousand_runs_report_is_bounded_and_opens_and_filters_in_chromium(tmp_path, capsys):
     sweep_dir = tmp_path / "big"
     write_task_sweep(sweep_dir, jobs=2, tasks=5000)
