@@ -21,14 +21,17 @@ def chromium():
 
 
 def browse(url, profile, *args, timeout=90):
-    """Run headless chromium on ``url`` (``--dump-dom``: returns the page as its scripts left it)."""
+    """Run headless chromium on ``url`` (``--dump-dom``: returns the page as its scripts left it);
+    fails when a script of the page raised an error."""
     command = [
         chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", *args, url,
+        "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}", *args, url,
     ]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line and "Uncaught" in line]
+    assert not errors, f"the page's scripts raised: {errors}"
     return proc.stdout
 
 

@@ -124,8 +124,12 @@ def test_task_records_keep_each_graded_attempt(task_sweep):
     assert stuck["attempts"] == ["draft 1", "draft 2"]
 
 
+def _dom(sweep_dir: Path, hash_: str, profile: Path) -> str:
+    return browse(f"{(sweep_dir / 'report.html').as_uri()}#{hash_}", profile, "--dump-dom")
+
+
 def _page(sweep_dir: Path, hash_: str, profile: Path) -> Page:
-    return Page(browse(f"{(sweep_dir / 'report.html').as_uri()}#{hash_}", profile, "--dump-dom"))
+    return Page(_dom(sweep_dir, hash_, profile))
 
 
 def test_html_filters_by_group_status_task_and_text(task_sweep, tmp_path):
@@ -162,13 +166,22 @@ def test_html_matrix_sorts_to_what_only_one_model_misses(task_sweep, tmp_path):
 def test_html_trail_shows_the_diff_of_each_revision_beside_its_gaps(task_sweep, tmp_path):
     _, sweep_dir = task_sweep
     index = 2 * TASKS.index("t2")  # job 0 (alpha), t2's first repeat
-    page = _page(sweep_dir, f"run-{index}", tmp_path / "p")
+    dom = _dom(sweep_dir, f"run-{index}", tmp_path / "p")
+    page = Page(dom)
     trail = page.texts["trail"]
+    pass_and_diff = r'<li><div class="passes"><div><span class="status unsatisfied">needs_revision</span>.*?</ul></div><div class="diff">'
+    assert re.search(pass_and_diff, dom), "each pass is a numbered list item, its diff beside its verdict and gaps"
     assert "needs_revision" in trail and f"\u2717 {CRITERION}: fix {CRITERION}" in trail
     assert page.texts["diff"] == "The answer after this pass: A draft final poem about the seaspring."
     assert (page.texts["del"], page.texts["ins"]) == ("draft the sea", "final poem spring")
     html = (sweep_dir / "report.html").read_text()
     assert "A draft about the sea" not in html.split('id="trails"')[0], "trails are drawn from the JSON, not the table"
+
+
+def test_html_ignores_a_malformed_link(task_sweep, tmp_path):
+    _, sweep_dir = task_sweep
+    page = _page(sweep_dir, "runs%E0%A4%A", tmp_path / "p")  # browse fails on an error the page's script raised
+    assert page.texts["runs-shown"].strip() == "1\u201340 of 40"
 
 
 def test_pass_at_k_counts_tasks_satisfied_once_and_pass_hat_k_every_time(tmp_path, capsys):

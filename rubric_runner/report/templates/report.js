@@ -60,7 +60,7 @@
     if (t.passes.length) {
       var list = make("ol", "trail");
       t.passes.forEach(function (pass, number) {
-        var item = make("li");
+        var item = make("li"), side = make("div", "passes");
         var verdict = make("div");
         verdict.appendChild(badge(pass.result));
         verdict.appendChild(document.createTextNode(" " + pass.explanation +
@@ -68,16 +68,16 @@
         var gaps = make("ul");
         pass.failing.forEach(function (c) { gaps.appendChild(make("li", "gap", "\u2717 " + c[0] + ": " + c[1])); });
         verdict.appendChild(gaps);
-        item.appendChild(verdict);
+        side.appendChild(verdict);
         if (pass.result === "needs_revision" && number + 1 < t.attempts.length) {
           var changes = make("div", "diff");
           changes.appendChild(make("strong", "", "The answer after this pass: "));
           diff(t.attempts[number], t.attempts[number + 1]).forEach(function (op) {
             changes.appendChild(op[0] === "=" ? document.createTextNode(kept(op[1])) : make(op[0] === "-" ? "del" : "ins", "", op[1]));
           });
-          item.className = "passes";
-          item.appendChild(changes);
+          side.appendChild(changes);
         }
+        item.appendChild(side);
         list.appendChild(item);
       });
       details.appendChild(list);
@@ -216,7 +216,8 @@
   };
 
   function openTarget() {
-    var hash = decodeURIComponent(location.hash.slice(1));
+    var hash;
+    try { hash = decodeURIComponent(location.hash.slice(1)); } catch (error) { return; }
     var split = hash.indexOf("?");
     if (split >= 0 && tables[hash.slice(0, split)]) {
       var table = tables[hash.slice(0, split)];
