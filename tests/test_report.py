@@ -145,7 +145,8 @@ def test_html_report_in_headless_chromium(sweep, tmp_path):
     assert headers and len(dom.all("button")) == len(headers) + pagers, "the table-sorting script did not run"
     assert [a["data-value"] for a in dom.all("rect", **{"class": "rate"})] == ["0.6667", "0.3333"]
     assert [a["data-value"] for a in dom.all("rect", **{"class": "iterations"})] == ["1.5000", "1.0000"]
-    assert [a["href"] for a in dom.all("a")] == ["#runs?group=0", "#runs?group=1", "#runs?group=0&task=-", "#runs?group=1&task=-"]
+    assert [a["href"] for a in dom.all("a")] == ["#runs?group=0", "#runs?group=1"] + [
+        f"#runs?group={g}&task=Write+a+haiku+about+spring." for g in (0, 1)]
 
     shot = tmp_path / "report.png"
     browse(page.as_uri(), tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,1400")

@@ -192,6 +192,30 @@ def test_pass_at_k_counts_tasks_satisfied_once_and_pass_hat_k_every_time(tmp_pat
     assert row[3:9] == ["30", "60", "42/60 (70.0%)", "25/30 (83.3%)", "17/30 (56.7%)", "2"]
 
 
+def test_single_task_jobs_of_different_tasks_count_as_those_tasks(tmp_path, capsys):
+    """A sweep over ``rubric.task`` values: each job is one run of its own task (alpha misses spring,
+    beta the sea)."""
+    for worker, missed in (("alpha", "spring"), ("beta", "sea")):
+        for task in ("sea", "spring"):
+            turns = _turns("beta", "t8") if task == missed else _turns(worker, "t0")
+            (tmp_path / f"scripted:{worker}-{task}.yaml").write_text(json.dumps(turns))
+    sweep_dir = tmp_path / "sweep"
+    proc = run_cli(
+        "-m", "worker=scripted", "grader=scripted", "run.console=false", "rubric=haiku", "rubric.task=sea,spring",
+        "worker.model=scripted:alpha,scripted:beta", f"worker.script={tmp_path}/${{worker.model}}-${{rubric.task}}.yaml",
+        "grader.script=${worker.script}", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stderr
+    text = (sweep_dir / "report.md").read_text()
+    groups = {row[0]: row[3:9] for row in _md_rows(text, "scripted:alpha") + _md_rows(text, "scripted:beta") if len(row) == 18}
+    assert groups == {w: ["2", "2", "1/2 (50.0%)", "1/2 (50.0%)", "1/2 (50.0%)", "1"] for w in ("scripted:alpha", "scripted:beta")}
+    assert {row[1]: row[2:] for row in _md_rows(text, "haiku") if len(row) == 5} == {
+        "sea": ["1/1", "0/1", "scripted:beta"], "spring": ["0/1", "1/1", "scripted:alpha"]}
+    page = _page(sweep_dir, "runs?task=spring", tmp_path / "p")
+    assert [(row[1], row[3], row[6]) for row in page.tables["runs"]] == [
+        ("spring", "scripted:alpha", "failed"), ("spring", "scripted:beta", "satisfied")]
+
+
 def test_ten_thousand_runs_report_is_bounded_and_opens_and_filters_in_chromium(tmp_path, capsys):
     sweep_dir = tmp_path / "big"
     write_task_sweep(sweep_dir, jobs=2, tasks=5000)

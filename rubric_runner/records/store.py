@@ -71,7 +71,7 @@ def _fill_from_hydra(record: RunRecord, run_dir: Path) -> None:
     if record.overrides and all(getattr(part, key) for part, _, key in parts):
         return
     config = _read_yaml(run_dir / HYDRA_DIR / "config.yaml") or {}
-    for part, section, key in parts:
+    for part, section, key in (*parts, (record.rubric, "rubric", "task")):
         value = (config.get(section) or {}).get(key)
         if not getattr(part, key) and isinstance(value, str):
             setattr(part, key, value)

@@ -53,7 +53,7 @@ class Column:
     ``badge`` (a CSS class: satisfied, partial, unsatisfied, error, running) shows the HTML cell as a
     badge; ``link`` makes it a link (say, to the runs table filtered: ``#runs?group=2&task=t3``);
     ``markup`` draws the HTML cell itself (already escaped); ``tasks_only`` columns show only when
-    some run is a task of a task set.
+    some run is a task of a task set, or the runs have different tasks.
     """
 
     header: str
@@ -189,7 +189,7 @@ def run_rows(runs: list[Run], groups: list[dict[str, Any]], cost: Callable[[Run]
 
 RUN_COLUMNS = (
     Column("job", lambda r: r.row["job"]),
-    Column("task", lambda r: r.row["task_id"] or "-", tasks_only=True),
+    Column("task", lambda r: r.run.task, tasks_only=True),
     Column("repeat", lambda r: "-" if r.row["repeat"] is None else r.row["repeat"], sort=lambda r: _or(r.row["repeat"], -1), tasks_only=True),
     Column("worker", lambda r: r.row["worker"]),
     Column("grader", lambda r: r.row["grader"]),
@@ -216,7 +216,7 @@ def trail_cell(index: int, passes: int) -> str:
 
 def run_filters(row: RunRow) -> dict[str, Any]:
     """What the runs table's filters match: the run's group, status and task."""
-    return {"group": row.group, "status": row.row["status"], "task": row.row["task_id"] or "-"}
+    return {"group": row.group, "status": row.row["status"], "task": row.run.task}
 
 
 CRITERIA_COLUMNS = (

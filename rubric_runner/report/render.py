@@ -31,7 +31,7 @@ from .columns import (
 )
 from .prices import run_cost
 from .runs import Run
-from .stats import by_group, matrix, stats
+from .stats import by_group, matrix, stats, task_key
 from .summary import verdict_line
 from .trails import script_json, trail
 
@@ -81,7 +81,7 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
 
 def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> dict[str, Table]:
     """The reports' tables: ``groups``, ``matrix`` (when there are tasks or models to compare) and ``runs``."""
-    has_tasks = any(run.record.task_id for run in runs)
+    has_tasks = any(run.record.task_id for run in runs) or len({task_key(run) for run in runs}) > 1
     models, task_rows = matrix(runs, groups)
     found = {
         "groups": Table("groups", GROUP_COLUMNS, groups),

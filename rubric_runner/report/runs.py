@@ -13,6 +13,9 @@ from pathlib import Path
 
 from ..records import TASKS_DIR, UNFINISHED, Job, RunRecord, Status, load_record
 
+TASK_CHARS = 80
+"""A single-task job's task is named by its task message, cut to this many characters."""
+
 
 @dataclass(frozen=True)
 class Run:
@@ -26,8 +29,12 @@ class Run:
 
     @property
     def task(self) -> str:
-        """The task's id, or ``-`` for a single-task job."""
-        return self.record.task_id or "-"
+        """The task's id; for a single-task job, its task message (whitespace collapsed, cut to
+        ``TASK_CHARS``), or ``-``. Runs with the same task and rubric are the same task."""
+        if self.record.task_id:
+            return self.record.task_id
+        message = " ".join((self.record.rubric.task or "").split()) or "-"
+        return message if len(message) <= TASK_CHARS else message[:TASK_CHARS] + "\u2026"
 
 
 def _task_dirs(job: Job) -> list[Path]:

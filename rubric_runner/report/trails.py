@@ -15,6 +15,8 @@ from ..records import RunRecord
 
 TEXT_CHARS = 2000
 """The most characters of an explanation, gap, error or final answer a trail shows."""
+
+
 def _cut(text: str | None, limit: int = TEXT_CHARS) -> str:
     text = text or ""
     return text if len(text) <= limit else text[:limit] + "\u2026"
