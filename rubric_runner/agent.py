@@ -12,6 +12,7 @@ from .config import Config, ConfigError
 from .dataset import Task
 from .grading import grader_middleware
 from .environment import API_KEY_ENV
+from .extensions import LoopExtensions
 from .models import OFFLINE_HINT, build_chat_model, is_scripted, split_model
 from .plugins import Plugins
 from .records import GraderInfo, ModelInfo, RubricInfo, RunRecord
@@ -56,6 +57,9 @@ class AgentFactory:
         self.registry = ToolRegistry(Plugins.load())
         self.grader_tools = self.registry.resolve(config.grader.tools, "grader")
         self.worker_tools = self.registry.resolve(config.worker.tools, "worker")
+        own = grader_middleware(config.grader)
+        self.extensions = LoopExtensions(config, self.registry.plugins, own)
+        self.grader_middleware = [*own, *self.extensions.grader_middleware]
         self.cache = None
         if config.run.cache:
             from .cache import SQLiteResponseCache
@@ -91,7 +95,7 @@ class AgentFactory:
                 validate_settings(self.registry.find(name, key).tool, settings, key)
 
     def rubric_middleware(self, on_evaluation: Callable[[dict[str, Any]], None] | None, max_iterations: int) -> Any:
-        """``RubricMiddleware`` with this run's grader, prompt, tools and grader middleware."""
+        """``RubricMiddleware`` with this run's grader, prompt, tools, grader middleware and hooks."""
         from langchain_core._api import LangChainBetaWarning
 
         with warnings.catch_warnings():
@@ -102,19 +106,21 @@ class AgentFactory:
                 model=self.grader_model,
                 system_prompt=self.config.grader.system_prompt,
                 tools=self.grader_tools,
-                grader_middleware=grader_middleware(self.config.grader),
+                grader_middleware=self.grader_middleware,
                 max_iterations=max_iterations,
-                on_evaluation=on_evaluation,
+                on_evaluation=self.extensions.observing(on_evaluation),
+                **self.extensions.grader_arguments,
             )
 
     def build(self, on_evaluation: Callable[[dict[str, Any]], None], checkpointer: Any) -> Any:
-        """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...)])``."""
+        """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...), *worker.middleware])``."""
         from deepagents import create_deep_agent
 
         return create_deep_agent(
             model=self.worker_model,
             tools=self.worker_tools,
             system_prompt=self.config.worker.system_prompt or None,
-            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations)],
+            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations),
+                        *self.extensions.worker_middleware],
             checkpointer=checkpointer,
         )

@@ -30,6 +30,11 @@ class Console:
         label = "  [scripted models: replaying a script, no provider is called]" if scripted else ""
         self.line(f"rubric_runner: worker={worker} grader={grader} rubric={rubric}{label}")
 
+    def turn(self, number: int, continues: str, rubric_carried_over: bool) -> None:
+        """A follow-up turn begins: which turn, what it continues, and which rubric grades it."""
+        rubric = "the rubric carried over from the turn before" if rubric_carried_over else "a new rubric"
+        self.line(f"turn {number}, continuing {continues}; graded against {rubric}")
+
     def grading_started(self, iteration: int) -> None:
         """A grading pass begins."""
         self.line(f"-- grading iteration {iteration}")
@@ -46,11 +51,12 @@ class Console:
             if not criterion.get("passed"):
                 self.line(f"     x {criterion.get('name')}: {criterion.get('gap', '')}")
 
-    def progress(self, done: int, total: int, satisfied: int, tokens: int) -> None:
-        """One rewritten status line for multi-task runs, only on a terminal."""
+    def progress(self, done: int, total: int, satisfied: int, tokens: int, spend: str = "") -> None:
+        """One rewritten status line for multi-task runs, only on a terminal; ``spend``: against the budgets."""
         if self.enabled and sys.stderr.isatty():
             end = "\n" if done == total else ""
-            print(f"\rtasks {done}/{total}  satisfied {satisfied}  tokens {tokens:,}", end=end, file=sys.stderr, flush=True)
+            line = f"tasks {done}/{total}  satisfied {satisfied}  tokens {tokens:,}" + (f"  {spend}" if spend else "")
+            print(f"\r{line}", end=end, file=sys.stderr, flush=True)
 
     def summary(self, aggregate: dict[str, Any]) -> None:
         """The numbers of a multi-task run."""

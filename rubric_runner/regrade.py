@@ -26,15 +26,18 @@ from .records import (
     Status,
     read_record,
     saved_overrides,
+    turn_dirs,
     write_record,
 )
+from .sandbox import isolation_setting
 
 
 def task_dirs(run_dir: Path) -> list[Path]:
-    """The dirs holding a transcript and a record: the run dir, or each task of a multi-task run."""
-    if (run_dir / TRANSCRIPT_FILE).is_file():
-        return [run_dir]
-    return sorted(path.parent for path in run_dir.glob(f"tasks/*/{TRANSCRIPT_FILE}"))
+    """The dirs holding a transcript and a record: the run dir, or each task of a multi-task run,
+    each followed by its follow-up turns."""
+    found = [run_dir] if (run_dir / TRANSCRIPT_FILE).is_file() else sorted(
+        path.parent for path in run_dir.glob(f"tasks/*/{TRANSCRIPT_FILE}"))
+    return [turn for path in found for turn in [path, *turn_dirs(path)]]
 
 
 def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: RunRecord, recorder_factory) -> RunRecord:
@@ -47,7 +50,8 @@ def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: R
     messages = messages_from_dict(json.loads((task_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
     text = rubric or original.rubric.text
     result = template.model_copy(deep=True, update={"task_id": original.task_id, "repeat": original.repeat,
-                                                    "final_answer": original.final_answer})
+                                                    "turn": original.turn, "final_answer": original.final_answer})
+    result.rubric.text, result.rubric.task = text, original.rubric.task or result.rubric.task
     recorder = recorder_factory(result)
     state = {"messages": messages, "rubric": text, "_rubric_iterations": 0}
     grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime()))
@@ -78,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
     with event_log(out_dir / EVENTS_FILE) as log:
         try:
             from .agent import AgentFactory, note_what_ran
-            from .recorder import Recorder
+            from .recorder import Recorder, sandbox_notices
 
             # one grading pass: no worker can revise, so needs_revision ends as max_iterations_reached
             middleware = AgentFactory(config, out_dir, roles=("grader",)).rubric_middleware(None, max_iterations=1)
@@ -90,6 +94,7 @@ def main(args: argparse.Namespace) -> int:
         log.info("regrade_start", source=str(run_dir), grader=config.grader.model, overrides=overrides)
         template = RunRecord()
         note_what_ran(template, config)
+        notices = sandbox_notices(log, console)
         for task_dir in task_dirs(run_dir):
             started = time.monotonic()
             target = out_dir / task_dir.relative_to(run_dir)
@@ -99,8 +104,9 @@ def main(args: argparse.Namespace) -> int:
                 return Recorder(log, result, console, config.run.preview_chars)
 
             try:
-                result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None, template,
-                                     recorder_factory)
+                with isolation_setting(config.sandbox.isolation, notices):
+                    result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None,
+                                         template, recorder_factory)
             except Exception as exc:  # one transcript's failure is its own record
                 result = RunRecord()
                 result.fail(exc)

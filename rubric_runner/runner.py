@@ -9,12 +9,17 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from .budget import spend_lines
 from .config import ConfigError, validate
 from .console import Console
 from .events import event_log
+from .extensions import notify_run_end
 from .records import EVENTS_FILE, RESULT_FILE, RunRecord, now, write_record
 from .redaction import redact_override
+from .sandbox import isolation_setting
 from .signals import StopRequest
+from .tracing import flush as flush_traces
+from .turns import FollowUp, check_thread_kept
 
 
 class RunDirInUse(ConfigError):
@@ -41,7 +46,8 @@ def claim_run_dir(run_dir: Path, resume: bool) -> None:
 
 
 def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None,
-            stop: StopRequest | None = None, claimed: bool = False) -> RunRecord:
+            stop: StopRequest | None = None, claimed: bool = False, sweep_dir: Path | None = None,
+            follow_up: FollowUp | None = None) -> RunRecord:
     """Run the rubric loop for every task; write ``result.json``, ``events.jsonl``, transcripts.
 
     A single task writes its files in ``run_dir``. With a dataset or repeats,
@@ -50,7 +56,9 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
     are and interrupted or failed ones continue from their checkpoints. ``stop``
     (the command line's signal handling) is checked at every checkpoint; without
     ``claimed`` (the command line claims its run dir itself) the run claims ``run_dir``
-    first and raises ``RunDirInUse`` when another run's record is there.
+    first and raises ``RunDirInUse`` when another run's record is there. ``sweep_dir`` (a sweep's
+    job) holds the ledger of the sweep's budget. With ``follow_up``, the run is that follow-up turn
+    on a finished run's thread (``turns``), recorded in ``run_dir``.
     """
     run_dir = Path(run_dir)
     if not claimed:
@@ -59,6 +67,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
     console = Console(enabled=bool(cfg.get("run", {}).get("console", True)))
     started = time.monotonic()
     session = None
+    budgets = None
 
     with event_log(run_dir / EVENTS_FILE) as log:
 
@@ -68,11 +77,15 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             write_record(run_dir / RESULT_FILE, record)
             if session is not None and session.reports is not None:
                 session.reports.close()
+            flush_traces()
             log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.iterations,
                      usage=record.usage_dict(), wall_seconds=record.wall_seconds,
                      aggregate=record.aggregate.model_dump() if record.aggregate else None)
+            notify_run_end(record, log)
             if record.aggregate:
                 console.summary(record.aggregate.model_dump())
+            for line in spend_lines([record]):
+                console.line(line)
             console.finish(record.status, record.iterations, str(run_dir), record.error and record.error.message)
 
         def stop_now(reason: str) -> None:
@@ -90,22 +103,34 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
         try:
             config = validate(cfg)
             from .agent import AgentFactory, note_what_ran
+            from .budget import Budgets
             from .dataset import load_tasks
+            from .recorder import sandbox_notices
             from .session import Session
 
             note_what_ran(record, config)
             tasks = load_tasks(config)
-            factory = AgentFactory(config, run_dir)
+            if follow_up is not None:
+                check_thread_kept(config)
+                tasks = [follow_up.task(tasks)]
+            budgets = Budgets(config, run_dir, sweep_dir)
+            factory = AgentFactory(config, follow_up.home if follow_up else run_dir)
             for failure in factory.registry.plugins.failures:
                 console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
             factory.check_task_tools(tasks)
-            multi = len(tasks) > 1 or config.run.repeats > 1
-            session = Session(config, run_dir, log, console, record, multi, stop)
+            multi = follow_up is None and (len(tasks) > 1 or config.run.repeats > 1)
+            session = Session(config, run_dir, log, console, record, multi, budgets, stop, follow_up)
             log.info("run_start", worker=record.worker.model_dump(), grader=record.grader.model_dump(),
                      rubric=config.rubric.name, overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
             console.start(config.worker.model, config.grader.model, config.rubric.name,
                           bool(record.worker.scripted or record.grader.scripted))
-            results = asyncio.run(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
+            if follow_up is not None:
+                carried = follow_up.carries_over(tasks[0].rubric)
+                log.info("turn_start", turn=follow_up.number, thread_id=follow_up.thread_id, continues=str(follow_up.previous),
+                         rubric_carried_over=carried)
+                console.turn(follow_up.number, str(follow_up.previous), carried)
+            with isolation_setting(config.sandbox.isolation, sandbox_notices(log, console)):
+                results = asyncio.run(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
             if session.multi:
                 record.aggregate_tasks(results, config.run.repeats, session.reused)
             elif session.reused:
@@ -114,6 +139,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
                 return results[0]
             else:
                 record = results[0]
+            record.budgets = budgets.infos()
         except ConfigError as exc:
             record.fail(exc)
             log.error("config_error", key=exc.key, message=str(exc))
@@ -123,6 +149,9 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
         except Exception as exc:  # whatever breaks the run as a whole still leaves its record
             record.fail(exc)
             log.exception("run_error")
+        finally:
+            if budgets is not None:
+                budgets.close()
         end_run()
     return record
 

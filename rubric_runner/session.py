@@ -12,10 +12,12 @@ from typing import Any
 
 import structlog
 
+from .budget import Budgets
 from .config import Checkpointer, Config, postgres_url
 from .console import Console
 from .context import CURRENT_TASK, TaskContext
 from .dataset import Task
+from .guard import LimitExceeded, TaskGuard
 from .records import (
     ATTEMPT_CHARS,
     CHECKPOINT_FILE,
@@ -35,6 +37,8 @@ from .redaction import scrub_sqlite
 from .report.live import RunReports
 from .runtime import tasks_running
 from .signals import StopRequest, StopRequested
+from .tracing import task_trace, trace_labels
+from .turns import FollowUp
 
 GRADER_MESSAGE_NAME = "rubric_grader"
 """The ``name`` of the revision requests ``RubricMiddleware`` adds to the worker's messages."""
@@ -52,12 +56,14 @@ def _final_answer(messages: list[Any]) -> str | None:
 
 
 def graded_attempts(messages: list[Any]) -> list[str]:
-    """The worker's answer before each of the grader's revision requests, and its last one; each cut
-    to ``ATTEMPT_CHARS`` characters."""
+    """The worker's answer before each of the grader's revision requests, and its last one, since the
+    latest user message (a follow-up turn's answers only); each cut to ``ATTEMPT_CHARS`` characters."""
+    asked = [i for i, m in enumerate(messages) if getattr(m, "type", None) == "human" and getattr(m, "name", None) != GRADER_MESSAGE_NAME]
+    turn = messages[asked[-1] + 1:] if asked else messages
     attempts, start = [], 0
-    for end, message in enumerate([*messages, None]):
+    for end, message in enumerate([*turn, None]):
         if message is None or getattr(message, "name", None) == GRADER_MESSAGE_NAME:
-            answer = _final_answer(messages[start:end])
+            answer = _final_answer(turn[start:end])
             if answer is not None:
                 attempts.append(answer if len(answer) <= ATTEMPT_CHARS else answer[:ATTEMPT_CHARS] + "\u2026")
             start = end + 1
@@ -65,17 +71,23 @@ def graded_attempts(messages: list[Any]) -> list[str]:
 
 
 class Session:
-    """How each task of a run is run and recorded; ``template`` holds what every task record shares."""
+    """How each task of a run is run and recorded; ``template`` holds what every task record shares.
+
+    With ``follow_up``, the one task is a follow-up turn on the thread that lives in its ``home``.
+    """
 
     def __init__(self, config: Config, run_dir: Path, log: Any, console: Console, template: RunRecord,
-                 multi: bool, stop: StopRequest | None = None) -> None:
+                 multi: bool, budgets: Budgets, stop: StopRequest | None = None,
+                 follow_up: FollowUp | None = None) -> None:
         self.config = config
+        self.budgets = budgets
         self.run_dir = run_dir
         self.log = log
         self.console = console
         self.template = template
         self.multi = multi
         self.stop = stop
+        self.follow_up = follow_up
         self.agent: Any = None
         self.active: dict[str, tuple[RunRecord, Callable[[], None]]] = {}
         self.reused: set[str] = set()
@@ -123,7 +135,7 @@ class Session:
 
         from .checkpoints import InlineSqliteSaver
 
-        path = self.run_dir / CHECKPOINT_FILE
+        path = (self.follow_up.home if self.follow_up else self.run_dir) / CHECKPOINT_FILE
         try:
             with contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as connection:
                 connection.execute("PRAGMA synchronous=NORMAL")
@@ -141,7 +153,13 @@ class Session:
                 async with limit:
                     return await self.run_task(task, repeat)
 
-            jobs = [bounded(task, repeat) for task in tasks for repeat in range(self.config.run.repeats)]
+            keys = [(task, repeat) for task in tasks for repeat in range(self.config.run.repeats)]
+            if self.config.run.resume:  # what earlier attempts spent counts against the budgets
+                for task, repeat in keys:
+                    previous = read_record(self.task_dir(task, repeat) / RESULT_FILE)
+                    if previous is not None:
+                        self.budgets.book(previous, self.task_dir(task, repeat))
+            jobs = [bounded(task, repeat) for task, repeat in keys]
             self.total = len(jobs)
             if self.multi:
                 self.reports = RunReports(self.run_dir, self.total, self.config.sweep.prices)
@@ -154,6 +172,8 @@ class Session:
         task_dir.mkdir(parents=True, exist_ok=True)
         key = f"{task.id}-r{repeat}"
         previous = read_record(task_dir / RESULT_FILE) if self.config.run.resume else None
+        if previous is not None and previous.status is Status.NOT_RUN:
+            previous = None  # a task the budget kept from starting starts afresh
         if previous is not None and previous.status.terminal:
             self.reused.add(key)
             self._done(previous)
@@ -162,6 +182,11 @@ class Session:
         result.rubric.text, result.rubric.task = task.rubric, task.message
         if self.multi:
             result.task_id, result.repeat = task.id, repeat
+        if self.follow_up is not None:
+            turn = self.follow_up
+            result.task_id, result.repeat, result.thread_id = turn.task_id, turn.repeat, turn.thread_id
+            result.turn, result.continued_from = turn.number, str(turn.previous)
+            result.rubric.carried_over = turn.carries_over(task.rubric)
         if previous is not None:
             result.evaluations, result.usage = previous.evaluations, previous.usage
             result.resumed, result.thread_id = previous.resumed + 1, previous.thread_id
@@ -179,6 +204,12 @@ class Session:
             if self.multi:
                 log.info("task_end", status=result.status, iterations=result.iterations, wall_seconds=result.wall_seconds)
 
+        spent = self.budgets.reached()
+        if spent is not None:  # no task starts once a budget is spent; one begun earlier was cut short
+            result.stop(Status.NOT_RUN if previous is None else Status.BUDGET_EXCEEDED, spent)
+            end_task()
+            self._done(result)
+            return result
         write_record(task_dir / RESULT_FILE, result)
         self.active[key] = (result, end_task)
         if self.multi:
@@ -186,7 +217,11 @@ class Session:
         try:
             if self.stop is not None:
                 self.stop.check()
-            await self._execute(task, repeat, result, task_dir, log, console)
+            with task_trace(result, task.id, repeat, task.message):  # a LangSmith trace of its own, while tracing is on
+                await self._execute(task, repeat, result, task_dir, log, console)
+        except LimitExceeded as exc:
+            result.stop(exc.status, exc.hit)
+            log.warning(exc.status.value, limit=exc.hit.model_dump())
         except StopRequested as exc:
             result.interrupt(str(exc))
             log.warning("interrupted", reason=str(exc))
@@ -203,7 +238,7 @@ class Session:
         if self.multi:
             satisfied = sum(r.status is Status.SATISFIED for r in self.finished)
             tokens = sum(u.total_tokens for r in self.finished for u in r.usage.values())
-            self.console.progress(len(self.finished), self.total, satisfied, tokens)
+            self.console.progress(len(self.finished), self.total, satisfied, tokens, self.budgets.progress())
         if self.reports is not None:
             self.reports.task_ended()
 
@@ -213,31 +248,44 @@ class Session:
         from .recorder import Recorder
 
         recorder = Recorder(log, result, console, self.config.run.preview_chars)
+        guard = TaskGuard(self.config.limits, self.budgets, result, task_dir)  # after the recorder, whose counts it reads
         CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder))
-        run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder]}
+        run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder, guard],
+                      **trace_labels(result, task.id, repeat)}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(task.message)], "rubric": task.rubric}
+        if result.rubric.carried_over:
+            del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
         if result.resumed and (await self.agent.aget_state(run_config)).next:
             agent_input = None  # continue the interrupted step from the last checkpoint
             log.info("run_resumed", thread_id=result.thread_id, resumed=result.resumed)
+        deadline = asyncio.timeout(self.config.limits.wall_seconds)
         try:
-            stream = self.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
-            async for mode, chunk in stream:
-                if mode == "custom":
-                    recorder.on_stream_event(chunk)
-                elif self.stop is not None:
-                    self.stop.check()
+            async with deadline:
+                stream = self.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
+                async for mode, chunk in stream:
+                    if mode == "custom":
+                        recorder.on_stream_event(chunk)
+                    elif self.stop is not None:
+                        self.stop.check()
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise guard.expire() from None
         finally:
             values = (await self.agent.aget_state(run_config)).values
             messages = values.get("messages", [])
             write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
             result.final_answer = _final_answer(messages)
             result.attempts = graded_attempts(messages)
+            if self.follow_up is not None and values.get("_current_grading_run_id") == self.follow_up.grading_run_id:
+                values = {}  # stopped before this turn's grading run began: the turn before's verdict is not this one's
             result.iterations = int(values.get("_rubric_iterations") or 0)
             result.status = Status.of_loop(values.get("_rubric_status"))
             if values.get("_rubric_evaluations"):  # the checkpoint is the truth, also across resumes
                 run_id = values.get("_current_grading_run_id")
                 result.evaluations = [Evaluation.model_validate(e) for e in values["_rubric_evaluations"]
                                       if e["grading_run_id"] == run_id]
+                result.grading_run_id = run_id
         if result.status is Status.ERROR:
             result.error = ErrorInfo(type="NoVerdict", message="the grader never returned a verdict")
 

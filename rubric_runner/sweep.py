@@ -107,6 +107,7 @@ class SweepSummary(Callback):
         if self.sweep is None:
             self.code = ExitCode.USAGE
             return self.code
+        from .budget import spend_lines
         from .report import expand, verdict_line, write_all
         from .report.live import sweep_lock
 
@@ -125,6 +126,8 @@ class SweepSummary(Callback):
             self.code = sweep_exit_code([run.record.status for run in runs], sweep.fail_under) if jobs else ExitCode.USAGE
         if jobs:
             print(f"sweep: {verdict_line(jobs, runs, sweep.fail_under)} -> exit {int(self.code)}", flush=True)
+            for line in spend_lines([job.record for job in jobs]):
+                print(f"  {line}", flush=True)
             for path in paths:
                 print(f"  {path}", flush=True)
         return self.code

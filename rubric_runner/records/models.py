@@ -100,6 +100,31 @@ class ErrorInfo(_Model):
         return cls(type=type_name or type(exc).__name__, message=str(exc), key=key)
 
 
+class LimitHit(_Model):
+    """The limit or budget that stopped a task: its config key, its value and the figure reached."""
+
+    name: str
+    """``limits.worker_calls``, ``limits.worker_tokens``, ``limits.total_tokens``, ``limits.wall_seconds``,
+    ``run.budget_tokens``, ``run.budget_usd``, ``sweep.budget_tokens`` or ``sweep.budget_usd``."""
+    limit: int | float
+    value: int | float
+    """Calls made, tokens billed, seconds taken, or USD spent (by the run or sweep, for a budget)."""
+
+
+class BudgetInfo(_Model):
+    """A budget a run was held to and what its scope (the run, or the whole sweep) had spent when the run ended."""
+
+    scope: str
+    """``run`` or ``sweep``."""
+    tokens: int | None = None
+    usd: float | None = None
+    spent_tokens: int = 0
+    """Billed tokens, worker and grader; cached replies cost none."""
+    spent_usd: float | None = None
+    """Estimated at the price table's rates; null when a model has no price."""
+    reached: bool = False
+
+
 class ModelInfo(_Model):
     """What ran as the worker (and, with more fields, as the grader)."""
 
@@ -122,6 +147,8 @@ class RubricInfo(_Model):
     name: str | None = None
     text: str | None = None
     task: str | None = None
+    carried_over: bool | None = Field(default=None, exclude_if=_omitted_when_none)
+    """On a follow-up turn: whether the rubric carried over from the turn before (not sent again)."""
 
 
 class TaskRow(_Model):
@@ -160,7 +187,9 @@ class RunRecord(_Model):
     exception, a config error or an interruption. A task of a multi-task run has
     ``task_id`` and ``repeat``; the run's own record then lists its ``tasks`` and an
     ``aggregate``, its status the worst task status and its usage the sum. A regrade
-    record names the record it regraded in ``regraded_from``.
+    record names the record it regraded in ``regraded_from``. A follow-up turn on a finished
+    run's thread has its own record, with its ``turn`` number (2, 3, ...) and ``continued_from``,
+    the record dir of the turn before.
     """
 
     status: Status = Status.RUNNING
@@ -184,6 +213,10 @@ class RunRecord(_Model):
     wall_seconds: float | None = None
     run_dir: str | None = None
     error: ErrorInfo | None = None
+    limit: LimitHit | None = None
+    """The limit or budget that ended a ``limit_exceeded``, ``budget_exceeded`` or ``not_run`` record."""
+    budgets: list[BudgetInfo] = Field(default_factory=list)
+    """The run's budgets (``run.budget_*``, ``sweep.budget_*``) and the spend against them, on a run's record."""
     resumed: int = 0
     """How many times the run was resumed."""
     task_id: str | None = None
@@ -191,6 +224,10 @@ class RunRecord(_Model):
     tasks: list[TaskRow] = Field(default_factory=list)
     aggregate: Aggregate | None = None
     regraded_from: str | None = None
+    turn: int | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A follow-up turn's number on its thread (the run itself is turn 1)."""
+    continued_from: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A follow-up turn: the record dir of the turn it continues."""
     schema_version: int = SCHEMA_VERSION
 
     def fail(self, exc: BaseException, type_name: str | None = None) -> None:
@@ -202,6 +239,12 @@ class RunRecord(_Model):
         """End as ``interrupted`` (Ctrl-C, SIGTERM), ``reason`` saying how."""
         self.status = Status.INTERRUPTED
         self.error = ErrorInfo(type="KeyboardInterrupt", message=reason)
+
+    def stop(self, status: Status, hit: LimitHit) -> None:
+        """End as ``limit_exceeded``, ``budget_exceeded`` or ``not_run``, ``hit`` saying which limit and the figure."""
+        self.status, self.limit = status, hit
+        self.error = ErrorInfo(type="LimitExceeded" if status is Status.LIMIT_EXCEEDED else "BudgetExceeded",
+                               message=f"{hit.name} reached: {hit.value:g} of {hit.limit:g}")
 
     def complete(self, started: float) -> None:
         """How every record ends: exit code, end and wall time (``started``: ``time.monotonic()``),
@@ -226,6 +269,8 @@ class RunRecord(_Model):
             for r in results
         ]
         self.status = max((r.status for r in results), key=lambda status: status.severity, default=Status.ERROR)
+        if self.status is Status.NOT_RUN and any(r.status is not Status.NOT_RUN for r in results):
+            self.status = Status.BUDGET_EXCEEDED  # some tasks ran before the budget stopped the run
         self.iterations = sum(r.iterations for r in results)
         by_task: dict[str, list[bool]] = {}
         for r in results:

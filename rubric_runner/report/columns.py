@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup, escape
 
-from ..records import Outcome, Status
+from ..records import LimitHit, Outcome, Status
 from .runs import Run
 from .stats import group_key
 from .summary import run_row
@@ -40,6 +40,11 @@ def fmt_iterations(distribution: dict[int, int]) -> str:
 def fmt_counts(counts: dict[Any, int]) -> str:
     """``satisfied 3, failed 1``."""
     return ", ".join(f"{key} {n}" for key, n in counts.items()) or "-"
+
+
+def fmt_limit(hit: LimitHit | None) -> str:
+    """``limits.worker_calls 50/50``: the limit or budget that stopped a run, and the figure reached."""
+    return f"{hit.name} {hit.value:g}/{hit.limit:g}" if hit else ""
 
 
 def _or(value: float | None, missing: float) -> float:
@@ -202,6 +207,7 @@ RUN_COLUMNS = (
            html=lambda r: f"{r.row['grader_tokens']:,}"),
     Column("est. USD", lambda r: fmt_num(r.cost, 4), sort=lambda r: _or(r.cost, -1)),
     Column("wall s", lambda r: fmt_num(r.row["wall_seconds"]), sort=lambda r: r.row["wall_seconds"] or 0),
+    Column("stopped by", lambda r: fmt_limit(r.run.record.limit)),
     Column("error", lambda r: r.row["error"] or "", web=False),
     Column("verdict trail", markup=lambda r: trail_cell(r.index, len(r.run.record.evaluations)), md=False),
 )
@@ -257,5 +263,8 @@ def matrix_columns(models: list[str]) -> tuple[Column, ...]:
 
 
 def fmt_share(cell: dict[str, Any] | None) -> str:
-    """``2/3``: satisfied runs of a task by a model, or ``-`` where it did not run."""
-    return f"{cell['satisfied']}/{cell['runs']}" if cell else "-"
+    """``2/3``: satisfied runs of a task by a model (``1/3, 2 undone``: two not finished, see
+    ``stats.UNDONE``), or ``-`` where it has no run."""
+    if not cell:
+        return "-"
+    return f"{cell['satisfied']}/{cell['runs']}" + (f", {cell['undone']} undone" if cell["undone"] else "")

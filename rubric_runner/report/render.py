@@ -16,6 +16,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from ..budget import spend_lines
 from ..records import Job
 from .columns import (
     CRITERIA_COLUMNS,
@@ -112,6 +113,7 @@ def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], p
         "root": root, "verdict": verdict_line(jobs, runs, None), "progress": progress, "overall": stats(runs, prices),
         "groups": groups, "tables": tables(runs, groups, prices), "chart": chart(groups),
         "criteria": [(g, Table(f"criteria-{g['group']}", CRITERIA_COLUMNS, g["criteria"])) for g in groups],
+        "spend": spend_lines([job.record for job in jobs]),
     }
     if any(name.endswith(".html") for name in templates):
         context["trails"] = Markup(script_json([trail(run.record) for run in runs]))

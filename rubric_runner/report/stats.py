@@ -17,6 +17,11 @@ from .prices import ROLES, price_of, run_cost
 from .runs import Run
 
 
+UNDONE = frozenset({Status.RUNNING, Status.NOT_RUN, Status.BUDGET_EXCEEDED, Status.INTERRUPTED})
+"""Runs left to finish later (still going, kept from it by a budget, or interrupted): the matrix does
+not count them as a model missing the task."""
+
+
 def _graded(record: RunRecord) -> list[Any]:
     return [e for e in record.evaluations if e.criteria]
 
@@ -42,13 +47,15 @@ def _mean(values: list[float]) -> float | None:
 
 
 def group_key(record: RunRecord) -> tuple[str, str, str]:
-    """(worker model, grader model, rubric name) of a run; ``?`` where unknown."""
-    return record.worker.model or "?", record.grader.model or "?", record.rubric.name or "?"
+    """(worker model, grader model, rubric name) of a run; ``?`` where unknown. A follow-up turn
+    groups apart from first turns, its rubric shown as ``code (turn 2)``."""
+    rubric = record.rubric.name or "?"
+    return record.worker.model or "?", record.grader.model or "?", f"{rubric} (turn {record.turn})" if record.turn else rubric
 
 
 def task_key(run: Run) -> tuple[str, str]:
-    """(rubric name, task id) of a run: what makes two runs the same task."""
-    return run.record.rubric.name or "?", run.task
+    """(rubric, task) of a run: what makes two runs the same task (a follow-up turn's rubric as in its group)."""
+    return group_key(run.record)[2], run.task
 
 
 def _per_task(runs: list[Run]) -> dict[str, Any]:
@@ -110,8 +117,9 @@ def by_group(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[dict[
 def matrix(runs: list[Run], groups: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
     """The task x model matrix: (models, rows). A model is a worker, or a grader when only graders
     differ, or both; a row is a task (``rubric``, ``task``) with one cell per model (``None`` where the
-    model did not run it: else ``satisfied`` and ``runs`` of its runs, their ``worst`` status, and the
-    ``group`` they belong to), and ``missed_by``: the models that did not satisfy it every time."""
+    model did not run it: else ``satisfied``, ``undone`` (see ``UNDONE``) and ``runs`` of its runs,
+    their ``worst`` status, and the ``group`` they belong to), and ``missed_by``: the models that did
+    not satisfy it in every run they finished."""
     workers, graders = {g["worker"] for g in groups}, {g["grader"] for g in groups}
 
     def model(worker: str, grader: str) -> str:
@@ -128,10 +136,12 @@ def matrix(runs: list[Run], groups: list[dict[str, Any]]) -> tuple[list[str], li
         rubric, task = task_key(run)
         row = rows.setdefault((rubric, task), {"rubric": rubric, "task": task, "cells": [None] * len(models)})
         i = column[model(*key[:2])]
-        cell = row["cells"][i] = row["cells"][i] or {"satisfied": 0, "runs": 0, "worst": Status.SATISFIED, "group": number[key]}
+        cell = row["cells"][i] = row["cells"][i] or {"satisfied": 0, "undone": 0, "runs": 0, "worst": Status.SATISFIED,
+                                                      "group": number[key]}
         cell["satisfied"] += run.record.status is Status.SATISFIED
+        cell["undone"] += run.record.status in UNDONE
         cell["runs"] += 1
         cell["worst"] = max(cell["worst"], run.record.status, key=lambda status: status.severity)
     for row in rows.values():
-        row["missed_by"] = [models[i] for i, cell in enumerate(row["cells"]) if cell and cell["satisfied"] < cell["runs"]]
+        row["missed_by"] = [models[i] for i, cell in enumerate(row["cells"]) if cell and cell["satisfied"] + cell["undone"] < cell["runs"]]
     return models, list(rows.values())

@@ -22,11 +22,11 @@ SUMMARY_CSV = "summary.csv"
 TASKS_JSONL = "summary_tasks.jsonl"
 TASKS_CSV = "summary_tasks.csv"
 SUMMARY_FIELDS = (
-    "job", "overrides", "worker", "grader", "rubric", "status", "exit_code", "iterations", "runs", "satisfied",
+    "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations", "runs", "satisfied",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
 )
 TASK_FIELDS = (
-    "job", "task_id", "repeat", "worker", "grader", "rubric", "status", "exit_code", "iterations",
+    "job", "task_id", "repeat", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
 )
 
@@ -37,6 +37,7 @@ def _record_row(record: RunRecord) -> dict[str, Any]:
         "worker": record.worker.model,
         "grader": record.grader.model,
         "rubric": record.rubric.name,
+        "turn": record.turn or 1,
         "status": record.status.value,
         "exit_code": record.exit_code,
         "iterations": record.iterations,
