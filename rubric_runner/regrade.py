@@ -49,8 +49,11 @@ def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: R
     original = read_record(task_dir / RESULT_FILE) or RunRecord()
     messages = messages_from_dict(json.loads((task_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
     text = rubric or original.rubric.text
+    # the answers and their hidden verification stay the original's: the truth a new verdict is measured against
     result = template.model_copy(deep=True, update={"task_id": original.task_id, "repeat": original.repeat,
-                                                    "turn": original.turn, "final_answer": original.final_answer})
+                                                    "turn": original.turn, "final_answer": original.final_answer,
+                                                    "first_answer": original.first_answer,
+                                                    "verification": original.verification})
     result.rubric.text, result.rubric.task = text, original.rubric.task or result.rubric.task
     recorder = recorder_factory(result)
     state = {"messages": messages, "rubric": text, "_rubric_iterations": 0}

@@ -107,6 +107,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             from .dataset import load_tasks
             from .recorder import sandbox_notices
             from .session import Session
+            from .verify import resolve_checks
 
             note_what_ran(record, config)
             tasks = load_tasks(config)
@@ -118,8 +119,9 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             for failure in factory.registry.plugins.failures:
                 console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
             factory.check_task_tools(tasks)
+            checks = resolve_checks(factory.registry, config.rubric, tasks)
             multi = follow_up is None and (len(tasks) > 1 or config.run.repeats > 1)
-            session = Session(config, run_dir, log, console, record, multi, budgets, stop, follow_up)
+            session = Session(config, run_dir, log, console, record, multi, budgets, stop, follow_up, checks)
             log.info("run_start", worker=record.worker.model_dump(), grader=record.grader.model_dump(),
                      rubric=config.rubric.name, overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
             console.start(config.worker.model, config.grader.model, config.rubric.name,

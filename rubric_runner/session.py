@@ -28,42 +28,34 @@ from .records import (
     Evaluation,
     RunRecord,
     Status,
+    Verifications,
     now,
     read_record,
     write_json,
     write_record,
 )
+from .recorder import preview
 from .redaction import scrub_sqlite
 from .report.live import RunReports
 from .runtime import tasks_running
 from .signals import StopRequest, StopRequested
 from .tracing import task_trace, trace_labels
 from .turns import FollowUp
+from .verify import GRADER_SOURCE, Check, final_answer, first_answer, verify
 
-GRADER_MESSAGE_NAME = "rubric_grader"
-"""The ``name`` of the revision requests ``RubricMiddleware`` adds to the worker's messages."""
 POSTGRES_SETUP_LOCK = 0x7275_6272
 """The advisory lock that serializes the checkpoint tables' set-up between runs sharing a database."""
-
-
-def _final_answer(messages: list[Any]) -> str | None:
-    from langchain_core.messages import AIMessage
-
-    for message in reversed(messages):
-        if isinstance(message, AIMessage) and not message.tool_calls:
-            return message.text
-    return None
 
 
 def graded_attempts(messages: list[Any]) -> list[str]:
     """The worker's answer before each of the grader's revision requests, and its last one, since the
     latest user message (a follow-up turn's answers only); each cut to ``ATTEMPT_CHARS`` characters."""
-    asked = [i for i, m in enumerate(messages) if getattr(m, "type", None) == "human" and getattr(m, "name", None) != GRADER_MESSAGE_NAME]
+    asked = [i for i, m in enumerate(messages) if getattr(m, "type", None) == "human" and getattr(m, "name", None) != GRADER_SOURCE]
     turn = messages[asked[-1] + 1:] if asked else messages
     attempts, start = [], 0
     for end, message in enumerate([*turn, None]):
-        if message is None or getattr(message, "name", None) == GRADER_MESSAGE_NAME:
-            answer = _final_answer(turn[start:end])
+        if message is None or getattr(message, "name", None) == GRADER_SOURCE:
+            answer = final_answer(turn[start:end])
             if answer is not None:
                 attempts.append(answer if len(answer) <= ATTEMPT_CHARS else answer[:ATTEMPT_CHARS] + "\u2026")
             start = end + 1
@@ -78,7 +70,7 @@ class Session:
 
     def __init__(self, config: Config, run_dir: Path, log: Any, console: Console, template: RunRecord,
                  multi: bool, budgets: Budgets, stop: StopRequest | None = None,
-                 follow_up: FollowUp | None = None) -> None:
+                 follow_up: FollowUp | None = None, checks: dict[str, list[Check]] | None = None) -> None:
         self.config = config
         self.budgets = budgets
         self.run_dir = run_dir
@@ -88,6 +80,7 @@ class Session:
         self.multi = multi
         self.stop = stop
         self.follow_up = follow_up
+        self.checks = checks or {}
         self.agent: Any = None
         self.active: dict[str, tuple[RunRecord, Callable[[], None]]] = {}
         self.reused: set[str] = set()
@@ -275,7 +268,7 @@ class Session:
             values = (await self.agent.aget_state(run_config)).values
             messages = values.get("messages", [])
             write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
-            result.final_answer = _final_answer(messages)
+            result.final_answer = final_answer(messages)
             result.attempts = graded_attempts(messages)
             if self.follow_up is not None and values.get("_current_grading_run_id") == self.follow_up.grading_run_id:
                 values = {}  # stopped before this turn's grading run began: the turn before's verdict is not this one's
@@ -288,6 +281,20 @@ class Session:
                 result.grading_run_id = run_id
         if result.status is Status.ERROR:
             result.error = ErrorInfo(type="NoVerdict", message="the grader never returned a verdict")
+        if result.status.terminal and self.checks.get(task.id):
+            await self._verify(self.checks[task.id], result, messages, log, console)
+
+    async def _verify(self, checks: list[Check], result: RunRecord, messages: list[Any], log: Any, console: Console) -> None:
+        """Run the task's hidden checks on the first and the final answer; record and log what they found."""
+        result.first_answer = first_answer(messages)
+        final = await verify(checks, result.final_answer)
+        first = final if result.first_answer == result.final_answer else await verify(checks, result.first_answer)
+        result.verification = Verifications(first=first, final=final)
+        for which, verification in (("first", first), ("final", final)):
+            checks_seen = [{**check.model_dump(exclude={"details"}), "details": preview(check.details, self.config.run.preview_chars)}
+                           for check in verification.checks]
+            log.info("verification", answer=which, outcome=verification.outcome, error=verification.error, checks=checks_seen)
+        console.line(f"hidden verification: first answer {first.outcome}, final answer {final.outcome}")
 
     def interrupt_all(self, reason: str) -> list[RunRecord]:
         """Record every task in flight as interrupted (used when stopping at once)."""

@@ -5,6 +5,8 @@ from .models import (
     SCHEMA_VERSION,
     Aggregate,
     BudgetInfo,
+    CheckOutcome,
+    CheckResult,
     Criterion,
     ErrorInfo,
     Evaluation,
@@ -15,6 +17,8 @@ from .models import (
     RunRecord,
     TaskRow,
     Usage,
+    Verification,
+    Verifications,
     now,
 )
 from .status import ExitCode, Outcome, Status, satisfied_rate, sweep_exit_code
@@ -40,9 +44,10 @@ from .store import (
 )
 
 __all__ = [
-    "ATTEMPT_CHARS", "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo",
-    "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "Usage", "now", "ExitCode", "Outcome", "Status",
-    "satisfied_rate", "sweep_exit_code", "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE",
-    "TURNS_DIR", "UNFINISHED", "Job", "collect", "crash_record", "find_run_dirs", "load_record", "read_record",
-    "record_dirs", "saved_overrides", "turn_dirs", "write_json", "write_record",
+    "ATTEMPT_CHARS", "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult", "Criterion", "ErrorInfo",
+    "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "Usage", "Verification",
+    "Verifications", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
+    "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE", "TURNS_DIR", "UNFINISHED", "Job",
+    "collect", "crash_record", "find_run_dirs", "load_record", "read_record", "record_dirs", "saved_overrides",
+    "turn_dirs", "write_json", "write_record",
 ]
