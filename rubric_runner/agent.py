@@ -12,6 +12,7 @@ from .dataset import Task
 from .grading import grader_middleware
 from .models import build_chat_model, split_model
 from .plugins import Plugins
+from .recorder import ToolCallWatch
 from .tools import ToolRegistry, validate_settings
 
 
@@ -69,7 +70,7 @@ class Shared:
                 model=self.grader_model,
                 system_prompt=self.config.grader.system_prompt,
                 tools=self.grader_tools,
-                grader_middleware=grader_middleware(self.config.grader),
+                grader_middleware=[*grader_middleware(self.config.grader), ToolCallWatch()],
                 max_iterations=max_iterations,
                 on_evaluation=on_evaluation,
             )
@@ -82,6 +83,6 @@ class Shared:
             model=self.worker_model,
             tools=self.worker_tools,
             system_prompt=self.config.worker.system_prompt or None,
-            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations)],
+            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations), ToolCallWatch()],
             checkpointer=checkpointer,
         )

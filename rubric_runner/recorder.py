@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.callbacks import BaseCallbackHandler, adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import ToolMessage
 
 from .console import Console
@@ -15,6 +17,8 @@ from .runlog import RunResult
 
 GRADER_METADATA_KEY = "rubric_grader_configured_model"
 """Metadata key RubricMiddleware puts on every call its grader makes."""
+TOOL_REFUSED = "rubric_runner_tool_refused"
+"""The custom callback event ``ToolCallWatch`` sends for a call to a tool the agent was not given."""
 
 
 def preview(value: Any, limit: int) -> str:
@@ -23,6 +27,32 @@ def preview(value: Any, limit: int) -> str:
         value = value.content
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else f"{text[:limit]}...(+{len(text) - limit} chars)"
+
+
+def _refusal(request: Any, answer: Any) -> dict[str, Any]:
+    call = request.tool_call
+    return {"tool": call["name"], "args": call.get("args"), "told": answer.content if isinstance(answer, ToolMessage) else answer}
+
+
+class ToolCallWatch(AgentMiddleware):
+    """Has every tool call answered, and reports a call to a tool the agent was not given.
+
+    Any ``wrap_tool_call`` gives an agent a tool node, even one without tools (a grader whose
+    evidence tools were all removed), so such a call is refused with an answer the model reads
+    (``Error: X is not a valid tool, try one of [...]``) instead of being left unanswered.
+    """
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        answer = handler(request)
+        if request.tool is None:
+            dispatch_custom_event(TOOL_REFUSED, _refusal(request, answer))
+        return answer
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        answer = await handler(request)
+        if request.tool is None:
+            await adispatch_custom_event(TOOL_REFUSED, _refusal(request, answer))
+        return answer
 
 
 class Recorder(BaseCallbackHandler):
@@ -90,6 +120,15 @@ class Recorder(BaseCallbackHandler):
             name, agent, _ = self._tools.pop(run_id, ("tool", "worker", 0.0))
         self.log.warning("tool_call_error", agent=agent, tool=name, error_type=type(error).__name__, error=str(error))
         self.console.tool(agent, name, f"error: {error}")
+
+    def on_custom_event(self, name, data, *, run_id, metadata=None, **kwargs) -> None:
+        """``ToolCallWatch``'s report of a refused call: the call and what the model was told."""
+        if name != TOOL_REFUSED:
+            return
+        agent = self._agent(metadata)
+        told = preview(data["told"], self.preview_chars)
+        self.log.warning("tool_call_refused", agent=agent, tool=data["tool"], input=preview(data["args"], self.preview_chars), told=told)
+        self.console.tool(agent, data["tool"], f"refused: {told}")
 
     def on_stream_event(self, event: dict[str, Any]) -> None:
         """A custom event from the middleware's stream (``rubric_evaluation_*``)."""

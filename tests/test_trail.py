@@ -1,0 +1,73 @@
+"""Nothing a model does is invisible: every tool call, refused ones too, shows on the trail."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import ToolMessage
+
+from conftest import read_events, run_cli, run_scripted, verdict, write_script
+from rubric_runner.scripted import ScriptedChatModel
+
+OK = verdict("satisfied", ("c", True))
+TRAIL = ("worker=scripted", "grader=scripted")
+
+
+@pytest.fixture
+def seen_by_models(monkeypatch):
+    """The messages each scripted model call was given, in order: what the models were told."""
+    calls: list[list] = []
+    reply = ScriptedChatModel._reply
+
+    def recording(self, messages, index, turn):
+        calls.append(list(messages))
+        return reply(self, messages, index, turn)
+
+    monkeypatch.setattr(ScriptedChatModel, "_reply", recording)
+    return calls
+
+
+def _told(calls: list[list], tool: str) -> list[str]:
+    return [m.content for messages in calls for m in messages if isinstance(m, ToolMessage) and m.name == tool]
+
+
+def test_a_grader_call_to_a_removed_tool_is_refused_recorded_and_shown(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = run_cli(*TRAIL, "rubric=code", "~grader.tools.run_test_suite", f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    refused = [e for e in read_events(run_dir) if e["event"] == "tool_call_refused"]
+    assert [(e["agent"], e["tool"], e["level"]) for e in refused] == [("grader", "run_test_suite", "warning")] * 2
+    assert "seen = set()" in refused[0]["input"] and "seen = []" in refused[1]["input"]
+    told = "Error: run_test_suite is not a valid tool, try one of []."
+    assert [e["told"] for e in refused] == [told, told]
+    assert proc.stdout.count(f"   grader called run_test_suite -> refused: {told}\n") == 2
+    assert not any(e["event"] == "tool_call_start" for e in read_events(run_dir))  # nothing ran
+
+
+def test_the_refusal_is_what_the_grader_reads_next(tmp_path, seen_by_models):
+    script = write_script(
+        tmp_path / "s.yaml",
+        worker=[{"content": "answer"}],
+        grader=[{"tool_calls": [{"name": "count_syllables", "args": {"text": "answer"}}]}, OK],
+    )
+    result, run_dir = run_scripted(tmp_path, script, "rubric=code", "~grader.tools.run_test_suite")
+    assert result.status == "satisfied"
+    (event,) = [e for e in read_events(run_dir) if e["event"] == "tool_call_refused"]
+    assert _told(seen_by_models, "count_syllables") == [event["told"]]
+    assert event["input"] == "{'text': 'answer'}"
+
+
+def test_a_worker_call_to_a_tool_it_was_not_given_is_refused_and_recorded(tmp_path, seen_by_models, capsys):
+    script = write_script(
+        tmp_path / "s.yaml",
+        worker=[{"tool_calls": [{"name": "run_test_suite", "args": {"code": "x = 1"}}]}, {"content": "done"}],
+        grader=[OK],
+    )
+    result, run_dir = run_scripted(tmp_path, script, "run.console=true")
+    assert result.status == "satisfied"
+    (event,) = [e for e in read_events(run_dir) if e["event"] == "tool_call_refused"]
+    assert (event["agent"], event["tool"], event["input"]) == ("worker", "run_test_suite", "{'code': 'x = 1'}")
+    assert event["told"].startswith("Error: run_test_suite is not a valid tool, try one of [ls, read_file")
+    assert _told(seen_by_models, "run_test_suite") == [event["told"]]
+    assert f"   worker called run_test_suite -> refused: {event['told']}\n" in capsys.readouterr().out
