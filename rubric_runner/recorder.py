@@ -10,7 +10,7 @@ from uuid import UUID
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.callbacks import BaseCallbackHandler, adispatch_custom_event, dispatch_custom_event
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 
 from .console import Console
 from .runlog import RunResult
@@ -68,6 +68,8 @@ class Recorder(BaseCallbackHandler):
         self._lock = threading.Lock()
         self._agents: dict[UUID, str] = {}
         self._tools: dict[UUID, tuple[str, str, float]] = {}
+        self.attempt: str | None = None
+        """The worker's latest answer (a reply without tool calls): what the next grading pass sees."""
 
     @staticmethod
     def _agent(metadata: dict[str, Any] | None) -> str:
@@ -87,6 +89,8 @@ class Recorder(BaseCallbackHandler):
             usage = getattr(message, "usage_metadata", None)
             cached = bool(getattr(message, "response_metadata", {}).get("cache_hit"))
             self.result.usage[agent].add(usage, cached=cached)
+            if agent == "worker" and isinstance(message, AIMessage) and not message.tool_calls:
+                self.attempt = str(message.text)
         self.log.info("token_usage", agent=agent, cache_hit=cached, **(usage or {}))
 
     def on_llm_error(self, error, *, run_id, **kwargs) -> None:
@@ -135,6 +139,9 @@ class Recorder(BaseCallbackHandler):
         payload = {key: value for key, value in event.items() if key != "type"}
         self.log.info(event.get("type", "custom_event"), **payload)
         if event.get("type") == "rubric_evaluation_start":
+            if self.attempt is not None:
+                self.console.attempt(self.attempt)
+                self.attempt = None
             self.console.grading_started(event["iteration"])
         elif event.get("type") == "rubric_evaluation_end":
             self.console.verdict(event)

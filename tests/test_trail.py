@@ -1,4 +1,4 @@
-"""Nothing a model does is invisible: every tool call, refused ones too, shows on the trail."""
+"""Nothing a model does is invisible: every tool call, refused ones too, and each attempt show on the trail."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from langchain_core.messages import ToolMessage
 
 from conftest import read_events, run_cli, run_scripted, verdict, write_script
+from rubric_runner.console import EXCERPT_LINES, EXCERPT_WIDTH
 from rubric_runner.scripted import ScriptedChatModel
 
 OK = verdict("satisfied", ("c", True))
@@ -71,3 +72,28 @@ def test_a_worker_call_to_a_tool_it_was_not_given_is_refused_and_recorded(tmp_pa
     assert event["told"].startswith("Error: run_test_suite is not a valid tool, try one of [ls, read_file")
     assert _told(seen_by_models, "run_test_suite") == [event["told"]]
     assert f"   worker called run_test_suite -> refused: {event['told']}\n" in capsys.readouterr().out
+
+
+def test_the_trail_shows_a_bounded_excerpt_of_each_attempt(tmp_path, capsys):
+    long_line = "word " * 60
+    first = "\n".join(f"{i}: {long_line}" for i in range(40))
+    second = "short\x1b[31m answer\tdone"
+    script = write_script(
+        tmp_path / "s.yaml",
+        worker=[{"content": first}, {"content": second}],
+        grader=[verdict("needs_revision", ("c", False)), OK],
+    )
+    result, run_dir = run_scripted(tmp_path, script, "run.console=true")
+    assert result.status == "satisfied"
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    start = lines.index(f"   worker answered (40 lines, {len(first)} chars):")
+    shown = lines[start + 1 : start + 2 + EXCERPT_LINES]
+    assert shown[:EXCERPT_LINES] == [f"   | {i}: {long_line}"[: 5 + EXCERPT_WIDTH] + "..." for i in range(EXCERPT_LINES)]
+    assert shown[-1] == f"   | ... (+{40 - EXCERPT_LINES} lines)"
+    assert lines[start + 2 + EXCERPT_LINES] == "-- grading iteration 0"
+    # the second attempt, before the second grading pass; no control character reaches the terminal
+    assert f"   worker answered (1 line, {len(second)} chars):\n   | short?[31m answer done\n-- grading iteration 1\n" in out
+    assert "\x1b" not in out and len(out.splitlines()) < 20
+    messages = json.loads((run_dir / "transcript.json").read_text())["messages"]
+    assert [m["data"]["content"] for m in messages if m["type"] == "ai"] == [first, second]  # the full text
