@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from datetime import datetime, timezone
@@ -15,6 +16,7 @@ from hydra import compose, initialize_config_dir
 from .config import CONF_DIR, ConfigError, register_configs, validate
 from .console import Console
 from .runlog import CONFIG_ERROR_EXIT, EventLog, RunResult, read_result, saved_overrides, write_result
+from .scripted import CURSOR_DIR
 from .session import EVENTS_FILE, RESULT_FILE, TRANSCRIPT_FILE, complete, describe
 
 USAGE = "usage: rubric-runner regrade RUN_DIR [OVERRIDES...]   e.g. grader=gpt or rubric.text='- ...'"
@@ -46,9 +48,12 @@ def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, recorder_fa
     result.final_answer = original.final_answer if original else None
     result.rubric = {**(original.rubric if original else {}), "text": text}
     recorder = recorder_factory(result)
+    recorder.attempt = result.final_answer
     state = {"messages": messages, "rubric": text, "_rubric_iterations": 0}
-    grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime()))
-    update = grade.invoke(state, config={"callbacks": [recorder]}) or {}
+    grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime(stream_writer=recorder.on_stream_event)))
+    # the run's thread: a scripted grader given the run's cursors continues its script there
+    metadata = {"thread_id": original.thread_id} if original and original.thread_id else {}
+    update = grade.invoke(state, config={"callbacks": [recorder], "metadata": metadata}) or {}
     result.evaluations = [dict(e) for e in update.get("_rubric_evaluations", [])]
     result.status = update.get("_rubric_status") or "error"
     result.iterations = len(result.evaluations)
@@ -74,10 +79,13 @@ def regrade(argv: list[str]) -> int:
             from .agent import Shared
             from .recorder import Recorder
 
+            if (run_dir / CURSOR_DIR / "grader").is_dir():  # a scripted grader's place in its script
+                shutil.copytree(run_dir / CURSOR_DIR / "grader", out_dir / CURSOR_DIR / "grader", dirs_exist_ok=True)
             # one grading pass: no worker can revise, so needs_revision ends as max_iterations_reached
             middleware = Shared(config, out_dir, roles=("grader",)).rubric_middleware(None, max_iterations=1)
             (out_dir / "overrides.yaml").write_text(yaml.safe_dump(overrides), encoding="utf-8")
             log.info("regrade_start", source=str(run_dir), grader=config.grader.model, overrides=overrides)
+            console.line(f"regrade of {run_dir}: grader={config.grader.model} rubric={config.rubric.name}")
             for task_dir in task_dirs(run_dir):
                 started = time.monotonic()
                 target = out_dir / task_dir.relative_to(run_dir)

@@ -1,10 +1,13 @@
-"""The haiku and summary demos: the scripted grader calls the real plugin tools, and its verdicts agree."""
+"""The offline demos: the scripted grader calls the real tools, and its verdicts agree with them."""
 
 from __future__ import annotations
 
 import json
+import re
 
-from conftest import compose_config, read_events
+import pytest
+
+from conftest import compose_config, read_events, run_cli
 from rubric_runner.runner import run
 
 
@@ -32,3 +35,23 @@ def test_summary_demo_checks_terms_for_real(tmp_path):
     assert [o["missing_terms"] for o in outputs] == [["chlorophyll"], []]
     first = {c["name"]: c["passed"] for c in result.evaluations[0]["criteria"]}
     assert first == {"The answer is one sentence": True, "The answer mentions light and chlorophyll": False}
+
+
+@pytest.mark.parametrize("rubric", ["code", "haiku", "summary"])
+def test_regrading_a_demo_grades_its_final_answer_again(tmp_path, rubric):
+    run_dir = tmp_path / "run"
+    assert run_cli("worker=scripted", "grader=scripted", f"rubric={rubric}", f"hydra.run.dir={run_dir}", cwd=tmp_path).returncode == 0
+    cursors = sorted(p.read_text() for p in (run_dir / "scripted-cursors").rglob("*.tsv"))
+    for _ in range(2):  # every regrade tells the same story: the run's own cursors are left as they were
+        proc = run_cli("regrade", str(run_dir), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "-- grading iteration 0\n" in proc.stdout
+        assert re.search(r"\n   grader called \w+ -> .*\n   verdict: satisfied - Regraded: ", proc.stdout)
+        assert proc.stdout.splitlines()[-2] == "run: satisfied"
+    assert sorted(p.read_text() for p in (run_dir / "scripted-cursors").rglob("*.tsv")) == cursors
+    final = json.loads((run_dir / "result.json").read_text())["final_answer"]
+    for regrade_dir in (run_dir / "regrades").iterdir():
+        record = json.loads((regrade_dir / "result.json").read_text())
+        assert (record["status"], record["iterations"]) == ("satisfied", 1)
+        (tool_run,) = [e for e in read_events(regrade_dir) if e["event"] == "tool_call_start"]
+        assert final.strip() in tool_run["input"].replace("\\n", "\n")  # the regrade checked the final answer

@@ -97,3 +97,14 @@ def test_the_trail_shows_a_bounded_excerpt_of_each_attempt(tmp_path, capsys):
     assert "\x1b" not in out and len(out.splitlines()) < 20
     messages = json.loads((run_dir / "transcript.json").read_text())["messages"]
     assert [m["data"]["content"] for m in messages if m["type"] == "ai"] == [first, second]  # the full text
+
+
+def test_a_regrade_records_and_shows_a_refused_call_too(tmp_path):
+    run_dir = tmp_path / "run"
+    assert run_cli(*TRAIL, "rubric=code", f"hydra.run.dir={run_dir}", cwd=tmp_path).returncode == 0
+    proc = run_cli("regrade", str(run_dir), "~grader.tools.run_test_suite", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (regrade_dir,) = (run_dir / "regrades").iterdir()
+    (event,) = [e for e in read_events(regrade_dir) if e["event"] == "tool_call_refused"]
+    assert (event["agent"], event["tool"]) == ("grader", "run_test_suite") and "seen = []" in event["input"]
+    assert f"   grader called run_test_suite -> refused: {event['told']}\n" in proc.stdout
