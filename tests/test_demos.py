@@ -37,6 +37,33 @@ def test_summary_demo_checks_terms_for_real(tmp_path):
     assert first == {"The answer is one sentence": True, "The answer mentions light and chlorophyll": False}
 
 
+def test_code_tasks_run_offline_with_real_test_runs(tmp_path):
+    result, _ = _demo(tmp_path, "code_tasks")
+    assert (result.status, result.aggregate["satisfied"], result.aggregate["runs"]) == ("satisfied", 12, 12)
+    iterations = {task["task_id"]: task["iterations"] for task in result.tasks}
+    revised = {"find_duplicates", "flatten", "is_palindrome", "merge_intervals", "second_largest"}
+    assert iterations == {task_id: 2 if task_id in revised else 1 for task_id in iterations}
+    trail: dict[str, list] = {}  # per task: each test run's outcome, then the verdict that followed it
+    for event in read_events(tmp_path / "run"):
+        if event["event"] == "tool_call_end":
+            trail.setdefault(event["task_id"], []).append(json.loads(event["output"]))
+        elif event["event"] == "rubric_evaluation_end":
+            trail[event["task_id"]].append(event)
+    assert len(trail) == 12
+    for task_id, steps in trail.items():
+        runs, verdicts = steps[0::2], steps[1::2]
+        assert [r["ok"] for r in runs] == [False] * (len(runs) - 1) + [True], task_id
+        for test_run, verdict in zip(runs, verdicts):
+            if test_run["ok"]:
+                assert verdict["result"] == "satisfied", task_id
+                continue
+            assert verdict["result"] == "needs_revision", task_id
+            gap = verdict["criteria"][0]["gap"]
+            failing = [failure.split(":")[0] for failure in test_run["failures"]]
+            assert failing and all(name in gap for name in failing), (task_id, failing, gap)
+            assert set(re.findall(r"test_\w+", gap)) == set(failing), (task_id, gap)
+
+
 @pytest.mark.parametrize("rubric", ["code", "haiku", "summary"])
 def test_regrading_a_demo_grades_its_final_answer_again(tmp_path, rubric):
     run_dir = tmp_path / "run"
