@@ -10,13 +10,13 @@ there (entry point ``wordcount``). The other has four entry points: ``throwaway`
 from __future__ import annotations
 
 import importlib
-import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+import readme
 from conftest import (
     BUNDLED_PLUGINS,
     ROOT,
@@ -105,10 +105,8 @@ FILES = {
 
 
 def readme_example() -> dict[str, str]:
-    """The files of the README's plugin example: each code block there starts with ``# <path>``."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Writing a plugin\n", 1)[1].split("\n## ", 1)[0]
-    return {path: body for path, body in re.findall(r"```\w+\n# (\S+)\n(.*?)```", section, re.DOTALL)}
+    """The package files of the README's plugin example (its code blocks that start with ``# <path>``)."""
+    return {path: text for path, text in readme.files("Writing a plugin").items() if not path.endswith(".yaml")}
 
 
 def _write(root, files: dict[str, str]) -> None:
