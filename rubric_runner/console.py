@@ -11,6 +11,8 @@ EXCERPT_LINES = 3
 """Lines of each attempt the trail shows (the whole text is in transcript.json)."""
 EXCERPT_WIDTH = 100
 """Characters of each line the trail shows."""
+TOOL_WIDTH = 240
+"""Characters the trail shows of what a tool call returned."""
 
 
 def printable(text: str) -> str:
@@ -64,9 +66,8 @@ class Console:
             self.line(f"   | {line}")
 
     def tool(self, agent: str, name: str, output: str) -> None:
-        """A tool call finished, or was refused."""
-        first = output.splitlines()[0] if output else ""
-        self.line(f"   {agent} called {name} -> {printable(first[:160])}")
+        """A tool call finished, or was refused: the start of what the model was told, on one line."""
+        self.line(f"   {agent} called {name} -> {printable(' '.join(output.split())[:TOOL_WIDTH])}")
 
     def verdict(self, event: dict[str, Any]) -> None:
         """A grading pass ended: the verdict and each failing criterion's gap."""

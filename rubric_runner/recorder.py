@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from uuid import UUID
 
-from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware import AgentMiddleware, ModelResponse
 from langchain_core.callbacks import BaseCallbackHandler, adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import AIMessage, ToolMessage
 
@@ -34,12 +34,26 @@ def _refusal(request: Any, answer: Any) -> dict[str, Any]:
     return {"tool": call["name"], "args": call.get("args"), "told": answer.content if isinstance(answer, ToolMessage) else answer}
 
 
-class ToolCallWatch(AgentMiddleware):
-    """Has every tool call answered, and reports a call to a tool the agent was not given.
+def _rejected_outputs(response: Any) -> list[dict[str, Any]]:
+    """Structured-output calls the model node answered with an error (a verdict that breaks its schema)."""
+    if not isinstance(response, ModelResponse) or response.structured_response is not None:
+        return []
+    calls = {call["id"]: call for message in response.result if isinstance(message, AIMessage) for call in message.tool_calls}
+    return [
+        {"tool": message.name, "args": calls.get(message.tool_call_id, {}).get("args"), "told": message.content}
+        for message in response.result
+        if isinstance(message, ToolMessage)
+    ]
 
-    Any ``wrap_tool_call`` gives an agent a tool node, even one without tools (a grader whose
-    evidence tools were all removed), so such a call is refused with an answer the model reads
-    (``Error: X is not a valid tool, try one of [...]``) instead of being left unanswered.
+
+class ToolCallWatch(AgentMiddleware):
+    """Has every tool call answered, and reports each call the model was refused, with what it was told.
+
+    Refused are a call to a tool the agent was not given, and a structured-output call (the grader's
+    ``GraderResponse``) that breaks its schema and is sent back to be fixed. Any ``wrap_tool_call``
+    gives an agent a tool node, even one without tools (a grader whose evidence tools were all
+    removed), so a call to a missing tool is answered (``Error: X is not a valid tool, try one of
+    [...]``) instead of being left unanswered.
     """
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
@@ -53,6 +67,18 @@ class ToolCallWatch(AgentMiddleware):
         if request.tool is None:
             await adispatch_custom_event(TOOL_REFUSED, _refusal(request, answer))
         return answer
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        response = handler(request)
+        for refusal in _rejected_outputs(response):
+            dispatch_custom_event(TOOL_REFUSED, refusal)
+        return response
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        response = await handler(request)
+        for refusal in _rejected_outputs(response):
+            await adispatch_custom_event(TOOL_REFUSED, refusal)
+        return response
 
 
 class Recorder(BaseCallbackHandler):

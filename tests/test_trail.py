@@ -74,6 +74,21 @@ def test_a_worker_call_to_a_tool_it_was_not_given_is_refused_and_recorded(tmp_pa
     assert f"   worker called run_test_suite -> refused: {event['told']}\n" in capsys.readouterr().out
 
 
+def test_a_verdict_that_breaks_its_schema_is_refused_recorded_and_shown(tmp_path, seen_by_models, capsys):
+    contradicting = verdict("satisfied", ("c", True))
+    contradicting["tool_calls"][0]["args"]["criteria"][0] = {"name": "c", "passed": False, "gap": "g"}
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "answer"}], grader=[contradicting, OK])
+    result, run_dir = run_scripted(tmp_path, script, "run.console=true", "run.preview_chars=5000")
+    assert (result.status, result.iterations) == ("satisfied", 1)
+    (event,) = [e for e in read_events(run_dir) if e["event"] == "tool_call_refused"]
+    assert (event["agent"], event["tool"]) == ("grader", "GraderResponse") and "'passed': False" in event["input"]
+    assert "result='satisfied' but at least one criterion has passed=False" in event["told"]
+    assert _told(seen_by_models, "GraderResponse") == [event["told"]]
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if "called GraderResponse" in line]
+    assert line.startswith("   grader called GraderResponse -> refused: Error: Failed to parse structured output")
+    assert "result='satisfied' but at least one criterion" in line and len(line) < 300
+
+
 def test_the_trail_shows_a_bounded_excerpt_of_each_attempt(tmp_path, capsys):
     long_line = "word " * 60
     first = "\n".join(f"{i}: {long_line}" for i in range(40))
