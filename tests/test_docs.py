@@ -6,7 +6,7 @@ text (continuation lines joined, comments left out, runs of spaces collapsed), a
 - ``Runs``: it needs no key, server or cluster, so it runs as written, in README order after the
   commands of its section before it, in a scratch directory that holds ``.venv`` and the files the
   section shows (code blocks whose first line is ``# <path>``), with ``.venv`` active. It must exit
-  with ``exit`` and print each of ``says``, which the section must quote too;
+  with ``exit_code`` and print each of ``says``, which the section must quote too;
 - ``Composes``: it needs a key, a server or a cluster (``why``), so the test only composes its config
   (what ``--cfg job`` prints; once per value of a sweep list), which catches a misspelt preset or key;
 - ``Skipped``: it can be neither run nor composed here, and ``why``.
@@ -21,7 +21,6 @@ import dataclasses
 import inspect
 import os
 import re
-import shlex
 import subprocess
 import sys
 import textwrap
@@ -40,7 +39,7 @@ from rubric_runner.config import CONF_DIR, Config
 @dataclasses.dataclass(frozen=True)
 class Runs:
     says: tuple[str, ...] = ()
-    exit: int = 0
+    exit_code: int = 0
     undo: str | None = None
     """A command that takes back what this one changed outside the scratch directory."""
 
@@ -226,7 +225,7 @@ def test_readme_commands_run_and_end_as_it_says(section, tmp_path, shell_env):
                 undo.append(entry.undo)
             proc = _shell(command, cwd, shell_env)
             output = proc.stdout + proc.stderr
-            assert proc.returncode == entry.exit, f"{command}\nexit {proc.returncode}\n{output[-3000:]}"
+            assert proc.returncode == entry.exit_code, f"{command}\nexit {proc.returncode}\n{output[-3000:]}"
             for said in entry.says:
                 assert said in output, f"{command}\ndid not print {said!r}:\n{output[-3000:]}"
             assert "Traceback" not in output, f"{command}\n{output[-3000:]}"
@@ -281,7 +280,7 @@ def test_a_sweep_composes_once_per_value(tmp_path, monkeypatch):
     ]
 
 
-def test_a_misspelt_override_does_not_compose(tmp_path, monkeypatch):
+def test_a_misspelt_override_does_not_compose():
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"), pytest.raises(Exception, match="partitionn"):
         compose(config_name="config", overrides=_compositions(["hydra/launcher=slurm_example", "hydra.launcher.partitionn=gpu"])[0],
                 return_hydra_config=True)
