@@ -106,7 +106,7 @@ def bench_overhead(tmp: Path, repeats: int) -> dict:
 
     from rubric_runner.builtin_tools import run_test_suite
     from rubric_runner.config import DATA_DIR
-    from rubric_runner.runner import run
+    from rubric_runner.runner import execute as run
     from rubric_runner.scripted import ScriptedChatModel, load_script
     from rubric_runner.tools import bind_settings
 
@@ -173,7 +173,7 @@ def bench_startup(repeats: int) -> dict:
 
 
 def _multi_task_run(tmp: Path, name: str, tasks: int, concurrency: int, latency: float, *extra: str):
-    from rubric_runner.runner import run
+    from rubric_runner.runner import execute as run
 
     script = latency_script(tmp / f"{name}.yaml", latency)
     data = dataset(tmp / f"{name}.jsonl", tasks)

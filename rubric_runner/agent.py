@@ -2,22 +2,54 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .config import Config
+from .config import Config, ConfigError
 from .dataset import Task
 from .grading import grader_middleware
-from .models import build_chat_model, split_model
+from .environment import API_KEY_ENV
+from .models import OFFLINE_HINT, build_chat_model, is_scripted, split_model
 from .plugins import Plugins
 from .recorder import ToolCallWatch
+from .records import GraderInfo, ModelInfo, RubricInfo, RunRecord
 from .tools import ToolRegistry, validate_settings
 
 
-class Shared:
-    """Tools, models, response cache and rate limiters shared by every task of a run."""
+def note_what_ran(record: RunRecord, config: Config) -> None:
+    """Copy what ran (models, tools, grader settings, rubric, tags) into a record."""
+    worker, grader = config.worker, config.grader
+    record.worker = ModelInfo(model=worker.model, scripted=is_scripted(worker), tools=sorted(worker.tools))
+    record.grader = GraderInfo(
+        model=grader.model, scripted=is_scripted(grader), tools=sorted(grader.tools), max_iterations=grader.max_iterations,
+        max_model_calls=grader.max_model_calls, structured_output=str(grader.structured_output),
+    )
+    record.rubric = RubricInfo(name=config.rubric.name, text=config.rubric.text, task=config.rubric.task)
+    record.tags = list(config.tags)
+
+
+def check_keys(config: Config, roles: tuple[str, ...]) -> None:
+    """Fail before any model call when a provider's key is not set, naming every variable to set."""
+    missing = {}
+    for role in [role for role in ("worker", "grader") if role in roles]:
+        node = getattr(config, role)
+        names = API_KEY_ENV.get(split_model(node.model)[0])
+        if names and not any(os.environ.get(name) for name in names):
+            missing[role] = (node.model, names[0])
+    if not missing:
+        return
+    models = list(dict.fromkeys(model for model, _ in missing.values()))
+    variables = " and ".join(dict.fromkeys(name for _, name in missing.values()))
+    need = "needs an API key" if len(models) == 1 else "need API keys"
+    raise ConfigError(",".join(f"{role}.model" for role in missing), f"{' and '.join(models)} {need}",
+                      f"set {variables} in the environment, {OFFLINE_HINT}")
+
+
+class AgentFactory:
+    """What every task of a run shares (tools, models, response cache, rate limiters), and the agent built from it."""
 
     def __init__(self, config: Config, run_dir: Path, roles: tuple[str, ...] = ("grader", "worker")) -> None:
         self.config = config
@@ -30,6 +62,7 @@ class Shared:
             from .cache import SQLiteResponseCache
 
             self.cache = SQLiteResponseCache(config.run.cache)
+        check_keys(config, roles)
         limiters = self._rate_limiters()
         models = {role: build_chat_model(getattr(config, role), role, run_dir, self._extras(role, limiters)) for role in roles}
         self.grader_model, self.worker_model = models.get("grader"), models.get("worker")

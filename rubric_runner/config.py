@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
+import threading
 from dataclasses import dataclass, field, is_dataclass
+from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Dict, List, Optional, get_type_hints
 from urllib.parse import urlsplit
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
+
+from .environment import POSTGRES_URL_ENV, job_env
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 CONF_DIR = next(
@@ -25,6 +31,25 @@ class ConfigError(ValueError):
     def __init__(self, key: str, problem: str, fix: str) -> None:
         super().__init__(f"{key}: {problem} ({fix})")
         self.key, self.problem, self.fix = key, problem, fix
+
+
+class StructuredOutput(StrEnum):
+    """How the grader's verdict comes back."""
+
+    auto = "auto"
+    """LangChain picks from the model's profile."""
+    tool = "tool"
+    """A forced ``GraderResponse`` tool call."""
+    provider = "provider"
+    """The provider's native JSON-schema output."""
+
+
+class Checkpointer(StrEnum):
+    """Where the agent's checkpoints go."""
+
+    sqlite = "sqlite"
+    memory = "memory"
+    postgres = "postgres"
 
 
 @dataclass
@@ -72,7 +97,7 @@ class GraderConfig(ModelConfig):
     system_prompt: Optional[str] = None
     # how the verdict comes back: auto (LangChain picks from the model profile), tool (a forced
     # GraderResponse tool call) or provider (the provider's native JSON-schema output)
-    structured_output: str = "auto"
+    structured_output: StructuredOutput = StructuredOutput.auto
 
 
 @dataclass
@@ -99,7 +124,7 @@ class RunConfig:
     resume: bool = False
     # where the agent's checkpoints go: "sqlite" (checkpoints.sqlite in the run dir), "memory", or
     # "postgres" (the database at checkpoint_url or $RUBRIC_RUNNER_POSTGRES_URL)
-    checkpointer: str = "sqlite"
+    checkpointer: Checkpointer = Checkpointer.sqlite
     # PostgreSQL connection URL for checkpointer=postgres, without a password (that comes from
     # PGPASSWORD or ~/.pgpass); null: $RUBRIC_RUNNER_POSTGRES_URL
     checkpoint_url: Optional[str] = None
@@ -149,34 +174,45 @@ def _package_data(relative: str) -> str:
     return str(DATA_DIR / relative)
 
 
-POSTGRES_URL_ENV = "RUBRIC_RUNNER_POSTGRES_URL"
-"""The PostgreSQL URL for ``run.checkpointer=postgres`` when ``run.checkpoint_url`` is null."""
-
-
-def _job_env() -> dict[str, str]:
-    """Resolver ``${job_env:}``: what a job on another machine needs from this shell's environment."""
-    from .models import job_env
-
-    return job_env()
+def _unique_time() -> str:
+    """Resolver ``${unique_time:}``: ``HH-MM-SS.mmm-xxxx``, the time to the millisecond and a random
+    id, so dirs made at once differ and still sort by time."""
+    return f"{datetime.now():%H-%M-%S.%f}"[:12] + f"-{secrets.token_hex(2)}"
 
 
 def register_configs() -> None:
-    """Register the schema and the resolvers ``package_data``, ``job_env`` and ``submit_dir`` (idempotent).
+    """Register the schema and the resolvers ``package_data``, ``job_env``, ``submit_dir`` and
+    ``unique_time`` (idempotent).
 
     ``${submit_dir:}`` is the working directory of the process that composed the config, cached, so a
     sweep dir built on it stays the submitting shell's on every machine that runs a job.
+    ``${unique_time:}`` is cached per composed config, so a run dir keeps its name once chosen.
     """
     ConfigStore.instance().store(name="schema", node=Config)
     if not OmegaConf.has_resolver("package_data"):
         OmegaConf.register_new_resolver("package_data", _package_data)
     if not OmegaConf.has_resolver("job_env"):
-        OmegaConf.register_new_resolver("job_env", _job_env)
+        OmegaConf.register_new_resolver("job_env", job_env)
     if not OmegaConf.has_resolver("submit_dir"):
         OmegaConf.register_new_resolver("submit_dir", os.getcwd, use_cache=True)
+    if not OmegaConf.has_resolver("unique_time"):
+        OmegaConf.register_new_resolver("unique_time", _unique_time, use_cache=True)
 
 
-CHECKPOINTERS = ("sqlite", "memory", "postgres")
-STRUCTURED_OUTPUT = ("auto", "tool", "provider")
+_COMPOSING = threading.Lock()
+"""Hydra's compose API keeps its state in a process-wide singleton: one compose at a time."""
+
+
+def compose(overrides: list[str], return_hydra_config: bool = False) -> DictConfig:
+    """The config ``rubric-runner OVERRIDES`` runs with, composed with Hydra's compose API."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    register_configs()
+    with _COMPOSING, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return hydra_compose(config_name="config", overrides=list(overrides), return_hydra_config=return_hydra_config)
+
+
 SECRET_WORDS = ("api_key", "apikey", "secret", "password", "access_token", "authorization")
 
 
@@ -284,12 +320,6 @@ def validate(cfg: DictConfig) -> Config:
     for key in required:
         if not str(getattr(config.rubric, key)).strip():
             raise ConfigError(f"rubric.{key}", "is empty", f"give rubric.{key} some text")
-    if config.grader.structured_output not in STRUCTURED_OUTPUT:
-        raise ConfigError(
-            "grader.structured_output",
-            f"unknown strategy {config.grader.structured_output!r}",
-            f"use one of {', '.join(STRUCTURED_OUTPUT)}",
-        )
     for key in ("concurrency", "repeats"):
         value = getattr(config.run, key)
         if isinstance(value, bool) or value < 1:
@@ -297,13 +327,9 @@ def validate(cfg: DictConfig) -> Config:
     for provider, rate in config.run.rate_limits.items():
         if not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate <= 0:
             raise ConfigError(f"run.rate_limits.{provider}", f"must be a positive number, got {rate!r}", "requests per second, e.g. 2.0")
-    if config.run.checkpointer not in CHECKPOINTERS:
-        raise ConfigError(
-            "run.checkpointer",
-            f"unknown checkpointer {config.run.checkpointer!r}",
-            f"use one of {', '.join(CHECKPOINTERS)}",
-        )
-    if config.run.checkpointer == "postgres":
+    if config.run.preview_chars < 0:
+        raise ConfigError("run.preview_chars", f"must be 0 or more, got {config.run.preview_chars}", "e.g. run.preview_chars=400")
+    if config.run.checkpointer == Checkpointer.postgres:
         _check_postgres(config.run.checkpoint_url)
     fail_under = config.sweep.fail_under
     if fail_under is not None and not 0 <= fail_under <= 1:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from .runlog import redact
+from .redaction import redact
 
 EXCERPT_LINES = 3
 """Lines of each attempt the trail shows (the whole text is in transcript.json)."""

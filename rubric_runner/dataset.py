@@ -28,7 +28,13 @@ class Task:
 def _read(path: Path) -> list[Any]:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        items = []
+        for number, line in enumerate(text.splitlines(), 1):
+            try:
+                items += [json.loads(line)] if line.strip() else []
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"line {number}: {exc.msg} at column {exc.colno}") from None
+        return items
     data = yaml.safe_load(text)
     return data.get("tasks") if isinstance(data, dict) else data
 

@@ -9,3 +9,9 @@ hookimpl = pluggy.HookimplMarker("rubric_runner")
 @hookspec
 def register_tools(register):
     """Register tools by calling ``register(tool, name=None)`` once per tool."""
+
+
+@hookspec
+def register_commands(subparsers):
+    """Add commands to ``rubric-runner`` with ``subparsers.add_parser(name, ...)``; each sets
+    ``handler``, a function of the parsed arguments returning the exit code."""

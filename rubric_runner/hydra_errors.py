@@ -52,6 +52,11 @@ def describe(exc: Exception, args: list[str]) -> str:
         bad = next((arg for arg in args if not arg.startswith("-") and not _parses(arg)), "override")
         return f"{bad}: {_first_line(exc)} (see {GRAMMAR})"
     if isinstance(exc, ConfigCompositionException):
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        full_key = next((line.partition(":")[2].strip() for line in lines if line.startswith("full_key:")), None)
+        if full_key and len(lines) > 1:  # a bad key or value inside a config file: the cause is on the next line
+            where = lines[0].split("'")[1] if lines[0].startswith("In '") else "a config file"
+            return f"{full_key}: {lines[1]} (in {where}: fix or remove it there; `--cfg job` prints every key)"
         return f"{_first_line(exc)} (`--help` lists the groups, `--cfg job` prints every key)"
     if isinstance(exc, yaml.YAMLError):
         mark = getattr(exc, "problem_mark", None)

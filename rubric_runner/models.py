@@ -8,20 +8,11 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import POSTGRES_URL_ENV, ConfigError, ModelConfig
+from .config import ConfigError, ModelConfig
+from .environment import API_KEY_ENV
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
-
-API_KEY_ENV = {
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "openai": ("OPENAI_API_KEY",),
-    "google_genai": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
-    "openrouter": ("OPENROUTER_API_KEY",),
-    "fireworks": ("FIREWORKS_API_KEY",),
-    "baseten": ("BASETEN_API_KEY",),
-}
-"""Environment variables that hold each provider's key (the first is the one to set)."""
 
 EXTRAS = {
     "anthropic": "anthropic",
@@ -35,17 +26,7 @@ EXTRAS = {
 """The pip extra of rubric_runner that installs each provider's package."""
 
 OLLAMA_DEFAULT_URL = "http://localhost:11434"
-JOB_ENV = (
-    *(name for names in API_KEY_ENV.values() for name in names),
-    "OLLAMA_HOST", POSTGRES_URL_ENV, "PGPASSWORD", "RUBRIC_RUNNER_PLUGINS",
-)
-"""What a job run on another machine takes from the submitting shell (Ray: ``${job_env:}``)."""
 OFFLINE_HINT = "or run offline with worker=scripted grader=scripted"
-
-
-def job_env() -> dict[str, str]:
-    """The variables of ``JOB_ENV`` set in this environment, by name."""
-    return {name: os.environ[name] for name in JOB_ENV if name in os.environ}
 
 
 def split_model(spec: str) -> tuple[str, str]:

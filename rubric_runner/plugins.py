@@ -7,14 +7,14 @@ import logging
 import os
 from dataclasses import dataclass
 from importlib import metadata
+from typing import Any
 
 import pluggy
 
 from . import hookspecs
+from .environment import PLUGINS_ENV
 
 ENTRY_POINT_GROUP = "rubric_runner"
-PLUGINS_ENV = "RUBRIC_RUNNER_PLUGINS"
-"""Comma-separated entry-point plugin names to load; unset loads all, empty loads none."""
 
 DEFAULT_PLUGINS = ("rubric_runner.builtin_tools",)
 
@@ -109,6 +109,15 @@ class Plugins:
         if key not in _loaded:
             _loaded[key] = cls()
         return _loaded[key]
+
+    def register_commands(self, subparsers: Any) -> None:
+        """Let every plugin add its commands; a plugin whose ``register_commands`` fails is reported
+        and the other commands stay."""
+        for impl in self.manager.hook.register_commands.get_hookimpls():
+            try:
+                impl.function(subparsers=subparsers)
+            except Exception as exc:  # one plugin's broken command must not take the command line down
+                self.fail(impl.plugin_name, f"register_commands failed: {type(exc).__name__}: {exc}")
 
     def plugin_name(self, plugin: object) -> str:
         """The registered name of a plugin object."""

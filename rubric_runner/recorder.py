@@ -13,12 +13,12 @@ from langchain_core.callbacks import BaseCallbackHandler, adispatch_custom_event
 from langchain_core.messages import AIMessage, ToolMessage
 
 from .console import Console
-from .runlog import RunResult
+from .records import Evaluation, RunRecord
 
 GRADER_METADATA_KEY = "rubric_grader_configured_model"
 """Metadata key RubricMiddleware puts on every call its grader makes."""
 TOOL_REFUSED = "rubric_runner_tool_refused"
-"""The custom callback event ``ToolCallWatch`` sends for a call to a tool the agent was not given."""
+"""The custom callback event ``ToolCallWatch`` sends for each call the model was refused."""
 
 
 def preview(value: Any, limit: int) -> str:
@@ -86,7 +86,7 @@ class Recorder(BaseCallbackHandler):
 
     run_inline = True  # cheap and thread-safe: no need for an executor hop in async runs
 
-    def __init__(self, log: Any, result: RunResult, console: Console, preview_chars: int) -> None:
+    def __init__(self, log: Any, result: RunRecord, console: Console, preview_chars: int) -> None:
         self.log = log
         self.result = result
         self.console = console
@@ -175,6 +175,6 @@ class Recorder(BaseCallbackHandler):
     def on_evaluation(self, evaluation: dict[str, Any]) -> None:
         """``RubricMiddleware(on_evaluation=...)``: keep every evaluation for the record."""
         with self._lock:
-            self.result.evaluations.append(dict(evaluation))
+            self.result.evaluations.append(Evaluation.model_validate(evaluation))
             self.result.grading_run_id = evaluation.get("grading_run_id")
             self.result.iterations = len(self.result.evaluations)

@@ -1,8 +1,9 @@
-"""run(): one rubric run, from validated config to result records; testable without Hydra."""
+"""One rubric run, from a composed config to its records; the command line and ``rubric_runner.run`` share it."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
@@ -10,112 +11,101 @@ from omegaconf import DictConfig
 
 from .config import ConfigError, validate
 from .console import Console
-from .runlog import CONFIG_ERROR_EXIT, EventLog, RunResult, Usage, redact_override, write_result
-from .session import EVENTS_FILE, RESULT_FILE, Session, StopRequest, complete, describe, now, usage_dict
-
-SEVERITY = ("satisfied", "max_iterations_reached", "failed", "grader_error", "error", "interrupted")
-"""Task statuses from best to worst; a multi-task run takes its worst task's status."""
-
-
-def aggregate(record: RunResult, results: list[RunResult], session: Session) -> None:
-    """Fill a multi-task run's record from its task records."""
-    record.usage = {"worker": Usage(), "grader": Usage()}
-    for result in results:
-        for role, counts in result.usage.items():
-            record.usage.setdefault(role, Usage()).merge(counts)
-    record.tasks = [
-        {
-            "task_id": r.task_id,
-            "repeat": r.repeat,
-            "status": r.status,
-            "iterations": r.iterations,
-            "run_dir": r.run_dir,
-            "reused": f"{r.task_id}-r{r.repeat}" in session.reused,
-        }
-        for r in results
-    ]
-    record.status = max((r.status for r in results), key=SEVERITY.index, default="error")
-    record.iterations = sum(r.iterations for r in results)
-    by_task: dict[str, list[bool]] = {}
-    for r in results:
-        by_task.setdefault(r.task_id or "task", []).append(r.status == "satisfied")
-    runs = len(results)
-    satisfied = sum(r.status == "satisfied" for r in results)
-    record.aggregate = {
-        "tasks": len(by_task),
-        "repeats": session.config.run.repeats,
-        "runs": runs,
-        "satisfied": satisfied,
-        "satisfied_rate": round(satisfied / runs, 4) if runs else 0.0,
-        "pass_at_k": round(sum(any(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
-        "pass_hat_k": round(sum(all(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
-        "statuses": {status: sum(r.status == status for r in results) for status in SEVERITY if any(r.status == status for r in results)},
-        "reused": len(session.reused),
-        "rerun": runs - len(session.reused),
-        "cache_hits": sum(counts.cached_calls for counts in record.usage.values()),
-    }
+from .events import event_log
+from .records import EVENTS_FILE, RESULT_FILE, RunRecord, now, write_record
+from .redaction import redact_override
+from .signals import StopRequest
 
 
-def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None) -> RunResult:
+class RunDirInUse(ConfigError):
+    """The run dir already holds another run's record (and this run is no resume)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__("hydra.run.dir", f"{run_dir} already holds another run's record",
+                         "leave hydra.run.dir unset for a new dir, or continue that run with `rubric-runner resume DIR`")
+
+
+def claim_run_dir(run_dir: Path, resume: bool) -> None:
+    """Make ``run_dir`` this run's: create ``result.json`` there, unless another run's is there already.
+
+    Creating the file is atomic, so of two runs started at once in one dir only one gets it. A
+    resumed run continues the record that is there.
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if resume:
+        return
+    try:
+        os.close(os.open(run_dir / RESULT_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        raise RunDirInUse(run_dir) from None
+
+
+def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None,
+            stop: StopRequest | None = None, claimed: bool = False) -> RunRecord:
     """Run the rubric loop for every task; write ``result.json``, ``events.jsonl``, transcripts.
 
     A single task writes its files in ``run_dir``. With a dataset or repeats,
     each task writes in ``run_dir/tasks/<id>-r<k>/`` and ``run_dir/result.json``
     aggregates them. With ``run.resume=true``, complete tasks are kept as they
-    are and interrupted or failed ones continue from their checkpoints.
+    are and interrupted or failed ones continue from their checkpoints. ``stop``
+    (the command line's signal handling) is checked at every checkpoint; without
+    ``claimed`` (the command line claims its run dir itself) the run claims ``run_dir``
+    first and raises ``RunDirInUse`` when another run's record is there.
     """
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    record = RunResult(overrides=[redact_override(o) for o in overrides or []], run_dir=str(run_dir), started_at=now())
+    if not claimed:
+        claim_run_dir(run_dir, bool(cfg.get("run", {}).get("resume", False)))
+    record = RunRecord(overrides=[redact_override(o) for o in overrides or []], run_dir=str(run_dir), started_at=now())
     console = Console(enabled=bool(cfg.get("run", {}).get("console", True)))
     started = time.monotonic()
-    session: Session | None = None
+    session = None
 
-    def finish() -> None:
-        """Complete and write the run's record, however it ended."""
-        config_error = bool(record.error and record.error["type"] == "ConfigError")
-        complete(record, started)
-        if config_error:
-            record.exit_code = CONFIG_ERROR_EXIT
-        write_result(run_dir / RESULT_FILE, record)
-        log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.iterations,
-                 usage=usage_dict(record), wall_seconds=record.wall_seconds, aggregate=record.aggregate)
-        if record.aggregate:
-            console.summary(record.aggregate)
-        console.finish(record.status, record.iterations, str(run_dir), record.error and record.error["message"])
+    with event_log(run_dir / EVENTS_FILE) as log:
 
-    def stop_now(reason: str) -> None:
-        nonlocal record
-        interrupted = session.interrupt_all(reason) if session is not None else []
-        if session is not None and not session.multi and interrupted:
-            record = interrupted[0]
-        else:
-            record.status = "interrupted"
-            record.error = {"type": "KeyboardInterrupt", "message": reason}
-        log.warning("interrupted", reason=reason)
-        finish()
+        def end_run() -> None:
+            """Complete and write the run's record, however it ended."""
+            record.complete(started)
+            write_record(run_dir / RESULT_FILE, record)
+            log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.iterations,
+                     usage=record.usage_dict(), wall_seconds=record.wall_seconds,
+                     aggregate=record.aggregate.model_dump() if record.aggregate else None)
+            if record.aggregate:
+                console.summary(record.aggregate.model_dump())
+            console.finish(record.status, record.iterations, str(run_dir), record.error and record.error.message)
 
-    with EventLog(run_dir / EVENTS_FILE) as log, StopRequest(console, stop_now).installed() as stop:
+        def stop_now(reason: str) -> None:
+            nonlocal record
+            interrupted = session.interrupt_all(reason) if session is not None else []
+            if session is not None and not session.multi and interrupted:
+                record = interrupted[0]
+            else:
+                record.interrupt(reason)
+            log.warning("interrupted", reason=reason)
+            end_run()
+
+        if stop is not None:
+            stop.attach(console.line, stop_now)
         try:
             config = validate(cfg)
-            describe(config, record)
-            from .agent import Shared
+            from .agent import AgentFactory, note_what_ran
             from .dataset import load_tasks
+            from .session import Session
 
+            note_what_ran(record, config)
             tasks = load_tasks(config)
-            shared = Shared(config, run_dir)
-            for failure in shared.registry.plugins.failures:
+            factory = AgentFactory(config, run_dir)
+            for failure in factory.registry.plugins.failures:
                 console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
-            shared.check_task_tools(tasks)
-            session = Session(config, run_dir, log, console, record.overrides, multi=len(tasks) > 1 or config.run.repeats > 1)
-            session.stop = stop
-            log.info("run_start", worker=record.worker, grader=record.grader, rubric=config.rubric.name,
-                     overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
+            factory.check_task_tools(tasks)
+            multi = len(tasks) > 1 or config.run.repeats > 1
+            session = Session(config, run_dir, log, console, record, multi, stop)
+            log.info("run_start", worker=record.worker.model_dump(), grader=record.grader.model_dump(),
+                     rubric=config.rubric.name, overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
             console.start(config.worker.model, config.grader.model, config.rubric.name,
-                          record.worker["scripted"] or record.grader["scripted"])
-            results = asyncio.run(session.run_tasks(tasks, lambda saver: shared.build(session.on_evaluation, saver)))
+                          bool(record.worker.scripted or record.grader.scripted))
+            results = asyncio.run(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
             if session.multi:
-                aggregate(record, results, session)
+                record.aggregate_tasks(results, config.run.repeats, session.reused)
             elif session.reused:
                 log.info("run_already_complete", status=results[0].status)
                 console.line(f"already complete: {results[0].status} (nothing to resume)")
@@ -123,12 +113,14 @@ def run(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None
             else:
                 record = results[0]
         except ConfigError as exc:
-            record.status = "error"
-            record.error = {"type": "ConfigError", "key": exc.key, "message": str(exc)}
+            record.fail(exc)
             log.error("config_error", key=exc.key, message=str(exc))
+        except KeyboardInterrupt:  # no signal handler (a notebook's stop button): record it, then stop
+            stop_now("KeyboardInterrupt: stopped without waiting for a checkpoint")
+            raise
         except Exception as exc:  # whatever breaks the run as a whole still leaves its record
-            record.status = "error"
-            record.error = {"type": type(exc).__name__, "message": str(exc)}
+            record.fail(exc)
             log.exception("run_error")
-        finish()
+        end_run()
     return record
+

@@ -1,26 +1,51 @@
-"""Process-wide settings for the length of a run's tasks: what many concurrent tasks need to stay cheap."""
+"""Process-wide settings a run needs, entered by the first active run and restored by the last.
+
+Runs may go on at once in threads of one process (``rubric_runner.run``); each setting here is
+shared by them and is back as it was once none is active.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
-@contextlib.contextmanager
-def frozen_heap() -> Iterator[None]:
-    """Keep the garbage collector off the objects alive before the tasks start.
+class ProcessWide:
+    """A process-wide setting: ``enter()`` when the first user arrives, ``restore(saved)`` when the last leaves."""
 
-    Imports, config and the compiled agent are scanned in every full collection while
-    tasks run; frozen, collections only look at what the tasks allocate. Unfrozen at
-    the end, they are collected as usual.
-    """
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
+    def __init__(self, enter: Callable[[], Any], restore: Callable[[Any], None]) -> None:
+        self._enter, self._restore = enter, restore
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved: Any = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the setting for the length of the ``with`` block."""
+        with self._lock:
+            if self._users == 0:
+                self._saved = self._enter()
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    self._restore(self._saved)
+                    self._saved = None
+
+
+FROZEN_HEAP = ProcessWide(gc.freeze, lambda _: gc.unfreeze())
+"""Keep the garbage collector off the objects alive before the tasks start.
+
+Imports, config and the compiled agent are scanned in every full collection while
+tasks run; frozen, collections only look at what the tasks allocate. Unfrozen when
+the last run's tasks end, they are collected as usual.
+"""
 
 
 async def _inline_unless_tracing(default: Any, ctx: Any, func: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -31,19 +56,29 @@ async def _inline_unless_tracing(default: Any, ctx: Any, func: Any, /, *args: An
     return ctx.run(func, *args, **kwargs)
 
 
-@contextlib.contextmanager
-def no_thread_hops_without_tracing() -> Iterator[None]:
-    """Run LangSmith's run set-up and tear-down in place while tracing is off.
-
-    Every middleware model-call wrapper is ``@traceable``; by default each call sends
-    two small functions to the default thread pool even with tracing off, and the hops
-    cost far more CPU than the functions do. With tracing on, LangSmith's default stays.
-    LangSmith's defaults are back when the tasks end.
-    """
+def _inline_langsmith() -> None:
     import langsmith
 
     langsmith.set_runtime_overrides(aio_to_thread=_inline_unless_tracing)
-    try:
+
+
+def _langsmith_defaults(_: Any) -> None:
+    import langsmith
+
+    langsmith.set_runtime_overrides()
+
+
+NO_THREAD_HOPS_WITHOUT_TRACING = ProcessWide(_inline_langsmith, _langsmith_defaults)
+"""Run LangSmith's run set-up and tear-down in place while tracing is off.
+
+Every middleware model-call wrapper is ``@traceable``; by default each call sends
+two small functions to the default thread pool even with tracing off, and the hops
+cost far more CPU than the functions do. With tracing on, LangSmith's default stays.
+"""
+
+
+@contextlib.contextmanager
+def tasks_running() -> Iterator[None]:
+    """What many concurrent tasks need to stay cheap, for the length of a run's tasks."""
+    with FROZEN_HEAP.held(), NO_THREAD_HOPS_WITHOUT_TRACING.held():
         yield
-    finally:
-        langsmith.set_runtime_overrides()

@@ -18,7 +18,7 @@ from hydra import compose, initialize_config_dir
 
 from rubric_runner.config import CONF_DIR, register_configs
 from rubric_runner.models import API_KEY_ENV
-from rubric_runner.runner import run
+from rubric_runner.runner import execute as run
 
 register_configs()
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
 
 from conftest import compose_config, run_cli
-from rubric_runner.runner import run
+from rubric_runner.runner import execute as run
 
 SCRIPTED = ("worker=scripted", "grader=scripted")
 LINE = re.compile(r"error: (?P<key>\S+): .+ \(.+\)")
@@ -58,8 +60,8 @@ CASES = {
     "model-without-id": (["grader.model=openai:"], "grader.model", "run"),
     "base-url-not-a-url": (["worker.base_url='not a url'"], "worker.base_url", "run"),
     "base-url-wrong-scheme": (["grader.base_url=ftp://127.0.0.1/v1"], "grader.base_url", "run"),
-    "structured-output-unknown": (["grader.structured_output=json"], "grader.structured_output", "run"),
-    "checkpointer-unknown": (["run.checkpointer=redis"], "run.checkpointer", "run"),
+    "structured-output-unknown": (["grader.structured_output=json"], "grader.structured_output", "compose"),
+    "checkpointer-unknown": (["run.checkpointer=redis"], "run.checkpointer", "compose"),
     "missing-api-key": (["worker=gpt"], "worker.model", "run"),
     "override-syntax": (["grader.max_iterations=["], "grader.max_iterations=[", "compose"),
     "yaml-error-config-dir": (["--config-dir", "{tmp}/user_conf", "grader=broken"], "broken.yaml:2", "compose"),
@@ -134,3 +136,95 @@ def test_full_hydra_error_still_gives_the_trace(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" in proc.stderr and "MissingConfigException" in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("error: grader: ")
+
+
+def _user_files(tmp):
+    """A run dir Hydra saved overrides for, a user config dir, a task set with bad JSON on line 2."""
+    run = tmp / "old_run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("- worker=scripted\n- grader=scripted\n")
+    (tmp / "user_conf" / "rubric").mkdir(parents=True)
+    (tmp / "user_conf" / "rubric" / "short3.yaml").write_text(
+        "# @package _global_\nrubric:\n  name: short3\n  task: say hi\n  text: '- says hi'\n  criteria_typo: 1\n")
+    (tmp / "tasks.jsonl").write_text('{"id": "a", "task": "do a"}\n{"id": "b", task: "do b"}\n')
+    (tmp / "empty").mkdir()
+
+
+# id: (arguments, key named on the line, "compose" (no run or sweep dir) or "run" (a ConfigError record))
+COMMANDS = {
+    "sweep-bad-second-value": (["-m", *SCRIPTED, "rubric=code,haikuu"], "rubric", "compose"),
+    "sweep-bad-first-value": (["-m", *SCRIPTED, "rubric=haikuu,code"], "rubric", "compose"),
+    "sweep-bad-type": (["-m", *SCRIPTED, "grader.max_iterations=x,3"], "grader.max_iterations", "compose"),
+    "sweep-fail-under": (["-m", *SCRIPTED, "rubric=code,haiku", "sweep.fail_under=1.5"], "sweep.fail_under", "compose"),
+    "regrade-unknown-preset": (["regrade", "{tmp}/old_run", "grader=sonet"], "grader", "compose"),
+    "regrade-bad-type": (["regrade", "{tmp}/old_run", "grader.max_iterations=x"], "grader.max_iterations", "compose"),
+    "regrade-unknown-key": (["regrade", "{tmp}/old_run", "grader.nokey=1"], "grader.nokey", "compose"),
+    "regrade-missing-dir": (["regrade", "{tmp}/nope"], "RUN_DIR", "compose"),
+    "regrade-empty-dir": (["regrade", "{tmp}/empty"], "RUN_DIR", "compose"),
+    "resume-missing-dir": (["resume", "{tmp}/nope"], "RUN_DIR", "compose"),
+    "resume-empty-dir": (["resume", "{tmp}/empty"], "RUN_DIR", "compose"),
+    "unknown-key-in-user-rubric": (["--config-dir", "{tmp}/user_conf", *SCRIPTED, "rubric=short3"], "rubric.criteria_typo", "compose"),
+    "dataset-bad-json": ([*SCRIPTED, "rubric.dataset={tmp}/tasks.jsonl"], "rubric.dataset", "run"),
+    "preview-chars-negative": ([*SCRIPTED, "run.preview_chars=-3"], "run.preview_chars", "run"),
+    "neither-command-nor-override": (["frobnicate"], "frobnicate", "compose"),
+    "two-missing-keys": (["worker=gpt", "grader=gemini"], "worker.model,grader.model", "run"),
+}
+DETAILS = {  # what else the line must say
+    "sweep-bad-second-value": "'rubric/haikuu' not found",
+    "unknown-key-in-user-rubric": "Key 'criteria_typo' not in 'RubricConfig'",
+    "dataset-bad-json": "line 2: Expecting property name enclosed in double quotes at column 13",
+    "neither-command-nor-override": "neither a command nor an override (commands: plugins, regrade, report, resume, tools;",
+    "two-missing-keys": "set OPENAI_API_KEY and GOOGLE_API_KEY in the environment",
+    "regrade-empty-dir": "holds no .hydra/overrides.yaml",
+    "resume-missing-dir": "is not a directory",
+}
+
+
+@pytest.fixture(scope="module")
+def command_outcomes(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bad_commands")
+
+    def invoke(case):
+        tmp = root / case
+        _user_files(tmp)
+        args = [arg.replace("{tmp}", str(tmp)) for arg in COMMANDS[case][0]]
+        if args[0] not in ("regrade", "resume", "frobnicate"):
+            args.append(f"hydra.sweep.dir={tmp}/sweep" if args[0] == "-m" else f"hydra.run.dir={tmp}/run")
+        return run_cli(*args, cwd=tmp), tmp
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {case: pool.submit(invoke, case) for case in COMMANDS}
+    return {case: future.result() for case, future in futures.items()}
+
+
+@pytest.mark.parametrize("case", list(COMMANDS))
+def test_bad_command(command_outcomes, case):
+    proc, tmp = command_outcomes[case]
+    _, key, stage = COMMANDS[case]
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    match = LINE.fullmatch(lines[0])
+    assert match and key == match["key"], lines[0]
+    assert DETAILS.get(case, "") in lines[0]
+    assert not (tmp / "sweep").exists() and not (tmp / "old_run" / "regrades").exists()
+    if stage == "compose":
+        assert not (tmp / "run").exists()
+    else:
+        record = json.loads((tmp / "run" / "result.json").read_text())
+        assert (record["status"], record["exit_code"], record["error"]["key"]) == ("error", 2, key)
+
+
+@pytest.mark.parametrize("command", ["regrade", "resume", "report", "tools", "plugins"])
+def test_every_command_has_help_on_stdout(tmp_path, command):
+    proc = run_cli(command, "--help", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.startswith(f"usage: rubric-runner {command}")
+
+
+def test_a_closed_pipe_ends_the_listing_quietly(tmp_path):
+    proc = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m rubric_runner tools | head -1"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.strip() == "count_syllables"

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 
-from conftest import ROOT, run_cli, verdict, write_script
+from conftest import ROOT, cli_process, run_cli, verdict, write_script
 
 
 def test_offline_demo(tmp_path):
@@ -64,3 +65,30 @@ def test_help_lists_groups_and_options(tmp_path):
     for line in ("rubric          code, code_tasks, haiku, summary", "prompt/grader   builtin, code_reviewer", "exit codes: 0 satisfied"):
         assert line in proc.stdout
     assert "sonnet" in proc.stdout and "model " not in proc.stdout
+
+
+def test_runs_started_at_once_never_share_a_dir(tmp_path):
+    """By default each gets a dir of its own; given one dir, the second refuses in one line and leaves the first's record."""
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "latency": 0.5}], grader=[verdict("satisfied", ("c", True))])
+    args = ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}"]
+    with cli_process(*args, cwd=tmp_path) as one, cli_process(*args, cwd=tmp_path) as two:
+        outputs = [proc.communicate(timeout=120) for proc in (one, two)]
+    assert (one.returncode, two.returncode) == (0, 0), outputs
+    dirs = sorted(tmp_path.glob("outputs/runs/*/*"))
+    printed = {line.removeprefix("run dir: ") for out, _ in outputs for line in out.splitlines() if line.startswith("run dir: ")}
+    assert len(dirs) == 2 and printed == {str(d) for d in dirs}
+    assert all(re.fullmatch(r"\d\d-\d\d-\d\d\.\d{3}-[0-9a-f]{4}-haiku", d.name) for d in dirs), dirs
+
+    shared = tmp_path / "shared"
+    with cli_process(*args, f"hydra.run.dir={shared}", cwd=tmp_path) as one, \
+            cli_process(*args, f"hydra.run.dir={shared}", cwd=tmp_path) as two:
+        outputs = [proc.communicate(timeout=120) for proc in (one, two)]
+    codes = sorted((one.returncode, two.returncode))
+    assert codes == [0, 2], outputs
+    refused = next(err for proc, (_, err) in zip((one, two), outputs) if proc.returncode == 2)
+    assert refused == f"error: hydra.run.dir: {shared} already holds another run's record (leave hydra.run.dir unset " \
+                      "for a new dir, or continue that run with `rubric-runner resume DIR`)\n"
+    events = [json.loads(line)["event"] for line in (shared / "events.jsonl").read_text().splitlines()]
+    assert events.count("run_start") == 1 and json.loads((shared / "result.json").read_text())["status"] == "satisfied"
+    again = run_cli(*args, f"hydra.run.dir={shared}", cwd=tmp_path)
+    assert again.returncode == 2 and "already holds another run's record" in again.stderr

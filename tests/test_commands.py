@@ -6,7 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rubric_runner import commands
+import pytest
+
+from rubric_runner.cli import run_command
 
 
 def test_tools_console_script_lists_every_tool_with_its_origin_and_settings(tmp_path):
@@ -26,7 +28,7 @@ def test_tools_console_script_lists_every_tool_with_its_origin_and_settings(tmp_
 
 
 def test_plugins_lists_loaded_plugins_with_versions(capsys):
-    assert commands.plugins([]) == 0
+    assert run_command(["plugins"]) == 0
     lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
     assert lines == [
         "builtin_tools rubric_runner 0.1.0",
@@ -36,9 +38,13 @@ def test_plugins_lists_loaded_plugins_with_versions(capsys):
 
 
 def test_help_and_bad_arguments(capsys):
-    assert commands.tools(["--help"]) == 0
+    with pytest.raises(SystemExit) as exc:
+        run_command(["tools", "--help"])
+    assert exc.value.code == 0
     assert capsys.readouterr().out.startswith("usage: rubric-runner tools")
-    assert commands.plugins(["--verbose"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        run_command(["plugins", "--verbose"])
+    assert exc.value.code == 2
     assert "rubric-runner plugins: unexpected arguments --verbose" in capsys.readouterr().err
 
 

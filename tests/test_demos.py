@@ -8,7 +8,7 @@ import re
 import pytest
 
 from conftest import compose_config, read_events, run_cli
-from rubric_runner.runner import run
+from rubric_runner.runner import execute as run
 
 
 def _demo(tmp_path, rubric: str):
@@ -24,8 +24,8 @@ def test_haiku_demo_counts_syllables_for_real(tmp_path):
     assert [o["syllables"] for o in outputs] == [[7, 7, 5], [5, 7, 5]]
     assert [o["matches_pattern"] for o in outputs] == [False, True]
     assert outputs[0]["problems"] == ["line 1: 7 syllables, expected 5"]
-    assert outputs[0]["lines"][0]["words"] in result.evaluations[0]["criteria"][1]["gap"]
-    assert [e["result"] for e in result.evaluations] == ["needs_revision", "satisfied"]
+    assert outputs[0]["lines"][0]["words"] in result.evaluations[0].criteria[1].gap
+    assert [e.result for e in result.evaluations] == ["needs_revision", "satisfied"]
 
 
 def test_summary_demo_checks_terms_for_real(tmp_path):
@@ -33,14 +33,14 @@ def test_summary_demo_checks_terms_for_real(tmp_path):
     assert (result.status, result.iterations, result.exit_code) == ("satisfied", 2, 0)
     assert [o["sentence_count"] for o in outputs] == [1, 1]
     assert [o["missing_terms"] for o in outputs] == [["chlorophyll"], []]
-    first = {c["name"]: c["passed"] for c in result.evaluations[0]["criteria"]}
+    first = {c.name: c.passed for c in result.evaluations[0].criteria}
     assert first == {"The answer is one sentence": True, "The answer mentions light and chlorophyll": False}
 
 
 def test_code_tasks_run_offline_with_real_test_runs(tmp_path):
     result, _ = _demo(tmp_path, "code_tasks")
-    assert (result.status, result.aggregate["satisfied"], result.aggregate["runs"]) == ("satisfied", 12, 12)
-    iterations = {task["task_id"]: task["iterations"] for task in result.tasks}
+    assert (result.status, result.aggregate.satisfied, result.aggregate.runs) == ("satisfied", 12, 12)
+    iterations = {task.task_id: task.iterations for task in result.tasks}
     revised = {"find_duplicates", "flatten", "is_palindrome", "merge_intervals", "second_largest"}
     assert iterations == {task_id: 2 if task_id in revised else 1 for task_id in iterations}
     trail: dict[str, list] = {}  # per task: each test run's outcome, then the verdict that followed it

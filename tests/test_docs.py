@@ -118,7 +118,7 @@ COMMANDS: dict[str, dict[str, Runs | Composes | Skipped]] = {
         "grader.structured_output=tool": Composes("needs a server (tests/test_wire.py runs this against a fake one)"),
     },
     "Interrupt and resume": {
-        "rubric-runner resume outputs/runs/2026-12-01/10-00-00-code": Skipped(
+        "rubric-runner resume outputs/runs/2026-12-01/10-00-00.123-8f3a-code": Skipped(
             "the dir of an interrupted run (tests/test_interrupt.py resumes real ones)"),
         "python -m rubric_runner rubric=code hydra.run.dir=DIR run.resume=true": Composes(KEY),
     },

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from conftest import free_port, run_cli, write_script
-from rubric_runner import sweep
-from rubric_runner.models import JOB_ENV
+from rubric_runner.sweep import Sweep, SweepSummary
+from rubric_runner.environment import JOB_ENV
 from sweeps import SCRIPTED, STATUSES, read_rows, run_six_job_sweep
 from wire import FAKE_KEYS, FakeServer, model_overrides, text
 
@@ -167,7 +167,8 @@ def test_slurm_example_composes_for_submitit(tmp_path):
 
 def test_a_sweep_whose_jobs_wrote_elsewhere_says_so(tmp_path, monkeypatch, capsys):
     """What a relative hydra.sweep.dir does on a Ray cluster: the jobs' dirs are not where the sweep looks."""
-    monkeypatch.setattr(sweep, "_current", sweep._Sweep(dir=tmp_path, fail_under=None, prices=None, started_at=""))
-    sweep.SweepSummary().on_multirun_end(config=None)
-    assert sweep.finish() == 2
+    summary = SweepSummary()
+    summary.sweep = Sweep(dir=tmp_path, fail_under=None, prices=None, started_at="")
+    summary.on_multirun_end(config=None)
+    assert summary.conclude() == 2
     assert f"error: the jobs left no records under {tmp_path}: a relative hydra.sweep.dir" in capsys.readouterr().err

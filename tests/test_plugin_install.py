@@ -27,7 +27,7 @@ from conftest import (
     verdict,
     write_script,
 )
-from rubric_runner.runner import run
+from rubric_runner.runner import execute as run
 
 PACKAGE = "rr-throwaway-plugin"
 BROKEN = {
@@ -195,9 +195,9 @@ def test_a_run_uses_the_installed_tool_from_config(tmp_path):
 def test_a_shared_tool_name_needs_the_qualified_name(tmp_path):
     overrides = scripted_overrides(ROOT / "rubric_runner" / "data" / "scripts" / "summary.yaml", "rubric=summary")
     result = run(compose_config(overrides), tmp_path / "ambiguous", overrides)
-    assert (result.status, result.exit_code, result.error["key"]) == ("error", 2, "grader.tools.text_stats")
-    assert "tool 'text_stats' is provided by plugins 'textstats' and 'throwaway'" in result.error["message"]
-    assert "name it as textstats/text_stats or throwaway/text_stats" in result.error["message"]
+    assert (result.status, result.exit_code, result.error.key) == ("error", 2, "grader.tools.text_stats")
+    assert "tool 'text_stats' is provided by plugins 'textstats' and 'throwaway'" in result.error.message
+    assert "name it as textstats/text_stats or throwaway/text_stats" in result.error.message
 
     qualified = [
         *overrides,

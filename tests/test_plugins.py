@@ -8,7 +8,9 @@ import logging
 import pytest
 
 from conftest import ROOT, compose_config, read_events, run_scripted, verdict, write_script
-from rubric_runner.plugins import Plugins
+from rubric_runner import hookimpl
+from rubric_runner.cli import run_command
+from rubric_runner.plugins import PluginInfo, Plugins
 from rubric_runner.tools import ToolRegistry
 
 
@@ -45,8 +47,8 @@ def test_env_var_naming_a_missing_plugin_warns_and_goes_on(monkeypatch, caplog):
 def test_unknown_tool_is_a_config_error_naming_the_key(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[])
     result, _ = run_scripted(tmp_path, script, "+grader.tools.word_count={}")
-    assert (result.status, result.exit_code, result.error["key"]) == ("error", 2, "grader.tools.word_count")
-    message = result.error["message"]
+    assert (result.status, result.exit_code, result.error.key) == ("error", 2, "grader.tools.word_count")
+    message = result.error.message
     assert message.startswith("grader.tools.word_count: unknown tool 'word_count'")
     assert "available tools: count_syllables, run_test_suite, text_stats" in message
     assert "\n" not in message
@@ -74,9 +76,9 @@ def test_bad_tool_settings_are_one_line_config_errors(tmp_path, override, key, p
     key = f"grader.tools.{key}"
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[])
     result, _ = run_scripted(tmp_path, script, override)
-    assert (result.status, result.exit_code, result.error["key"]) == ("error", 2, key)
-    assert result.error["message"].startswith(f"{key}: {problem}")
-    assert "\n" not in result.error["message"]
+    assert (result.status, result.exit_code, result.error.key) == ("error", 2, key)
+    assert result.error.message.startswith(f"{key}: {problem}")
+    assert "\n" not in result.error.message
 
 
 def test_scripted_worker_calls_a_registered_tool(tmp_path):
@@ -99,7 +101,7 @@ def test_scripted_worker_calls_a_registered_tool(tmp_path):
     ]
     result, run_dir = run_scripted(tmp_path, script, *overrides)
     assert result.status == "satisfied", result.error
-    assert result.worker["tools"] == ["run_test_suite"] and result.grader["tools"] == []
+    assert result.worker.tools == ["run_test_suite"] and result.grader.tools == []
     ends = [e for e in read_events(run_dir) if e["event"] == "tool_call_end" and e["tool"] == "run_test_suite"]
     assert [e["agent"] for e in ends] == ["worker"]
     output = json.loads(ends[0]["output"])
@@ -110,8 +112,8 @@ def test_same_tool_twice_for_one_role_is_refused(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[])
     overrides = ["+grader.tools={syllables/count_syllables: {}}"]
     result, _ = run_scripted(tmp_path, script, *overrides)
-    assert result.error["key"] == "grader.tools.syllables/count_syllables"
-    assert "grader already has a tool named 'count_syllables'" in result.error["message"]
+    assert result.error.key == "grader.tools.syllables/count_syllables"
+    assert "grader already has a tool named 'count_syllables'" in result.error.message
 
 
 def test_run_uses_tool_settings_from_config(tmp_path):
@@ -125,3 +127,33 @@ def test_run_uses_tool_settings_from_config(tmp_path):
     _, run_dir = run_scripted(tmp_path, script, *overrides)
     ends = [e for e in read_events(run_dir) if e["event"] == "tool_call_end"]
     assert '"syllables": [5, 7, 4], "pattern": [5, 7, 4], "matches_pattern": true' in ends[0]["output"]
+
+
+class Greeter:
+    """A plugin that adds a command."""
+
+    @hookimpl
+    def register_commands(self, subparsers):
+        parser = subparsers.add_parser("greet", help="say hello")
+        parser.add_argument("name")
+        parser.set_defaults(handler=lambda args: print(f"hello {args.name}") or 3)
+
+
+class Broken:
+    """A plugin whose command hook fails."""
+
+    @hookimpl
+    def register_commands(self, subparsers):
+        raise RuntimeError("no commands today")
+
+
+def test_a_plugin_adds_a_command(monkeypatch, capsys):
+    plugins = Plugins()
+    plugins._add(Greeter(), PluginInfo("greeter", "tests", "0"))
+    plugins._add(Broken(), PluginInfo("broken", "tests", "0"))
+    monkeypatch.setattr(Plugins, "load", classmethod(lambda cls: plugins))
+    assert run_command(["greet", "ada"]) == 3
+    assert capsys.readouterr().out == "hello ada\n"
+    assert [failure.name for failure in plugins.failures] == ["broken"]
+    assert run_command(["greeet"]) == 2
+    assert "(commands: greet, plugins, regrade, report, resume, tools;" in capsys.readouterr().err

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import yaml
 
 from conftest import compose_config
 from rubric_runner.config import validate
@@ -108,3 +111,24 @@ def test_prompts_from_the_docs():
     assert config.worker.system_prompt.startswith("You are a careful Python engineer.")
     assert config.grader.system_prompt == "You are a code reviewer grading generated code against a rubric."
     assert list(config.grader.tools) == ["run_test_suite"]
+
+
+def test_every_model_preset_is_a_worker_and_a_grader_with_a_price_line():
+    """Adding a preset: conf/model/X.yaml, its two one-line includes and a line in conf/prices.yaml."""
+    from rubric_runner.config import CONF_DIR
+
+    models = sorted(path.stem for path in (CONF_DIR / "model").glob("*.yaml"))
+    assert "haiku" in models
+    for group in ("worker", "grader"):
+        for name in models:
+            include = CONF_DIR / group / f"{name}.yaml"
+            expected = f"defaults:\n  - /model/{name}@_here_\n"
+            assert include.is_file() and include.read_text() == expected, f"write {include} holding:\n{expected}"
+        strays = sorted({path.stem for path in (CONF_DIR / group).glob("*.yaml")} - set(models))
+        assert not strays, f"conf/{group}/ has presets with no conf/model/ file: {strays}"
+    prices = (CONF_DIR / "prices.yaml").read_text()
+    for name in models:
+        model = yaml.safe_load((CONF_DIR / "model" / f"{name}.yaml").read_text())["model"]
+        if not model.startswith("scripted:"):
+            assert re.search(rf"^(# )?{re.escape(model)}: \{{input: ", prices, re.MULTILINE), (
+                f"add a price line for {model} to conf/prices.yaml ('# {model}: {{input: ..., output: ...}}' if unknown)")

@@ -12,8 +12,13 @@ from html.parser import HTMLParser
 import pytest
 
 from conftest import run_cli
-from rubric_runner.report import main as report_main
+from rubric_runner.cli import run_command
 from sweeps import A, B, run_six_job_sweep
+
+def report_main(argv):
+    """``rubric-runner report ARGV`` in-process."""
+    return run_command(["report", *argv])
+
 
 PRICES = {"scripted:alpha": (100, 400), "scripted:beta": (200, 800), "demo": (50, 100)}
 """USD per 1M input/output tokens; ``demo`` (a bare model id) prices the grader ``scripted:demo``."""

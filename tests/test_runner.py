@@ -42,7 +42,7 @@ def test_max_iterations_reached(tmp_path):
     )
     result, run_dir = run_scripted(tmp_path, script, "grader.max_iterations=2")
     assert (result.status, result.exit_code, result.iterations) == ("max_iterations_reached", 1, 2)
-    assert [e["result"] for e in result.evaluations] == ["needs_revision", "max_iterations_reached"]
+    assert [e.result for e in result.evaluations] == ["needs_revision", "max_iterations_reached"]
     assert result.final_answer == "draft two"
     transcript = json.loads((run_dir / "transcript.json").read_text())["messages"]
     injected = [m for m in transcript if m["type"] == "human" and m["data"].get("name") == "rubric_grader"]
@@ -57,7 +57,7 @@ def test_failed_verdict(tmp_path):
     )
     result, _ = run_scripted(tmp_path, script)
     assert (result.status, result.exit_code) == ("failed", 1)
-    assert result.evaluations[-1]["explanation"] == "the rubric contradicts itself"
+    assert result.evaluations[-1].explanation == "the rubric contradicts itself"
 
 
 def test_grader_error_is_recorded_with_its_cause(tmp_path):
@@ -68,7 +68,7 @@ def test_grader_error_is_recorded_with_its_cause(tmp_path):
     )
     result, run_dir = run_scripted(tmp_path, script)
     assert (result.status, result.exit_code) == ("grader_error", 3)
-    assert "simulated provider timeout" in result.error["message"]
+    assert "simulated provider timeout" in result.error.message
     ends = [e for e in read_events(run_dir) if e["event"] == "rubric_evaluation_end"]
     assert ends[-1]["result"] == "grader_error" and ends[-1]["criteria"] == []
 
@@ -103,7 +103,7 @@ def test_events_cover_the_run(tmp_path):
 @pytest.mark.parametrize("rubric", ["code", "haiku", "summary"])
 def test_builtin_demo_scripts_end_satisfied(tmp_path, rubric):
     from conftest import compose_config
-    from rubric_runner.runner import run
+    from rubric_runner.runner import execute as run
 
     overrides = ["worker=scripted", "grader=scripted", f"rubric={rubric}", "run.console=false"]
     result = run(compose_config(overrides), tmp_path / "run", overrides)
@@ -113,7 +113,7 @@ def test_builtin_demo_scripts_end_satisfied(tmp_path, rubric):
 def test_code_demo_grader_runs_the_real_test_suite(tmp_path):
     """The scripted verdicts agree with what the real run_test_suite reports."""
     from conftest import compose_config
-    from rubric_runner.runner import run
+    from rubric_runner.runner import execute as run
 
     overrides = ["worker=scripted", "grader=scripted", "rubric=code", "run.console=false"]
     result = run(compose_config(overrides), tmp_path / "run", overrides)
@@ -126,5 +126,5 @@ def test_code_demo_grader_runs_the_real_test_suite(tmp_path):
     assert [o["ok"] for o in outputs] == [False, True]
     assert outputs[0]["failures"] == ["test_unhashable: TypeError: unhashable type: 'list'"]
     assert outputs[1]["passed"] == ["test_basic", "test_empty", "test_no_duplicates", "test_unhashable"]
-    first_gap = result.evaluations[0]["criteria"][0]["gap"]
-    assert "test_unhashable" in first_gap and result.evaluations[0]["result"] == "needs_revision"
+    first_gap = result.evaluations[0].criteria[0].gap
+    assert "test_unhashable" in first_gap and result.evaluations[0].result == "needs_revision"

@@ -13,7 +13,7 @@ import pytest
 from conftest import compose_config, scripted_overrides, verdict, write_script
 from rubric_runner import runtime
 from rubric_runner.checkpoints import InlineSqliteSaver
-from rubric_runner.runner import run
+from rubric_runner.runner import execute as run
 
 OK = verdict("satisfied", ("c", True))
 

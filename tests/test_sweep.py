@@ -18,7 +18,8 @@ import pytest
 
 from conftest import ROOT, cli_process, compose_config, run_cli, write_script
 from rubric_runner.config import ConfigError, validate
-from rubric_runner.sweep import collect, exit_code, write_summary
+from rubric_runner.records import Status, collect, sweep_exit_code
+from rubric_runner.report import write_summary
 from sweeps import SCRIPTED, STATUSES, read_rows, run_six_job_sweep, write_scripts
 
 
@@ -77,7 +78,7 @@ def test_job_without_any_record_is_still_a_row(basic_sweep, tmp_path):
     row = read_rows(copy)[4]
     assert (row["status"], row["exit_code"], row["worker"], row["rubric"]) == ("error", 3, "scripted:alpha", "haiku")
     assert row["error"] == "NoRecord: the job ended before writing result.json"
-    assert exit_code(records) == 3
+    assert sweep_exit_code([job.record.status for job in records]) == 3
 
 
 def test_joblib_sweep_runs_jobs_in_parallel_and_gates_on_fail_under(tmp_path):
@@ -193,13 +194,13 @@ def test_bad_price_table_stops_the_sweep_before_any_job(tmp_path):
 
 def test_exit_codes():
     def records(*statuses):
-        return [{"status": s} for s in statuses]
+        return [Status(s) for s in statuses]
 
-    assert exit_code(records("satisfied", "satisfied")) == 0
-    assert exit_code(records("satisfied", "failed")) == 1
-    assert exit_code(records("max_iterations_reached", "grader_error")) == 3
-    assert exit_code(records("satisfied", "error", "failed", "satisfied"), fail_under=0.5) == 0
-    assert exit_code(records("satisfied", "error", "failed", "satisfied"), fail_under=0.51) == 4
+    assert sweep_exit_code(records("satisfied", "satisfied")) == 0
+    assert sweep_exit_code(records("satisfied", "failed")) == 1
+    assert sweep_exit_code(records("max_iterations_reached", "grader_error")) == 3
+    assert sweep_exit_code(records("satisfied", "error", "failed", "satisfied"), fail_under=0.5) == 0
+    assert sweep_exit_code(records("satisfied", "error", "failed", "satisfied"), fail_under=0.51) == 4
 
 
 def test_fail_under_must_be_a_fraction():
@@ -209,7 +210,7 @@ def test_fail_under_must_be_a_fraction():
 
 def test_cli_and_sweep_callback_import_no_heavy_library():
     code = (
-        "import sys, rubric_runner.cli, rubric_runner.sweep, rubric_runner.report, rubric_runner.report_html\n"
+        "import sys, rubric_runner.cli, rubric_runner.cli.hydra_app, rubric_runner.sweep, rubric_runner.report.render\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'langchain', 'langchain_core', 'deepagents', 'langgraph'}))"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -15,10 +15,9 @@ import pytest
 
 from conftest import cli_process, compose_config, read_events, run_cli, scripted_overrides, verdict, write_script
 from rubric_runner.config import DATA_DIR
-from rubric_runner.runlog import RunResult
-from rubric_runner.runner import aggregate, run
+from rubric_runner.records import RunRecord
+from rubric_runner.runner import execute as run
 from rubric_runner.sandbox import Limits, run_cases
-from rubric_runner.session import Session
 
 DATA = Path(__file__).parent / "data"
 OK = verdict("satisfied", ("c", True))
@@ -50,14 +49,14 @@ def test_shipped_coding_dataset_has_ten_tasks_whose_suites_pass_a_reference_solu
 
 
 def test_code_tasks_preset_composes_with_the_dataset():
-    from rubric_runner.agent import Shared
+    from rubric_runner.agent import AgentFactory
     from rubric_runner.config import validate
     from rubric_runner.dataset import load_tasks
 
     config = validate(compose_config(["rubric=code_tasks", "worker=scripted", "grader=scripted"]))
     tasks = load_tasks(config)
     assert len(tasks) == 12 and tasks[0].id == "find_duplicates"
-    Shared(config, Path("/nonexistent"), roles=()).check_task_tools(tasks)
+    AgentFactory(config, Path("/nonexistent"), roles=()).check_task_tools(tasks)
 
 
 def test_multi_task_run_keeps_each_task_apart(tmp_path):
@@ -65,7 +64,7 @@ def test_multi_task_run_keeps_each_task_apart(tmp_path):
     data = _dataset(tmp_path / "tasks.jsonl", ["a", "b", "c"])
     record, run_dir = _run(tmp_path, script, f"rubric.dataset={data}", "run.concurrency=2")
     assert record.status == "satisfied" and record.exit_code == 0
-    assert record.aggregate["runs"] == 3 and record.aggregate["satisfied_rate"] == 1.0
+    assert record.aggregate.runs == 3 and record.aggregate.satisfied_rate == 1.0
     for task_id in ("a", "b", "c"):
         task_record = json.loads((run_dir / "tasks" / f"{task_id}-r0" / "result.json").read_text())
         assert task_record["task_id"] == task_id and task_record["status"] == "satisfied"
@@ -92,7 +91,7 @@ def test_concurrency_bounds_tasks_in_flight(tmp_path, concurrency):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "latency": 0.3}], grader=[OK])
     data = _dataset(tmp_path / "tasks.jsonl", [f"t{i}" for i in range(8)])
     record, run_dir = _run(tmp_path, script, f"rubric.dataset={data}", f"run.concurrency={concurrency}")
-    assert record.aggregate["satisfied"] == 8
+    assert record.aggregate.satisfied == 8
     tasks = [json.loads(p.read_text()) for p in run_dir.glob("tasks/*/result.json")]
     assert _max_overlap(tasks) == concurrency
 
@@ -103,24 +102,22 @@ def test_repeats_run_every_task_k_times(tmp_path):
         tasks={"b": {"grader": [verdict("failed", explanation="no")]}},
     )
     record, run_dir = _run(tmp_path, script, f"rubric.dataset={_dataset(tmp_path / 't.jsonl', ['a', 'b'])}", "run.repeats=3")
-    assert record.aggregate["runs"] == 6 and record.aggregate["repeats"] == 3
-    assert (record.aggregate["pass_at_k"], record.aggregate["pass_hat_k"]) == (0.5, 0.5)
-    assert record.aggregate["statuses"] == {"satisfied": 3, "failed": 3} and record.exit_code == 1
+    assert record.aggregate.runs == 6 and record.aggregate.repeats == 3
+    assert (record.aggregate.pass_at_k, record.aggregate.pass_hat_k) == (0.5, 0.5)
+    assert record.aggregate.statuses == {"satisfied": 3, "failed": 3} and record.exit_code == 1
     assert sorted(p.parent.name for p in run_dir.glob("tasks/*/result.json")) == [f"{t}-r{k}" for t in "ab" for k in range(3)]
 
 
 def test_pass_at_k_math():
     def r(task, repeat, status):
-        return RunResult(status=status, task_id=task, repeat=repeat, run_dir=f"{task}-{repeat}")
+        return RunRecord(status=status, task_id=task, repeat=repeat, run_dir=f"{task}-{repeat}")
 
     results = [r("a", 0, "satisfied"), r("a", 1, "failed"), r("b", 0, "satisfied"), r("b", 1, "satisfied"), r("c", 0, "failed"), r("c", 1, "error")]
-    session = Session.__new__(Session)
-    session.reused, session.config = set(), type("C", (), {"run": type("R", (), {"repeats": 2})})()
-    record = RunResult()
-    aggregate(record, results, session)
-    assert record.aggregate["pass_at_k"] == round(2 / 3, 4)  # a and b satisfied at least once
-    assert record.aggregate["pass_hat_k"] == round(1 / 3, 4)  # only b satisfied every time
-    assert record.aggregate["satisfied_rate"] == 0.5
+    record = RunRecord()
+    record.aggregate_tasks(results, repeats=2)
+    assert record.aggregate.pass_at_k == round(2 / 3, 4)  # a and b satisfied at least once
+    assert record.aggregate.pass_hat_k == round(1 / 3, 4)  # only b satisfied every time
+    assert record.aggregate.satisfied_rate == 0.5
     assert record.status == "error"  # the worst task status
 
 
@@ -131,14 +128,14 @@ def test_cache_second_run_makes_no_model_calls_and_keeps_repeats_apart(tmp_path)
     extra = (f"rubric.dataset={data}", "run.repeats=2", f"run.cache={cache}")
     first, _ = _run(tmp_path, script, *extra, name="first")
     assert first.usage["worker"].calls == 4 and first.usage["grader"].calls == 4
-    assert first.aggregate["cache_hits"] == 0
+    assert first.aggregate.cache_hits == 0
     entries = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM responses").fetchone()[0]
     # two tasks x two repeats x (worker + grader): repeats are not collapsed into one entry
     assert entries == 8
     second, _ = _run(tmp_path, script, *extra, name="second")
     assert second.status == "satisfied"
     assert second.usage["worker"].calls == 0 and second.usage["grader"].calls == 0
-    assert second.aggregate["cache_hits"] == 8
+    assert second.aggregate.cache_hits == 8
 
 
 def test_cache_shared_by_two_concurrent_processes(tmp_path):
@@ -169,11 +166,11 @@ def test_resume_reruns_only_what_did_not_finish(tmp_path):
     )
     data = _dataset(tmp_path / "tasks.jsonl", ["good", "shaky", "fine"])
     first, run_dir = _run(tmp_path, script, f"rubric.dataset={data}")
-    assert first.status == "error" and first.aggregate["statuses"] == {"satisfied": 2, "error": 1}
+    assert first.status == "error" and first.aggregate.statuses == {"satisfied": 2, "error": 1}
     again, _ = _run(tmp_path, script, f"rubric.dataset={data}", "run.resume=true")
     assert again.status == "satisfied"
-    assert (again.aggregate["reused"], again.aggregate["rerun"]) == (2, 1)
-    assert [t["reused"] for t in sorted(again.tasks, key=lambda t: t["task_id"])] == [True, True, False]
+    assert (again.aggregate.reused, again.aggregate.rerun) == (2, 1)
+    assert [t.reused for t in sorted(again.tasks, key=lambda t: t.task_id)] == [True, True, False]
 
 
 def test_regrade_with_another_grader_keeps_the_old_record(tmp_path):
@@ -197,7 +194,7 @@ def test_rate_limit_spaces_calls_to_a_provider(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
     data = _dataset(tmp_path / "tasks.jsonl", [f"t{i}" for i in range(4)])
     record, run_dir = _run(tmp_path, script, f"rubric.dataset={data}", "run.concurrency=4", "+run.rate_limits.scripted=10")
-    assert record.aggregate["satisfied"] == 4
+    assert record.aggregate.satisfied == 4
     stamps = sorted(
         datetime.fromisoformat(e["timestamp"]) for e in read_events(run_dir) if e["event"] == "token_usage"
     )
@@ -226,7 +223,7 @@ def test_provider_429s_slow_a_multi_task_run_down_instead_of_failing_it(tmp_path
         record = run(compose_config(overrides), tmp_path / "run", overrides)
         elapsed = (datetime.now() - started).total_seconds()
     assert record.status == "satisfied", record.tasks
-    assert record.aggregate["satisfied"] == 4
+    assert record.aggregate.satisfied == 4
     assert len(worker.requests) == 7 and worker.remaining == 0  # three 429s, each retried after its retry-after
     assert elapsed >= 0.3
 

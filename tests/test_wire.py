@@ -101,7 +101,7 @@ def test_grader_structured_output_setting(tmp_path, fake_keys, protocol, model, 
         )
     assert result.status == "satisfied", result.error
     assert _strategy_seen(grader.requests[0]) == expected
-    assert result.grader["structured_output"] == setting
+    assert result.grader.structured_output == setting
 
 
 def test_tool_strategy_keeps_evidence_tools_next_to_the_verdict_tool(tmp_path, fake_keys):
@@ -124,7 +124,7 @@ def test_responses_api_is_chosen_in_config(tmp_path, fake_keys):
             "grader=scripted",
         )
     assert [r.path for r in worker.requests] == ["/v1/responses"]  # this server speaks chat completions only
-    assert result.status == "error" and "404" in result.error["message"]
+    assert result.status == "error" and "404" in result.error.message
 
 
 @pytest.mark.parametrize(("base_url", "responses_api"), [(None, True), ("http://127.0.0.1:8000/v1", False)])

@@ -2,27 +2,9 @@
 
 from __future__ import annotations
 
-import sys
+import argparse
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
-
-USAGE = {
-    "tools": "usage: rubric-runner tools\n"
-    "Lists every tool the loaded plugins register: name, plugin, package, description, settings.",
-    "plugins": "usage: rubric-runner plugins\n"
-    "Lists the loaded plugins with their packages and versions, and the plugins that failed to load.",
-}
-
-
-def _check_args(command: str, argv: list[str]) -> int | None:
-    """An exit code if ``argv`` asks for help or is not empty, else None."""
-    if argv in (["-h"], ["--help"]):
-        print(USAGE[command])
-        return 0
-    if argv:
-        print(f"rubric-runner {command}: unexpected arguments {' '.join(argv)}\n{USAGE[command]}", file=sys.stderr)
-        return 2
-    return None
 
 
 def _type_name(annotation: Any) -> str:
@@ -38,12 +20,10 @@ def _type_name(annotation: Any) -> str:
     return "None" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
 
 
-def tools(argv: list[str]) -> int:
+def tools(args: argparse.Namespace) -> int:
     """Print every available tool, with its settings (the config keys it takes)."""
-    if (code := _check_args("tools", argv)) is not None:
-        return code
-    from .plugins import Plugins
-    from .tools import ToolRegistry, tool_settings
+    from ..plugins import Plugins
+    from ..tools import ToolRegistry, tool_settings
 
     registry = ToolRegistry(Plugins())
     entries = sorted(registry.entries.values(), key=lambda entry: (entry.name, entry.plugin))
@@ -66,12 +46,10 @@ def tools(argv: list[str]) -> int:
     return 0
 
 
-def plugins(argv: list[str]) -> int:
+def plugins(args: argparse.Namespace) -> int:
     """Print the loaded plugins with their packages and versions, then any that failed."""
-    if (code := _check_args("plugins", argv)) is not None:
-        return code
-    from .plugins import Plugins
-    from .tools import ToolRegistry
+    from ..plugins import Plugins
+    from ..tools import ToolRegistry
 
     loaded = Plugins()
     ToolRegistry(loaded)  # a plugin whose register_tools fails shows up among the failures

@@ -1,0 +1,175 @@
+"""Command line: ``rubric-runner [COMMAND ...]`` (or ``python -m rubric_runner``).
+
+A first argument naming a command runs that command (argparse; plugins add commands through the
+``register_commands`` hook); anything else goes to Hydra untouched, as the overrides of a run or
+a sweep (``cli.hydra_app``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from ..config import CONF_DIR
+from ..records import ExitCode
+
+HELP = """rubric_runner: run deepagents' RubricMiddleware loop from config.
+
+usage: python -m rubric_runner [GROUP=OPTION ...] [KEY=VALUE ...]   (or: rubric-runner ...)
+       python -m rubric_runner -m worker=sonnet,gpt rubric=code,haiku   (a sweep)
+       rubric-runner COMMAND ...                                        ({commands}; COMMAND --help for each)
+
+config groups (conf/):
+{groups}
+
+  --cfg job     print the composed config without running
+  --hydra-help  Hydra's own options
+exit codes: 0 satisfied, 1 unsatisfied, 2 bad config or usage, 3 grader or runtime error, 130 interrupted
+"""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line on stderr, naming the fix, and exits 2."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument ") and message.endswith(")"):  # names the argument and the fix already
+            line = message.removeprefix("argument ")
+        else:
+            line = f"{self.prog}: {message} (`{self.prog} --help` shows the usage)"
+        print(f"error: {line}", file=sys.stderr)
+        raise SystemExit(ExitCode.USAGE)
+
+
+def run_dir_argument(value: str) -> Path:
+    """A ``RUN_DIR`` argument: the dir of a run, which holds the overrides Hydra saved for it."""
+    path = Path(value)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{value} is not a directory (give a run dir, as a run prints after `run dir:`)")
+    if not (path / ".hydra" / "overrides.yaml").is_file():
+        raise argparse.ArgumentTypeError(f"{value} holds no .hydra/overrides.yaml (give a run dir, as a run prints after `run dir:`)")
+    return path.resolve()
+
+
+def _add_builtin_commands(subparsers: Any) -> None:
+    resume = subparsers.add_parser("resume", help="continue a run from its checkpoints, with its own overrides",
+                                   description="Continue the run in RUN_DIR from its checkpoints, with the overrides it ran with.")
+    resume.add_argument("run_dir", metavar="RUN_DIR", type=run_dir_argument, help="the run dir")
+    resume.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER, help="more overrides, e.g. run.console=false")
+    resume.set_defaults(handler="rubric_runner.cli.hydra_app:resume")
+
+    regrade = subparsers.add_parser("regrade", help="grade a run's saved transcripts again, with another grader or rubric",
+                                    description="Grade the transcripts saved in RUN_DIR again (one grading pass each) and write "
+                                    "the new records to RUN_DIR/regrades/<time>/.")
+    regrade.add_argument("run_dir", metavar="RUN_DIR", type=run_dir_argument, help="the run dir")
+    regrade.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER,
+                         help="overrides for the grader or rubric, e.g. grader=gpt or rubric.text='- ...'")
+    regrade.set_defaults(handler="rubric_runner.regrade:main")
+
+    report = subparsers.add_parser("report", help="write the summary files and reports of a sweep or run dir",
+                                   description="Write summary.jsonl, summary.csv, report.md and report.html into a sweep or run "
+                                   "dir, from its runs' result.json files.")
+    report.add_argument("dir", type=Path, help="a sweep dir (outputs/multirun/DATE/TIME), a run dir, or any dir above them")
+    report.add_argument("--fail-under", type=float, metavar="RATE", help="exit 4 when the fraction of satisfied runs is below RATE (0..1)")
+    report.add_argument("--prices", type=Path, metavar="FILE", help="price table (default conf/prices.yaml)")
+    report.set_defaults(handler="rubric_runner.report.command:main", parser=report)
+
+    tools = subparsers.add_parser("tools", help="list every tool the plugins register",
+                                  description="Lists every tool the loaded plugins register: name, plugin, package, description, settings.")
+    tools.set_defaults(handler="rubric_runner.cli.listing:tools")
+    plugins = subparsers.add_parser("plugins", help="list the loaded plugins and any that failed",
+                                    description="Lists the loaded plugins with their packages and versions, and the plugins that failed to load.")
+    plugins.set_defaults(handler="rubric_runner.cli.listing:plugins")
+
+
+BUILTIN_COMMANDS = ("plugins", "regrade", "report", "resume", "tools")
+
+
+def build_parser(with_plugins: bool) -> ArgumentParser:
+    """The command parser: built-in commands, and with ``with_plugins`` those the plugins add."""
+    parser = ArgumentParser(prog="rubric-runner", add_help=False)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+    _add_builtin_commands(subparsers)
+    if with_plugins:
+        from ..plugins import Plugins
+
+        Plugins.load().register_commands(subparsers)
+    return parser
+
+
+def _choices(parser: ArgumentParser) -> dict[str, ArgumentParser]:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def commands(parser: ArgumentParser) -> list[str]:
+    """The names of the parser's commands."""
+    return sorted(_choices(parser))
+
+
+def _subparser(parser: ArgumentParser, command: str) -> ArgumentParser:
+    return _choices(parser)[command]
+
+
+def _handler(handler: str | Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Namespace], int | None]:
+    if callable(handler):
+        return handler
+    module, _, function = handler.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def config_groups() -> dict[str, list[str]]:
+    """Each selectable config group under conf/ and its options (read from the files)."""
+    groups = {}
+    for folder in sorted(p for p in CONF_DIR.rglob("*") if p.is_dir()):
+        name = folder.relative_to(CONF_DIR).as_posix()
+        options = sorted(f.stem for f in folder.glob("*.yaml"))
+        if options and not name.startswith(("hydra", "model")):
+            groups[name] = options
+    return groups
+
+
+def print_help() -> None:
+    """Usage, groups and options; read from conf/ directly, so it prints at once."""
+    groups = "\n".join(f"  {name:<15} {', '.join(options)}" for name, options in config_groups().items())
+    print(HELP.format(groups=groups, commands=", ".join(BUILTIN_COMMANDS)))
+
+
+def _is_command_word(arg: str) -> bool:
+    """Whether ``arg`` can only be a command: not a flag and not an override (``KEY=VALUE``, ``~KEY``)."""
+    return not arg.startswith(("-", "~", "+")) and "=" not in arg
+
+
+def run_command(argv: list[str]) -> int:
+    """Run ``rubric-runner ARGV`` and return its exit code (argparse's exits raise SystemExit)."""
+    if argv and _is_command_word(argv[0]):
+        parser = build_parser(with_plugins=argv[0] not in BUILTIN_COMMANDS)
+        names = commands(parser)
+        if argv[0] not in names:
+            print(f"error: {argv[0]}: neither a command nor an override (commands: {', '.join(names)}; "
+                  "an override looks like KEY=VALUE, e.g. rubric=code)", file=sys.stderr)
+            return ExitCode.USAGE
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            _subparser(parser, args.command).error(f"unexpected arguments {' '.join(extra)}")
+        return int(_handler(args.handler)(args) or 0)
+    if "--help" in argv or "-h" in argv:
+        print_help()
+        return ExitCode.SATISFIED
+    from .hydra_app import run_hydra
+
+    return run_hydra(argv)
+
+
+def main() -> None:
+    """``rubric-runner [COMMAND ...]``: a command, or else Hydra overrides for a run or a sweep."""
+    try:
+        code = run_command(sys.argv[1:])
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (`rubric-runner tools | head -1`): nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = ExitCode.SATISFIED
+    sys.exit(code)

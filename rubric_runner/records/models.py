@@ -1,0 +1,247 @@
+"""The records a run writes (``result.json``), as pydantic models that both write and read them.
+
+``schema_version`` changes when a field is renamed, removed, or changes meaning or type; adding an
+optional field (with a default, so older records still read) keeps the version. Readers ignore
+fields they do not know, so a record written by a newer version still reads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .status import ExitCode, Status
+
+SCHEMA_VERSION = 1
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 with milliseconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _omitted_when_none(value: Any) -> bool:
+    return value is None
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Usage(_Model):
+    """Token counts of one model role."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cached_calls: int = 0
+    """Calls answered from ``run.cache`` (no tokens)."""
+
+    def add(self, usage: dict[str, Any] | None, cached: bool = False) -> None:
+        """Count one model call and its ``usage_metadata``; a cache hit costs no tokens."""
+        if cached:
+            self.cached_calls += 1
+            return
+        self.calls += 1
+        usage = usage or {}
+        self.input_tokens += int(usage.get("input_tokens") or 0)
+        self.output_tokens += int(usage.get("output_tokens") or 0)
+        self.total_tokens += int(usage.get("total_tokens") or 0)
+
+    def merge(self, other: Usage) -> None:
+        """Add another count to this one."""
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def _usage() -> dict[str, Usage]:
+    return {"worker": Usage(), "grader": Usage()}
+
+
+class Criterion(_Model):
+    """One criterion's verdict in a grading pass."""
+
+    name: str
+    passed: bool
+    gap: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """What is missing, on a failing criterion."""
+
+
+class Evaluation(_Model):
+    """One grading pass, as ``RubricMiddleware`` reports it."""
+
+    grading_run_id: str | None = None
+    iteration: int = 0
+    result: str
+    """satisfied, needs_revision, failed, max_iterations_reached or grader_error."""
+    explanation: str = ""
+    criteria: list[Criterion] = Field(default_factory=list)
+
+
+class ErrorInfo(_Model):
+    """Why a run ended in error or was interrupted."""
+
+    type: str
+    message: str
+    key: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """The config key, for a ``ConfigError``."""
+
+    @classmethod
+    def of(cls, exc: BaseException, type_name: str | None = None) -> ErrorInfo:
+        """The error an exception stands for; a config error names its key."""
+        key = getattr(exc, "key", None) if type(exc).__name__ == "ConfigError" else None
+        return cls(type=type_name or type(exc).__name__, message=str(exc), key=key)
+
+
+class ModelInfo(_Model):
+    """What ran as the worker (and, with more fields, as the grader)."""
+
+    model: str | None = None
+    scripted: bool | None = None
+    tools: list[str] = Field(default_factory=list)
+
+
+class GraderInfo(ModelInfo):
+    """What ran as the grader, with its settings."""
+
+    max_iterations: int | None = None
+    max_model_calls: int | None = None
+    structured_output: str | None = None
+
+
+class RubricInfo(_Model):
+    """What was asked and against which criteria."""
+
+    name: str | None = None
+    text: str | None = None
+    task: str | None = None
+
+
+class TaskRow(_Model):
+    """One task of a multi-task run, in its run's record."""
+
+    task_id: str | None = None
+    repeat: int | None = None
+    status: Status
+    iterations: int = 0
+    run_dir: str | None = None
+    reused: bool = False
+
+
+class Aggregate(_Model):
+    """The numbers of a multi-task run."""
+
+    tasks: int
+    repeats: int
+    runs: int
+    satisfied: int
+    satisfied_rate: float
+    pass_at_k: float
+    """Share of tasks satisfied at least once in k repeats."""
+    pass_hat_k: float
+    """Share of tasks satisfied every time."""
+    statuses: dict[str, int]
+    reused: int
+    rerun: int
+    cache_hits: int
+
+
+class RunRecord(_Model):
+    """The record of one run or task, written to ``result.json`` however it ends.
+
+    ``iterations`` counts grading passes; ``error`` is set when the run ended by an
+    exception, a config error or an interruption. A task of a multi-task run has
+    ``task_id`` and ``repeat``; the run's own record then lists its ``tasks`` and an
+    ``aggregate``, its status the worst task status and its usage the sum. A regrade
+    record names the record it regraded in ``regraded_from``.
+    """
+
+    status: Status = Status.RUNNING
+    exit_code: int | None = None
+    iterations: int = 0
+    evaluations: list[Evaluation] = Field(default_factory=list)
+    final_answer: str | None = None
+    usage: dict[str, Usage] = Field(default_factory=_usage)
+    worker: ModelInfo = Field(default_factory=ModelInfo)
+    grader: GraderInfo = Field(default_factory=GraderInfo)
+    rubric: RubricInfo = Field(default_factory=RubricInfo)
+    overrides: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    thread_id: str | None = None
+    grading_run_id: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    wall_seconds: float | None = None
+    run_dir: str | None = None
+    error: ErrorInfo | None = None
+    resumed: int = 0
+    """How many times the run was resumed."""
+    task_id: str | None = None
+    repeat: int | None = None
+    tasks: list[TaskRow] = Field(default_factory=list)
+    aggregate: Aggregate | None = None
+    regraded_from: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def fail(self, exc: BaseException, type_name: str | None = None) -> None:
+        """End as ``error``, ``exc`` the cause."""
+        self.status = Status.ERROR
+        self.error = ErrorInfo.of(exc, type_name)
+
+    def interrupt(self, reason: str) -> None:
+        """End as ``interrupted`` (Ctrl-C, SIGTERM), ``reason`` saying how."""
+        self.status = Status.INTERRUPTED
+        self.error = ErrorInfo(type="KeyboardInterrupt", message=reason)
+
+    def complete(self, started: float) -> None:
+        """How every record ends: exit code, end and wall time (``started``: ``time.monotonic()``),
+        and a grader_error's cause as ``error``."""
+        config_error = self.error is not None and self.error.type == "ConfigError"
+        self.exit_code = int(ExitCode.USAGE if config_error else self.status.exit_code)
+        self.ended_at = now()
+        self.wall_seconds = round(time.monotonic() - started, 3)
+        if self.status is Status.GRADER_ERROR and self.evaluations and self.error is None:
+            self.error = ErrorInfo(type="GraderError", message=self.evaluations[-1].explanation)
+
+    def aggregate_tasks(self, results: list[RunRecord], repeats: int, reused: Iterable[str] = ()) -> None:
+        """Fill a multi-task run's record from its task records (``reused``: keys ``<id>-r<k>``)."""
+        reused = set(reused)
+        self.usage = _usage()
+        for result in results:
+            for role, counts in result.usage.items():
+                self.usage.setdefault(role, Usage()).merge(counts)
+        self.tasks = [
+            TaskRow(task_id=r.task_id, repeat=r.repeat, status=r.status, iterations=r.iterations, run_dir=r.run_dir,
+                    reused=f"{r.task_id}-r{r.repeat}" in reused)
+            for r in results
+        ]
+        self.status = max((r.status for r in results), key=lambda status: status.severity, default=Status.ERROR)
+        self.iterations = sum(r.iterations for r in results)
+        by_task: dict[str, list[bool]] = {}
+        for r in results:
+            by_task.setdefault(r.task_id or "task", []).append(r.status is Status.SATISFIED)
+        runs = len(results)
+        satisfied = sum(r.status is Status.SATISFIED for r in results)
+        statuses = sorted({r.status for r in results}, key=lambda status: status.severity)
+        self.aggregate = Aggregate(
+            tasks=len(by_task),
+            repeats=repeats,
+            runs=runs,
+            satisfied=satisfied,
+            satisfied_rate=round(satisfied / runs, 4) if runs else 0.0,
+            pass_at_k=round(sum(any(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
+            pass_hat_k=round(sum(all(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
+            statuses={status.value: sum(r.status is status for r in results) for status in statuses},
+            reused=len(reused),
+            rerun=runs - len(reused),
+            cache_hits=sum(counts.cached_calls for counts in self.usage.values()),
+        )
+
+    def usage_dict(self) -> dict[str, dict[str, int]]:
+        """The usage as plain dicts (for events)."""
+        return {role: counts.model_dump() for role, counts in self.usage.items()}

@@ -1,0 +1,98 @@
+"""How a run ends: its status, what that status means, and the exit code of runs and sweeps.
+
+This module is the one owner of exit codes: a run's comes from its ``Status``, a sweep's from
+``sweep_exit_code``, and a usage or config error is ``ExitCode.USAGE`` everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import IntEnum, StrEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes of the ``rubric-runner`` commands."""
+
+    SATISFIED = 0
+    UNSATISFIED = 1
+    USAGE = 2
+    """Bad config or usage: an unknown preset or key, a wrong type, a missing API key, a bad argument."""
+    ERROR = 3
+    BELOW_THRESHOLD = 4
+    """A sweep or report whose satisfied rate is below ``fail_under``."""
+    INTERRUPTED = 130
+
+
+class Outcome(StrEnum):
+    """What a status amounts to for exit codes and reports."""
+
+    SATISFIED = "satisfied"
+    UNSATISFIED = "unsatisfied"
+    ERROR = "error"
+
+
+class Status(StrEnum):
+    """The status of a run or task record."""
+
+    RUNNING = "running"
+    SATISFIED = "satisfied"
+    MAX_ITERATIONS_REACHED = "max_iterations_reached"
+    FAILED = "failed"
+    GRADER_ERROR = "grader_error"
+    ERROR = "error"
+    INTERRUPTED = "interrupted"
+
+    @classmethod
+    def of_loop(cls, value: str | None) -> Status:
+        """The status for what RubricMiddleware's state says when the loop stops: a terminal verdict
+        is itself; none yet, or one still asking for revision (the loop was stopped), is ``error``."""
+        status = cls._value2member_map_.get(value or "")
+        return status if status is not None and status.terminal else cls.ERROR
+
+    @property
+    def severity(self) -> int:
+        """Rank from best (satisfied) to worst (interrupted); a multi-task run takes its worst task's."""
+        return _TRAITS[self][0]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The exit code of a run that ended with this status."""
+        return _TRAITS[self][1]
+
+    @property
+    def outcome(self) -> Outcome:
+        """Satisfied, unsatisfied, or error (anything else: a crash, a run still going, an interruption)."""
+        return _TRAITS[self][2]
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the grading loop finished; resuming such a run does nothing."""
+        return _TRAITS[self][3]
+
+
+_TRAITS: dict[Status, tuple[int, ExitCode, Outcome, bool]] = {
+    Status.SATISFIED: (0, ExitCode.SATISFIED, Outcome.SATISFIED, True),
+    Status.MAX_ITERATIONS_REACHED: (1, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
+    Status.FAILED: (2, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
+    Status.GRADER_ERROR: (3, ExitCode.ERROR, Outcome.ERROR, True),
+    Status.RUNNING: (4, ExitCode.ERROR, Outcome.ERROR, False),
+    Status.ERROR: (5, ExitCode.ERROR, Outcome.ERROR, False),
+    Status.INTERRUPTED: (6, ExitCode.INTERRUPTED, Outcome.ERROR, False),
+}
+
+
+def satisfied_rate(statuses: Iterable[Status]) -> float:
+    """The fraction of runs that ended satisfied (runs in error count as not satisfied)."""
+    statuses = list(statuses)
+    return sum(status is Status.SATISFIED for status in statuses) / len(statuses) if statuses else 0.0
+
+
+def sweep_exit_code(statuses: Iterable[Status], fail_under: float | None = None) -> ExitCode:
+    """0 all satisfied, 1 some unsatisfied, 3 some in error; with ``fail_under``: 0 or 4 by the satisfied rate."""
+    statuses = list(statuses)
+    if fail_under is not None:
+        return ExitCode.SATISFIED if satisfied_rate(statuses) >= fail_under else ExitCode.BELOW_THRESHOLD
+    outcomes = {status.outcome for status in statuses}
+    if Outcome.ERROR in outcomes:
+        return ExitCode.ERROR
+    return ExitCode.UNSATISFIED if Outcome.UNSATISFIED in outcomes else ExitCode.SATISFIED

@@ -1,0 +1,151 @@
+"""Records on disk: the files of a run dir, writing records, and the one reader every command uses.
+
+Readers never trust a run to have ended well: a dir whose ``result.json`` is missing, unreadable
+or still says ``running`` still yields a record (``load_record``), with status ``error`` and its
+cause, filled from the config Hydra saved for the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..redaction import redact
+from .models import ErrorInfo, RunRecord
+from .status import Status
+
+RESULT_FILE = "result.json"
+EVENTS_FILE = "events.jsonl"
+TRANSCRIPT_FILE = "transcript.json"
+CHECKPOINT_FILE = "checkpoints.sqlite"
+HYDRA_DIR = ".hydra"
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as redacted JSON, atomically (temp file + rename)."""
+    text = redact(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_record(path: Path, record: RunRecord) -> None:
+    """Write a record (redacted, atomically)."""
+    write_json(path, record.model_dump(mode="json"))
+
+
+def read_record(path: Path) -> RunRecord | None:
+    """The record in ``path``, or None when there is none or it is unreadable."""
+    try:
+        return RunRecord.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def saved_overrides(run_dir: Path) -> list[str] | None:
+    """The command-line overrides Hydra saved for a run (``.hydra/overrides.yaml``), or None."""
+    path = run_dir / HYDRA_DIR / "overrides.yaml"
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or []) if path.is_file() else None
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+def _fill_from_hydra(record: RunRecord, run_dir: Path) -> None:
+    """What ran, from the config Hydra saved, where the record does not say (it failed early)."""
+    parts = ((record.worker, "worker", "model"), (record.grader, "grader", "model"), (record.rubric, "rubric", "name"))
+    if record.overrides and all(getattr(part, key) for part, _, key in parts):
+        return
+    config = _read_yaml(run_dir / HYDRA_DIR / "config.yaml") or {}
+    for part, section, key in parts:
+        value = (config.get(section) or {}).get(key)
+        if not getattr(part, key) and isinstance(value, str):
+            setattr(part, key, value)
+    if not record.overrides:
+        overrides = _read_yaml(run_dir / HYDRA_DIR / "overrides.yaml")
+        record.overrides = overrides if isinstance(overrides, list) else []
+
+
+def crash_record(run_dir: Path, error: ErrorInfo, partial: RunRecord | None = None) -> RunRecord:
+    """The final record of a run that ended without one: status ``error``, ``error`` its cause."""
+    record = partial.model_copy(deep=True) if partial is not None else RunRecord()
+    record.status, record.error, record.run_dir = Status.ERROR, error, str(run_dir)
+    record.exit_code = int(Status.ERROR.exit_code)
+    _fill_from_hydra(record, run_dir)
+    return record
+
+
+def load_record(run_dir: Path) -> RunRecord:
+    """The run's ``result.json``, or a crash record saying why there is no final one."""
+    try:
+        record = RunRecord.model_validate_json((run_dir / RESULT_FILE).read_bytes())
+    except FileNotFoundError:
+        return crash_record(run_dir, ErrorInfo(type="NoRecord", message="the job ended before writing result.json"))
+    except (OSError, ValueError) as exc:
+        message = f"result.json is unreadable: {str(exc).splitlines()[0]}"
+        return crash_record(run_dir, ErrorInfo(type="BadRecord", message=message))
+    if record.status is Status.RUNNING:
+        message = "result.json still says running: the job's process died (or it is still going)"
+        return crash_record(run_dir, ErrorInfo(type="Unfinished", message=message), record)
+    _fill_from_hydra(record, run_dir)
+    return record
+
+
+def _is_run_dir(path: Path) -> bool:
+    return (path / RESULT_FILE).is_file() or (path / HYDRA_DIR / "overrides.yaml").is_file()
+
+
+def _natural_key(path: Path) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+
+
+def find_run_dirs(root: Path) -> list[Path]:
+    """``root`` if it is a run dir, else every run dir below it (a sweep's jobs), in job order."""
+    if _is_run_dir(root):
+        return [root]
+    found = []
+    for dirpath, dirnames, _ in os.walk(root):
+        path = Path(dirpath)
+        if path != root and _is_run_dir(path):
+            found.append(path)
+            dirnames.clear()
+        else:
+            dirnames[:] = [name for name in dirnames if not name.startswith(".")]
+    return sorted(found, key=lambda p: _natural_key(p.relative_to(root)))
+
+
+@dataclass
+class Job:
+    """A run found under a sweep or report dir: its record, ``job`` (its dir relative to the root)
+    and ``reused`` (runs a resumed sweep kept)."""
+
+    job: str
+    record: RunRecord
+    reused: int = 0
+
+
+def collect(root: str | Path, since: str | None = None) -> list[Job]:
+    """Every run under ``root``; each record's ``run_dir`` says where it is now (should it have moved).
+
+    With ``since`` (when a resumed sweep started), a run that had ended before then counts as
+    reused; a multi-task run's aggregate counts its reused tasks itself.
+    """
+    root = Path(root)
+    jobs = []
+    for run_dir in find_run_dirs(root):
+        record = load_record(run_dir)
+        record.run_dir = str(run_dir)
+        ended = record.ended_at
+        reused = record.aggregate.reused if record.aggregate else 0
+        jobs.append(Job(run_dir.relative_to(root).as_posix(), record, reused or int(bool(since and ended and ended < since))))
+    return jobs

@@ -1,0 +1,88 @@
+"""The record schema: the committed JSON Schema is the one the models generate, and the records every
+path writes (single and multi-task runs, their tasks, resume, regrade, config errors, interruptions,
+crashed jobs, the Python API) validate against it and read back through the one reader."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from hydra.core.utils import JobReturn, JobStatus
+from omegaconf import OmegaConf
+
+import rubric_runner
+from conftest import ROOT, compose_config, scripted_overrides, verdict, write_script
+from rubric_runner.cli import run_command
+from rubric_runner.records import RESULT_FILE, ExitCode, Status, load_record, read_record
+from rubric_runner.records.schema import json_schema
+from rubric_runner.runner import execute
+from rubric_runner.signals import StopRequest
+from rubric_runner.sweep import SweepSummary
+
+SCHEMA_FILE = ROOT / "schemas" / "result.schema.json"
+OK = verdict("satisfied", ("c", True))
+
+
+def test_committed_schema_is_the_generated_one():
+    assert SCHEMA_FILE.read_text() == json_schema(), "run: python -m rubric_runner.records.schema > schemas/result.schema.json"
+
+
+def _run(tmp_path, name, script, *extra, stop=None):
+    overrides = scripted_overrides(script, *extra)
+    return execute(compose_config(overrides), tmp_path / name, overrides, stop=stop)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """Every kind of record, written the way each path writes it: name -> result.json files."""
+    tmp = tmp_path_factory.mktemp("records")
+    script = write_script(tmp / "s.yaml", worker=[{"content": "x"}], grader=[OK],
+                          tasks={"shaky": {"worker": [{"raise": "provider 500"}, {"content": "x"}]}})
+    data = tmp / "tasks.jsonl"
+    data.write_text("".join(json.dumps({"id": i, "task": f"do {i}"}) + "\n" for i in ("good", "shaky")))
+    files: dict[str, list] = {}
+    assert _run(tmp, "single", script).status is Status.SATISFIED
+    files["single run"] = [tmp / "single" / RESULT_FILE]
+    assert _run(tmp, "multi", script, f"rubric.dataset={data}").status is Status.ERROR
+    files["multi-task run"] = [tmp / "multi" / RESULT_FILE]
+    files["task"] = sorted((tmp / "multi" / "tasks").glob(f"*/{RESULT_FILE}"))
+    assert _run(tmp, "multi", script, f"rubric.dataset={data}", "run.resume=true").status is Status.SATISFIED
+    files["resumed run"] = [tmp / "multi" / RESULT_FILE]
+    assert _run(tmp, "config_error", script, "grader.max_iterations=0").exit_code == ExitCode.USAGE
+    files["config error"] = [tmp / "config_error" / RESULT_FILE]
+    stop = StopRequest()
+    stop.signal_name = "SIGINT"  # as if Ctrl-C came before the first checkpoint
+    assert _run(tmp, "interrupted", script, stop=stop).status is Status.INTERRUPTED
+    files["interrupted"] = [tmp / "interrupted" / RESULT_FILE]
+    api_dir = tmp / "api"
+    assert rubric_runner.run([*scripted_overrides(script)], run_dir=api_dir).status is Status.SATISFIED
+    files["python api"] = [api_dir / RESULT_FILE]
+    assert run_command(["regrade", str(api_dir), f"grader.script={script}"]) == 0
+    files["regrade"] = list((api_dir / "regrades").glob(f"*/{RESULT_FILE}"))
+    crashed = tmp / "crashed"
+    crashed.mkdir()
+    config = OmegaConf.create({"hydra": {"runtime": {"output_dir": str(crashed)}}})
+    SweepSummary().on_job_end(config, JobReturn(status=JobStatus.FAILED, _return_value=IsADirectoryError("events.jsonl")))
+    files["crashed job"] = [crashed / RESULT_FILE]
+    return files
+
+
+@pytest.mark.parametrize("path", ["single run", "multi-task run", "task", "resumed run", "config error", "interrupted",
+                                  "python api", "regrade", "crashed job"])
+def test_every_written_record_validates(written, path):
+    schema = json.loads(SCHEMA_FILE.read_text())
+    assert written[path], f"no record written by: {path}"
+    for file in written[path]:
+        data = json.loads(file.read_text())
+        jsonschema.validate(data, schema)
+        assert read_record(file).model_dump(mode="json") == data
+        assert load_record(file.parent).status == data["status"] != "running"
+
+
+def test_a_record_that_breaks_the_schema_is_read_as_unreadable(tmp_path):
+    (tmp_path / RESULT_FILE).write_text(json.dumps({"status": "finished"}))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"status": "finished"}, json.loads(SCHEMA_FILE.read_text()))
+    record = load_record(tmp_path)
+    assert (record.status, record.error.type) == ("error", "BadRecord")
