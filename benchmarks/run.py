@@ -328,7 +328,41 @@ def bench_sweep(tmp: Path) -> dict:
     return rows
 
 
-BENCHES = ("startup", "overhead", "concurrency", "cache", "memory", "sweep")
+def bench_sandbox(repeats: int) -> dict:
+    """Sandbox start-up per call, by isolation backend: the demo's pytest file, and a one-case table."""
+    from rubric_runner.config import DATA_DIR
+    from rubric_runner.sandbox import Limits, isolation_setting, run_cases, run_pytest, unavailable
+
+    solution = yaml.safe_load((DATA_DIR / "scripts" / "code.yaml").read_text())["second_attempt"]
+    tests = (DATA_DIR / "suites" / "test_find_duplicates.py").read_text()
+    backends = [backend for backend in ("bwrap", "namespaces", "none") if unavailable(backend) is None]
+
+    def call(backend: str, suite: str):
+        def once() -> None:
+            with isolation_setting(backend):
+                if suite == "pytest":
+                    result = run_pytest(solution, "solution", "test_find_duplicates.py", tests, Limits())
+                else:
+                    result = run_cases("def f():\n    return 1\n", "f", [{"name": "f", "expected": 1}], Limits())
+            assert result["ok"] and result["isolation"] == backend, result
+
+        return once
+
+    for backend in backends:  # bubblewrap's one-time check, and warm file caches
+        call(backend, "pytest")()
+    actions = {f"{suite}_{backend}": call(backend, suite) for suite in ("pytest", "cases") for backend in backends}
+    rows = _interleaved(actions, repeats, cpu=False)  # the work is in subprocesses
+    rows["user"] = "root" if os.getuid() == 0 else "not root"
+    if {"bwrap", "namespaces"} <= set(backends):
+        for suite in ("pytest", "cases"):
+            rows[f"ratio_bwrap_over_namespaces_{suite}"] = round(
+                rows[f"{suite}_bwrap"]["median_s"] / rows[f"{suite}_namespaces"]["median_s"], 3
+            )
+    rows["target"] = "pytest_bwrap / pytest_namespaces <= 1.2"
+    return rows
+
+
+BENCHES = ("startup", "overhead", "concurrency", "cache", "memory", "sweep", "sandbox")
 
 
 def _table(results: dict) -> str:
@@ -371,6 +405,8 @@ def main() -> None:
                 results["benchmarks"][name] = bench_memory(tmp)
             elif name == "sweep":
                 results["benchmarks"][name] = bench_sweep(tmp)
+            elif name == "sandbox":
+                results["benchmarks"][name] = bench_sandbox(max(15, args.repeats))
             results["benchmarks"][name]["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             print(f"done: {name}", file=sys.stderr, flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from .config import Config, ConfigError
 from .dataset import Task
 from .grading import grader_middleware
 from .environment import API_KEY_ENV
+from .extensions import LoopExtensions
 from .models import OFFLINE_HINT, build_chat_model, is_scripted, split_model
 from .plugins import Plugins
 from .recorder import ToolCallWatch
@@ -57,6 +58,10 @@ class AgentFactory:
         self.registry = ToolRegistry(Plugins.load())
         self.grader_tools = self.registry.resolve(config.grader.tools, "grader")
         self.worker_tools = self.registry.resolve(config.worker.tools, "worker")
+        grader_own, worker_own = [*grader_middleware(config.grader), ToolCallWatch()], [ToolCallWatch()]
+        self.extensions = LoopExtensions(config, self.registry.plugins, grader_own, worker_own)
+        self.grader_middleware = [*grader_own, *self.extensions.grader_middleware]
+        self.worker_middleware = [*worker_own, *self.extensions.worker_middleware]
         self.cache = None
         if config.run.cache:
             from .cache import SQLiteResponseCache
@@ -92,7 +97,7 @@ class AgentFactory:
                 validate_settings(self.registry.find(name, key).tool, settings, key)
 
     def rubric_middleware(self, on_evaluation: Callable[[dict[str, Any]], None] | None, max_iterations: int) -> Any:
-        """``RubricMiddleware`` with this run's grader, prompt, tools and grader middleware."""
+        """``RubricMiddleware`` with this run's grader, prompt, tools, grader middleware and hooks."""
         from langchain_core._api import LangChainBetaWarning
 
         with warnings.catch_warnings():
@@ -103,19 +108,20 @@ class AgentFactory:
                 model=self.grader_model,
                 system_prompt=self.config.grader.system_prompt,
                 tools=self.grader_tools,
-                grader_middleware=[*grader_middleware(self.config.grader), ToolCallWatch()],
+                grader_middleware=self.grader_middleware,
                 max_iterations=max_iterations,
-                on_evaluation=on_evaluation,
+                on_evaluation=self.extensions.observing(on_evaluation),
+                **self.extensions.grader_arguments,
             )
 
     def build(self, on_evaluation: Callable[[dict[str, Any]], None], checkpointer: Any) -> Any:
-        """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...)])``."""
+        """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...), *worker.middleware])``."""
         from deepagents import create_deep_agent
 
         return create_deep_agent(
             model=self.worker_model,
             tools=self.worker_tools,
             system_prompt=self.config.worker.system_prompt or None,
-            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations), ToolCallWatch()],
+            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations), *self.worker_middleware],
             checkpointer=checkpointer,
         )

@@ -52,6 +52,19 @@ class Checkpointer(StrEnum):
     postgres = "postgres"
 
 
+class Isolation(StrEnum):
+    """How generated code is isolated (``rubric_runner.sandbox``; ``rubric-runner doctor`` says what works here)."""
+
+    auto = "auto"
+    """bubblewrap when it works, else Linux namespaces when root, else refuse to run the code."""
+    bwrap = "bwrap"
+    """bubblewrap only (refuse when it cannot run)."""
+    namespaces = "namespaces"
+    """Linux namespaces, root only (refuse otherwise)."""
+    none = "none"
+    """No isolation: the code runs with this user's access (a warning on the console and in events)."""
+
+
 @dataclass
 class ModelConfig:
     """One chat model: the worker or the grader."""
@@ -72,8 +85,11 @@ class ModelConfig:
     script: Optional[str] = None
     # any other keyword arguments for the provider's chat model class
     kwargs: Dict[str, Any] = field(default_factory=dict)
-    # tools this model may call, by registered name -> settings (null or a mapping)
+    # tools this model may call, by registered name or import path (module.tool) -> settings (null or a mapping)
     tools: Dict[str, Any] = field(default_factory=dict)
+    # langchain middleware after the runner's own: a list of {_target_: dotted.path, ...arguments},
+    # each built with Hydra's instantiate, e.g. {_target_: langchain.agents.middleware.ModelRetryMiddleware}
+    middleware: List[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -98,6 +114,17 @@ class GraderConfig(ModelConfig):
     # how the verdict comes back: auto (LangChain picks from the model profile), tool (a forced
     # GraderResponse tool call) or provider (the provider's native JSON-schema output)
     structured_output: StructuredOutput = StructuredOutput.auto
+    # dotted paths of callables called after every grading pass as fn(evaluation=..., task=...)
+    on_evaluation: List[str] = field(default_factory=list)
+    # dotted path of fn(messages) -> messages: the part of the worker's transcript the grader reads
+    prepare_messages_for_grader: Optional[str] = None
+    # dotted path of fn(state, iteration) -> mapping: extra fields of the grader's input state
+    # (needs state_schema; it cannot set messages)
+    build_grader_state: Optional[str] = None
+    # dotted path of the grader agent's state schema, a TypedDict extending langchain's AgentState
+    state_schema: Optional[str] = None
+    # dotted path of the grader agent's runtime context schema
+    context_schema: Optional[str] = None
 
 
 @dataclass
@@ -140,6 +167,24 @@ class RunConfig:
     cache: Optional[str] = None
     # requests per second per provider, e.g. {anthropic: 2.0}; providers not listed are not limited
     rate_limits: Dict[str, float] = field(default_factory=dict)
+    # billed tokens (worker + grader, every task) this run may spend in all; null = no budget
+    budget_tokens: Optional[int] = None
+    # estimated USD (at the sweep.prices rates) this run may spend in all; null = no budget
+    budget_usd: Optional[float] = None
+
+
+@dataclass
+class LimitsConfig:
+    """What one task may use; a task that reaches a limit ends as limit_exceeded."""
+
+    # worker model calls per task (its subagents' and cached replies included); null = no limit
+    worker_calls: Optional[int] = None
+    # billed worker tokens per task (input + output; a cached reply costs none); null = no limit
+    worker_tokens: Optional[int] = None
+    # billed tokens per task, worker and grader together; null = no limit
+    total_tokens: Optional[int] = None
+    # wall-clock seconds per task, from its start (a resumed task starts the clock again); null = no limit
+    wall_seconds: Optional[float] = None
 
 
 @dataclass
@@ -149,8 +194,21 @@ class SweepConfig:
     # fail the sweep (exit 4) when the fraction of satisfied jobs is below this, 0..1;
     # null: the sweep fails when any job is not satisfied
     fail_under: Optional[float] = None
-    # price table for the reports' cost estimates (USD per 1M tokens); null: conf/prices.yaml
+    # price table for the reports' cost estimates and USD budgets (USD per 1M tokens); null: conf/prices.yaml
     prices: Optional[str] = None
+    # billed tokens the whole sweep (all its jobs, in any process or machine) may spend; null = no budget
+    budget_tokens: Optional[int] = None
+    # estimated USD (at the sweep.prices rates) the whole sweep may spend; null = no budget
+    budget_usd: Optional[float] = None
+
+
+@dataclass
+class SandboxConfig:
+    """How tools that run generated code (run_test_suite, plugin tools using rubric_runner.sandbox) isolate it."""
+
+    # auto: bubblewrap when it works, else Linux namespaces when root, else refuse to run the code;
+    # bwrap or namespaces: only that backend (refuse when it cannot run); none: no isolation (warns)
+    isolation: Isolation = Isolation.auto
 
 
 @dataclass
@@ -161,7 +219,9 @@ class Config:
     grader: GraderConfig = field(default_factory=GraderConfig)
     rubric: RubricConfig = field(default_factory=RubricConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     # extra notes copied into the result record, e.g. a sweep label
     tags: List[str] = field(default_factory=list)
 
@@ -334,4 +394,21 @@ def validate(cfg: DictConfig) -> Config:
     fail_under = config.sweep.fail_under
     if fail_under is not None and not 0 <= fail_under <= 1:
         raise ConfigError("sweep.fail_under", f"must be a fraction from 0 to 1, got {fail_under}", "e.g. sweep.fail_under=0.8")
+    _check_limits(config)
     return config
+
+
+LIMIT_EXAMPLES = {
+    "limits.worker_calls": 50, "limits.worker_tokens": 200000, "limits.total_tokens": 400000, "limits.wall_seconds": 600,
+    "run.budget_tokens": 2000000, "run.budget_usd": 5, "sweep.budget_tokens": 20000000, "sweep.budget_usd": 50,
+}
+"""Every limit and budget key, with an example value for its error message."""
+
+
+def _check_limits(config: Config) -> None:
+    """Each limit and budget is null or positive (the schema's types make calls and tokens whole)."""
+    for key, example in LIMIT_EXAMPLES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        if value is not None and value <= 0:
+            raise ConfigError(key, f"must be positive, or null for no limit; got {value}", f"e.g. {key}={example}")

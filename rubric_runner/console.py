@@ -76,11 +76,12 @@ class Console:
             if not criterion.get("passed"):
                 self.line(f"     x {criterion.get('name')}: {criterion.get('gap', '')}")
 
-    def progress(self, done: int, total: int, satisfied: int, tokens: int) -> None:
-        """One rewritten status line for multi-task runs, only on a terminal."""
+    def progress(self, done: int, total: int, satisfied: int, tokens: int, spend: str = "") -> None:
+        """One rewritten status line for multi-task runs, only on a terminal; ``spend``: against the budgets."""
         if self.enabled and sys.stderr.isatty():
             end = "\n" if done == total else ""
-            print(f"\rtasks {done}/{total}  satisfied {satisfied}  tokens {tokens:,}", end=end, file=sys.stderr, flush=True)
+            line = f"tasks {done}/{total}  satisfied {satisfied}  tokens {tokens:,}" + (f"  {spend}" if spend else "")
+            print(f"\r{line}", end=end, file=sys.stderr, flush=True)
 
     def summary(self, aggregate: dict[str, Any]) -> None:
         """The numbers of a multi-task run."""

@@ -21,6 +21,21 @@ class TaskContext:
     tool_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     recorder: Any = None
 
+    def ref(self) -> TaskRef:
+        """Which task, repeat and run this is, for code outside the runner."""
+        record = getattr(self.recorder, "result", None)
+        return TaskRef(self.task_id, self.repeat, getattr(record, "run_dir", None), getattr(record, "thread_id", None))
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """Which task a grading pass belongs to: its id, repeat, record's dir and conversation thread."""
+
+    task_id: str
+    repeat: int
+    run_dir: str | None
+    thread_id: str | None
+
 
 CURRENT_TASK: ContextVar[TaskContext | None] = ContextVar("rubric_runner_task", default=None)
 

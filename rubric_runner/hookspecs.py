@@ -13,5 +13,14 @@ def register_tools(register):
 
 @hookspec
 def register_commands(subparsers):
-    """Add commands to ``rubric-runner`` with ``subparsers.add_parser(name, ...)``; each sets
-    ``handler``, a function of the parsed arguments returning the exit code."""
+    """Add commands with ``subparsers.add_parser(name, ...)``, each setting ``handler(args) -> exit code``."""
+
+
+@hookspec
+def on_evaluation(evaluation, task):
+    """See each grading pass: the ``RubricEvaluation`` dict and the ``TaskRef`` it belongs to."""
+
+
+@hookspec
+def on_run_end(record):
+    """See each finished run: its ``RunRecord``, complete and written, however the run ended."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -109,6 +110,15 @@ class Plugins:
         if key not in _loaded:
             _loaded[key] = cls()
         return _loaded[key]
+
+    def hook_functions(self, hook: str) -> list[tuple[str, Callable[..., Any]]]:
+        """``(plugin name, function)`` of each plugin implementing ``hook``: the function takes the
+        hook's keyword arguments and passes on those the plugin's implementation names."""
+
+        def bound(impl: Any) -> Callable[..., Any]:
+            return lambda **kwargs: impl.function(**{name: kwargs[name] for name in impl.argnames})
+
+        return [(impl.plugin_name, bound(impl)) for impl in getattr(self.manager.hook, hook).get_hookimpls()]
 
     def register_commands(self, subparsers: Any) -> None:
         """Let every plugin add its commands; a plugin whose ``register_commands`` fails is reported

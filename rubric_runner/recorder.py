@@ -81,6 +81,22 @@ class ToolCallWatch(AgentMiddleware):
         return response
 
 
+def sandbox_notices(log: Any, console: Console):
+    """``notify`` for the sandbox's isolation setting: every notice in events.jsonl, each kind once on the console."""
+    said: set[str] = set()
+    lock = threading.Lock()
+
+    def notify(event: str, message: str) -> None:
+        log.warning(event, message=message)
+        with lock:
+            first = event not in said
+            said.add(event)
+        if first:
+            console.warning(message)
+
+    return notify
+
+
 class Recorder(BaseCallbackHandler):
     """Records one run: tool calls and token usage by agent, grading events, evaluations."""
 

@@ -30,6 +30,7 @@ from .records import (
     write_record,
 )
 from .scripted import CURSOR_DIR
+from .sandbox import isolation_setting
 
 
 def task_dirs(run_dir: Path) -> list[Path]:
@@ -83,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
     with event_log(out_dir / EVENTS_FILE) as log:
         try:
             from .agent import AgentFactory, note_what_ran
-            from .recorder import Recorder
+            from .recorder import Recorder, sandbox_notices
 
             if (run_dir / CURSOR_DIR / "grader").is_dir():  # a scripted grader's place in its script
                 shutil.copytree(run_dir / CURSOR_DIR / "grader", out_dir / CURSOR_DIR / "grader", dirs_exist_ok=True)
@@ -98,6 +99,7 @@ def main(args: argparse.Namespace) -> int:
         console.line(f"regrade of {run_dir}: grader={config.grader.model} rubric={config.rubric.name}")
         template = RunRecord()
         note_what_ran(template, config)
+        notices = sandbox_notices(log, console)
         for task_dir in task_dirs(run_dir):
             started = time.monotonic()
             target = out_dir / task_dir.relative_to(run_dir)
@@ -107,8 +109,9 @@ def main(args: argparse.Namespace) -> int:
                 return Recorder(log, result, console, config.run.preview_chars)
 
             try:
-                result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None, template,
-                                     recorder_factory)
+                with isolation_setting(config.sandbox.isolation, notices):
+                    result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None,
+                                         template, recorder_factory)
             except Exception as exc:  # one transcript's failure is its own record
                 result = RunRecord()
                 result.fail(exc)

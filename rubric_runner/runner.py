@@ -9,11 +9,14 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from .budget import spend_lines
 from .config import ConfigError, validate
 from .console import Console
 from .events import event_log
+from .extensions import notify_run_end
 from .records import EVENTS_FILE, RESULT_FILE, RunRecord, now, write_record
 from .redaction import redact_override
+from .sandbox import isolation_setting
 from .signals import StopRequest
 
 
@@ -41,7 +44,7 @@ def claim_run_dir(run_dir: Path, resume: bool) -> None:
 
 
 def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None,
-            stop: StopRequest | None = None, claimed: bool = False) -> RunRecord:
+            stop: StopRequest | None = None, claimed: bool = False, sweep_dir: Path | None = None) -> RunRecord:
     """Run the rubric loop for every task; write ``result.json``, ``events.jsonl``, transcripts.
 
     A single task writes its files in ``run_dir``. With a dataset or repeats,
@@ -50,7 +53,8 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
     are and interrupted or failed ones continue from their checkpoints. ``stop``
     (the command line's signal handling) is checked at every checkpoint; without
     ``claimed`` (the command line claims its run dir itself) the run claims ``run_dir``
-    first and raises ``RunDirInUse`` when another run's record is there.
+    first and raises ``RunDirInUse`` when another run's record is there. ``sweep_dir`` (a sweep's
+    job) holds the ledger of the sweep's budget.
     """
     run_dir = Path(run_dir)
     if not claimed:
@@ -59,6 +63,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
     console = Console(enabled=bool(cfg.get("run", {}).get("console", True)))
     started = time.monotonic()
     session = None
+    budgets = None
 
     with event_log(run_dir / EVENTS_FILE) as log:
 
@@ -69,8 +74,11 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.iterations,
                      usage=record.usage_dict(), wall_seconds=record.wall_seconds,
                      aggregate=record.aggregate.model_dump() if record.aggregate else None)
+            notify_run_end(record, log)
             if record.aggregate:
                 console.summary(record.aggregate.model_dump())
+            for line in spend_lines([record]):
+                console.line(line)
             console.finish(record.status, record.iterations, str(run_dir), record.error and record.error.message)
 
         def stop_now(reason: str) -> None:
@@ -88,22 +96,26 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
         try:
             config = validate(cfg)
             from .agent import AgentFactory, note_what_ran
+            from .budget import Budgets
             from .dataset import load_tasks
+            from .recorder import sandbox_notices
             from .session import Session
 
             note_what_ran(record, config)
             tasks = load_tasks(config)
+            budgets = Budgets(config, run_dir, sweep_dir)
             factory = AgentFactory(config, run_dir)
             for failure in factory.registry.plugins.failures:
                 console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
             factory.check_task_tools(tasks)
             multi = len(tasks) > 1 or config.run.repeats > 1
-            session = Session(config, run_dir, log, console, record, multi, stop)
+            session = Session(config, run_dir, log, console, record, multi, budgets, stop)
             log.info("run_start", worker=record.worker.model_dump(), grader=record.grader.model_dump(),
                      rubric=config.rubric.name, overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
             console.start(config.worker.model, config.grader.model, config.rubric.name,
                           bool(record.worker.scripted or record.grader.scripted))
-            results = asyncio.run(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
+            with isolation_setting(config.sandbox.isolation, sandbox_notices(log, console)):
+                results = asyncio.run(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
             if session.multi:
                 record.aggregate_tasks(results, config.run.repeats, session.reused)
             elif session.reused:
@@ -112,6 +124,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
                 return results[0]
             else:
                 record = results[0]
+            record.budgets = budgets.infos()
         except ConfigError as exc:
             record.fail(exc)
             log.error("config_error", key=exc.key, message=str(exc))
@@ -121,6 +134,9 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
         except Exception as exc:  # whatever breaks the run as a whole still leaves its record
             record.fail(exc)
             log.exception("run_error")
+        finally:
+            if budgets is not None:
+                budgets.close()
         end_run()
     return record
 

@@ -36,6 +36,12 @@ def _check_turns(turns: Any, where: str) -> list[dict[str, Any]]:
     for index, turn in enumerate(turns):
         if not isinstance(turn, dict) or not ({"content", "tool_calls", "raise"} & set(turn)):
             raise ScriptError(f"{where}[{index}] must be a mapping with content, tool_calls or raise")
+        usage = turn.get("usage", {})
+        if not isinstance(usage, dict) or not all(
+            key in ("input_tokens", "output_tokens") and isinstance(n, int) and not isinstance(n, bool) and n >= 0
+            for key, n in usage.items()
+        ):
+            raise ScriptError(f"{where}[{index}].usage must map input_tokens and output_tokens to counts")
     return turns
 
 
@@ -75,7 +81,9 @@ class ScriptedChatModel(BaseChatModel):
     A turn is a mapping with ``content`` (text), ``tool_calls`` (a list of
     ``{name, args}``), or ``raise`` (a message: the call fails with
     ``ScriptError``, standing in for a provider failure). Optional ``latency``
-    (seconds) delays the reply. Usage is estimated at four characters a token.
+    (seconds) delays the reply; optional ``usage`` (``input_tokens``,
+    ``output_tokens``) is the token usage it reports, else estimated at four
+    characters a token.
 
     Each conversation thread (``thread_id``) replays the script from its own
     position, so one model serves many concurrent tasks; a task listed in
@@ -166,10 +174,7 @@ class ScriptedChatModel(BaseChatModel):
             {"name": call["name"], "args": call.get("args", {}), "id": f"call_{index}_{i}"}
             for i, call in enumerate(turn.get("tool_calls") or [])
         ]
-        prompt = "".join(str(m.content) for m in messages)
-        output = content + "".join(str(c["args"]) for c in tool_calls)
-        usage = {"input_tokens": _estimate_tokens(prompt), "output_tokens": _estimate_tokens(output)}
-        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        usage = self._usage(messages, content, tool_calls, turn.get("usage") or {})
         message = AIMessage(
             content=content,
             tool_calls=tool_calls,
@@ -177,6 +182,16 @@ class ScriptedChatModel(BaseChatModel):
             response_metadata={"model_name": self.model, "scripted": True},
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    @staticmethod
+    def _usage(messages: list[BaseMessage], content: str, tool_calls: list[dict[str, Any]],
+               given: dict[str, Any]) -> dict[str, int]:
+        """The turn's ``usage`` (``input_tokens``, ``output_tokens``), else an estimate of four characters a token."""
+        prompt = "".join(str(m.content) for m in messages)
+        output = content + "".join(str(c["args"]) for c in tool_calls)
+        usage = {"input_tokens": int(given.get("input_tokens", _estimate_tokens(prompt))),
+                 "output_tokens": int(given.get("output_tokens", _estimate_tokens(output)))}
+        return {**usage, "total_tokens": usage["input_tokens"] + usage["output_tokens"]}
 
     def _delay(self, turn: dict[str, Any]) -> float:
         return float(turn.get("latency", self.latency))

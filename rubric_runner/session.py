@@ -12,10 +12,12 @@ from typing import Any
 
 import structlog
 
+from .budget import Budgets
 from .config import Checkpointer, Config, postgres_url
 from .console import Console
 from .context import CURRENT_TASK, TaskContext
 from .dataset import Task
+from .guard import LimitExceeded, TaskGuard
 from .records import (
     CHECKPOINT_FILE,
     RESULT_FILE,
@@ -50,8 +52,9 @@ class Session:
     """How each task of a run is run and recorded; ``template`` holds what every task record shares."""
 
     def __init__(self, config: Config, run_dir: Path, log: Any, console: Console, template: RunRecord,
-                 multi: bool, stop: StopRequest | None = None) -> None:
+                 multi: bool, budgets: Budgets, stop: StopRequest | None = None) -> None:
         self.config = config
+        self.budgets = budgets
         self.run_dir = run_dir
         self.log = log
         self.console = console
@@ -121,7 +124,13 @@ class Session:
                 async with limit:
                     return await self.run_task(task, repeat)
 
-            jobs = [bounded(task, repeat) for task in tasks for repeat in range(self.config.run.repeats)]
+            keys = [(task, repeat) for task in tasks for repeat in range(self.config.run.repeats)]
+            if self.config.run.resume:  # what earlier attempts spent counts against the budgets
+                for task, repeat in keys:
+                    previous = read_record(self.task_dir(task, repeat) / RESULT_FILE)
+                    if previous is not None:
+                        self.budgets.book(previous, self.task_dir(task, repeat))
+            jobs = [bounded(task, repeat) for task, repeat in keys]
             self.total = len(jobs)
             with tasks_running():
                 return list(await asyncio.gather(*jobs))
@@ -132,6 +141,8 @@ class Session:
         task_dir.mkdir(parents=True, exist_ok=True)
         key = f"{task.id}-r{repeat}"
         previous = read_record(task_dir / RESULT_FILE) if self.config.run.resume else None
+        if previous is not None and previous.status is Status.NOT_RUN:
+            previous = None  # a task the budget kept from starting starts afresh
         if previous is not None and previous.status.terminal:
             self.reused.add(key)
             self._done(previous)
@@ -157,6 +168,12 @@ class Session:
             if self.multi:
                 log.info("task_end", status=result.status, iterations=result.iterations, wall_seconds=result.wall_seconds)
 
+        spent = self.budgets.reached()
+        if spent is not None:  # no task starts once a budget is spent; one begun earlier was cut short
+            result.stop(Status.NOT_RUN if previous is None else Status.BUDGET_EXCEEDED, spent)
+            end_task()
+            self._done(result)
+            return result
         write_record(task_dir / RESULT_FILE, result)
         self.active[key] = (result, end_task)
         if self.multi:
@@ -165,6 +182,9 @@ class Session:
             if self.stop is not None:
                 self.stop.check()
             await self._execute(task, repeat, result, task_dir, log, console)
+        except LimitExceeded as exc:
+            result.stop(exc.status, exc.hit)
+            log.warning(exc.status.value, limit=exc.hit.model_dump())
         except StopRequested as exc:
             result.interrupt(str(exc))
             log.warning("interrupted", reason=str(exc))
@@ -181,7 +201,7 @@ class Session:
         if self.multi:
             satisfied = sum(r.status is Status.SATISFIED for r in self.finished)
             tokens = sum(u.total_tokens for r in self.finished for u in r.usage.values())
-            self.console.progress(len(self.finished), self.total, satisfied, tokens)
+            self.console.progress(len(self.finished), self.total, satisfied, tokens, self.budgets.progress())
 
     async def _execute(self, task: Task, repeat: int, result: RunRecord, task_dir: Path, log: Any, console: Console) -> None:
         from langchain_core.messages import HumanMessage, messages_to_dict
@@ -189,19 +209,26 @@ class Session:
         from .recorder import Recorder
 
         recorder = Recorder(log, result, console, self.config.run.preview_chars)
+        guard = TaskGuard(self.config.limits, self.budgets, result, task_dir)  # after the recorder, whose counts it reads
         CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder))
-        run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder]}
+        run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder, guard]}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(task.message)], "rubric": task.rubric}
         if result.resumed and (await self.agent.aget_state(run_config)).next:
             agent_input = None  # continue the interrupted step from the last checkpoint
             log.info("run_resumed", thread_id=result.thread_id, resumed=result.resumed)
+        deadline = asyncio.timeout(self.config.limits.wall_seconds)
         try:
-            stream = self.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
-            async for mode, chunk in stream:
-                if mode == "custom":
-                    recorder.on_stream_event(chunk)
-                elif self.stop is not None:
-                    self.stop.check()
+            async with deadline:
+                stream = self.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
+                async for mode, chunk in stream:
+                    if mode == "custom":
+                        recorder.on_stream_event(chunk)
+                    elif self.stop is not None:
+                        self.stop.check()
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise guard.expire() from None
         finally:
             values = (await self.agent.aget_state(run_config)).values
             messages = values.get("messages", [])

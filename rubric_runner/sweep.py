@@ -81,6 +81,7 @@ class SweepSummary(Callback):
         if self.sweep is None:
             self.code = ExitCode.USAGE
             return self.code
+        from .budget import spend_lines
         from .report import verdict_line, write_all
 
         sweep = self.sweep
@@ -96,6 +97,8 @@ class SweepSummary(Callback):
         if jobs:
             paths = write_all(sweep.dir, jobs, sweep.prices)
             print(f"sweep: {verdict_line(jobs, sweep.fail_under)} -> exit {int(self.code)}", flush=True)
+            for line in spend_lines([job.record for job in jobs]):
+                print(f"  {line}", flush=True)
             for path in paths:
                 print(f"  {path}", flush=True)
         return self.code

@@ -51,12 +51,11 @@ class ToolRegistry:
     @staticmethod
     def _registrar(info, registered: dict[str, ToolEntry]):
         def register(tool: Any, name: str | None = None) -> None:
-            if not isinstance(tool, BaseTool):
-                if not callable(tool):
-                    raise TypeError(f"{tool!r} is not a tool")
-                tool = as_tool(tool)
+            tool = langchain_tool(tool)
             if name and name != tool.name:
                 tool = tool.model_copy(update={"name": name})
+            if "." in tool.name:
+                raise ValueError(f"tool name {tool.name!r} has a dot (a dotted name in config is an import path)")
             entry = ToolEntry(tool.name, tool, info.name, info.package, info.version)
             if entry.qualified_name in registered:
                 raise ValueError(f"tool {entry.name!r} registered twice")
@@ -65,7 +64,10 @@ class ToolRegistry:
         return register
 
     def find(self, name: str, key: str) -> ToolEntry:
-        """The entry for ``name`` (bare or ``plugin/tool``); ``key`` names the config key."""
+        """The entry for ``name`` (bare, ``plugin/tool`` or the import path ``module.tool``); ``key``
+        names the config key."""
+        if "." in name and "/" not in name:
+            return local_tool(name, key)
         if name in self.entries:
             return self.entries[name]
         matches = sorted((entry for entry in self.entries.values() if entry.name == name), key=lambda e: e.plugin)
@@ -96,6 +98,28 @@ class ToolRegistry:
                 raise ConfigError(key, f"{role} already has a tool named {entry.name!r}", "give it only one of them")
             tools[entry.name] = bind_settings(entry.tool, dict(settings or {}), key)
         return list(tools.values())
+
+
+def langchain_tool(value: Any) -> BaseTool:
+    """``value`` as a LangChain tool: a ``BaseTool`` as it is, a function wrapped with ``@tool``."""
+    if isinstance(value, BaseTool):
+        return value
+    if not callable(value):
+        raise TypeError(f"{value!r} is not a tool")
+    return as_tool(value)
+
+
+def local_tool(path: str, key: str) -> ToolEntry:
+    """The tool at the import path ``module.tool``, for config that names a tool no plugin registers."""
+    from .extensions import locate
+
+    found = locate(path, key)
+    try:
+        tool = langchain_tool(found)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(key, f"{path!r} is not a tool: {exc}", "name a @tool or a function with a docstring") from None
+    module = path.rsplit(".", 1)[0]
+    return ToolEntry(tool.name, tool, plugin="local", package=module, version="")
 
 
 def tool_settings(tool: BaseTool) -> dict[str, Any]:

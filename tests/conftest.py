@@ -68,6 +68,12 @@ def write_script(path: Path, worker: list[dict], grader: list[dict], tasks: dict
     return path
 
 
+def write_dataset(path: Path, ids: list[str]) -> Path:
+    """Write a JSONL task set: one task ``do <id>`` per id."""
+    path.write_text("".join(json.dumps({"id": i, "task": f"do {i}"}) + "\n" for i in ids))
+    return path
+
+
 def scripted_overrides(script: Path, *extra: str) -> list[str]:
     """Overrides for a fully scripted run replaying ``script``."""
     return ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}", "run.console=false", *extra]
@@ -123,3 +129,18 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def copy_pytest(site: Path) -> Path:
+    """Copy pytest and the packages it imports into ``site`` (a stand-alone site-packages dir)."""
+    import shutil
+
+    from rubric_runner.sandbox import pytest_path
+
+    for name in ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py"):
+        source = Path(pytest_path()) / name
+        if source.is_dir():
+            shutil.copytree(source, site / name)
+        elif source.exists():
+            shutil.copy2(source, site / name)
+    return site

@@ -7,6 +7,10 @@ text (continuation lines joined, comments left out, runs of spaces collapsed), a
   commands of its section before it, in a scratch directory that holds ``.venv`` and the files the
   section shows (code blocks whose first line is ``# <path>``), with ``.venv`` active. It must exit
   with ``exit_code`` and print each of ``says``, which the section must quote too;
+- ``StopsAtKey``: it needs only a provider's key, so it runs as ``Runs`` does, with no key set: it must
+  pass every check made before the first model call (presets, keys and values, import paths,
+  middleware, tool settings, the price table) and stop at the missing key, each of its errors the one
+  line naming the key variable, and exit with ``exit_code`` (2; a sweep's jobs each end so, and it exits 3);
 - ``Composes``: it needs a key, a server or a cluster (``why``), so the test only composes its config
   (what ``--cfg job`` prints; once per value of a sweep list), which catches a misspelt preset or key;
 - ``Skipped``: it can be neither run nor composed here, and ``why``.
@@ -25,6 +29,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import get_type_hints
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -34,6 +39,8 @@ import readme
 from conftest import BUNDLED_PLUGINS
 from rubric_runner import hookspecs
 from rubric_runner.config import CONF_DIR, Config
+from rubric_runner.environment import API_KEY_ENV
+from rubric_runner.sandbox import choose
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +49,12 @@ class Runs:
     exit_code: int = 0
     undo: str | None = None
     """A command that takes back what this one changed outside the scratch directory."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StopsAtKey:
+    exit_code: int = 2
+    """3 for a sweep, whose jobs each end in an ``error``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +68,11 @@ class Skipped:
 
 
 KEY = "needs a provider's API key"
+MISSING_KEY = re.compile(r"^error: [\w.,]+: .* (needs an API key|need API keys) \(set \w+_API_KEY")
 DEMO_ENDS = "status: satisfied after 2 grading iteration(s)"
+DOCTOR_SAYS = "sandbox.isolation (how run_test_suite and plugin tools isolate generated code):"
+DOCTOR_EXIT = 0 if choose("auto").backend else 1
+"""``rubric-runner doctor`` exits 1 where nothing isolates code (not root, no working bubblewrap)."""
 PLUGIN = "rubric-runner-wordcount"
 """The package of the README's plugin example."""
 
@@ -111,6 +128,12 @@ COMMANDS: dict[str, dict[str, Runs | Composes | Skipped]] = {
         "worker=scripted grader=scripted worker.script=my_conf/strings_script.yaml "
         "grader.script=my_conf/strings_script.yaml": Runs(says=("tasks 2 x repeats 1: 2/2 satisfied (pass@k 1.00, pass^k 1.00)",)),
     },
+    "Limits and budgets": {
+        "python -m rubric_runner -m worker=sonnet,gpt grader=haiku rubric=code_tasks sweep.budget_usd=5 "
+        "limits.worker_calls=40 limits.wall_seconds=600 hydra.sweep.dir=outputs/capped": StopsAtKey(exit_code=3),
+        "python -m rubric_runner -m worker=sonnet,gpt grader=haiku rubric=code_tasks sweep.budget_usd=8 "
+        "limits.worker_calls=40 limits.wall_seconds=600 hydra.sweep.dir=outputs/capped run.resume=true": StopsAtKey(exit_code=3),
+    },
     "Providers: local servers, structured output, faults": {
         "export OPENAI_API_KEY=anything-your-server-accepts": Skipped("sets a provider key"),
         "python -m rubric_runner rubric=code worker.model=openai:qwen2.5-coder worker.base_url=http://127.0.0.1:8000/v1 "
@@ -125,11 +148,24 @@ COMMANDS: dict[str, dict[str, Runs | Composes | Skipped]] = {
     "Tools and plugins": {
         "rubric-runner tools": Runs(says=("run_test_suite", "count_syllables", "text_stats")),
         "rubric-runner plugins": Runs(says=("builtin_tools", "syllables", "textstats")),
+        "rubric-runner doctor": Runs(says=(DOCTOR_SAYS, "  none        works: a trivial test ran in "), exit_code=DOCTOR_EXIT),
         "python -m rubric_runner tools": Runs(says=("run_test_suite", "count_syllables", "text_stats")),
         "python -m rubric_runner rubric=summary '+grader.tools.count_syllables={}'": Composes(KEY),
         "python -m rubric_runner rubric=haiku grader.tools.count_syllables.pattern=[5,7,5,7,7]": Composes(KEY),
         "python -m rubric_runner rubric=code '~grader.tools.run_test_suite'": Composes(KEY),
         "python -m rubric_runner rubric=code '+worker.tools.run_test_suite={suite: tests/my_suite.yaml}'": Composes(KEY),
+    },
+    "Extending the loop": {
+        "PYTHONPATH=. python -m rubric_runner rubric=summary 'grader.on_evaluation=[my_loop.log_pass]'": StopsAtKey(),
+        "python -m rubric_runner 'grader.middleware=[{_target_: langchain.agents.middleware.ModelRetryMiddleware, "
+        "max_retries: 3}]'": StopsAtKey(),
+        "python -m rubric_runner 'worker.middleware=[{_target_: langchain.agents.middleware.ModelCallLimitMiddleware, "
+        "run_limit: 20}]'": StopsAtKey(),
+        "PYTHONPATH=. python -m rubric_runner 'worker.middleware=[{_target_: my_loop.CountCalls, path: worker_calls.txt}]' "
+        "'grader.middleware=[{_target_: my_loop.CountCalls, path: grader_calls.txt}]'": StopsAtKey(),
+        "PYTHONPATH=. python -m rubric_runner rubric=summary grader=haiku "
+        "grader.prepare_messages_for_grader=my_loop.task_and_answer": StopsAtKey(),
+        "PYTHONPATH=. python -m rubric_runner rubric=summary '+grader.tools={my_loop.shout: {suffix: \"?!\"}}'": StopsAtKey(),
     },
     "Writing a plugin": {
         "pip install -e .": Runs(undo=f"pip uninstall --yes --quiet {PLUGIN}"),
@@ -189,10 +225,11 @@ def test_what_a_command_says_is_quoted_in_its_section():
 
 @pytest.fixture
 def shell_env():
-    """The environment of a shell with ``.venv`` active, and the README's plugins enabled."""
+    """The environment of a shell with ``.venv`` active, the README's plugins enabled and no provider key."""
     venv = Path(sys.prefix)
+    keys = {name for names in API_KEY_ENV.values() for name in names}
     return {
-        **os.environ,
+        **{name: value for name, value in os.environ.items() if name not in keys},
         "VIRTUAL_ENV": str(venv),
         "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
         "RUBRIC_RUNNER_PLUGINS": f"{BUNDLED_PLUGINS},wordcount",
@@ -212,23 +249,29 @@ def _shell(command: str, cwd: Path, env: dict[str, str], timeout: float = 300) -
     return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("section", sorted({section for section, _ in _entries(Runs)}))
+def _ends_as_expected(entry: Runs | StopsAtKey, command: str, proc: subprocess.CompletedProcess) -> None:
+    output = proc.stdout + proc.stderr
+    assert "Traceback" not in output, f"{command}\n{output[-3000:]}"
+    if isinstance(entry, StopsAtKey):
+        errors = [line for line in output.splitlines() if line.startswith("error: ")]
+        assert errors and all(MISSING_KEY.search(line) for line in errors), f"{command}\n{output[-3000:]}"
+    assert proc.returncode == entry.exit_code, f"{command}\nexit {proc.returncode}\n{output[-3000:]}"
+    for said in getattr(entry, "says", ()):
+        assert said in output, f"{command}\ndid not print {said!r}:\n{output[-3000:]}"
+
+
+@pytest.mark.parametrize("section", sorted({section for section, _ in _entries(Runs) + _entries(StopsAtKey)}))
 def test_readme_commands_run_and_end_as_it_says(section, tmp_path, shell_env):
     cwd = _scratch(section, tmp_path)
     undo = []
     try:
         for command in [command for title, command in readme.all_commands() if title == section]:
             entry = COMMANDS[section][command]
-            if not isinstance(entry, Runs):
+            if not isinstance(entry, (Runs, StopsAtKey)):
                 continue
-            if entry.undo:
+            if isinstance(entry, Runs) and entry.undo:
                 undo.append(entry.undo)
-            proc = _shell(command, cwd, shell_env)
-            output = proc.stdout + proc.stderr
-            assert proc.returncode == entry.exit_code, f"{command}\nexit {proc.returncode}\n{output[-3000:]}"
-            for said in entry.says:
-                assert said in output, f"{command}\ndid not print {said!r}:\n{output[-3000:]}"
-            assert "Traceback" not in output, f"{command}\n{output[-3000:]}"
+            _ends_as_expected(entry, command, _shell(command, cwd, shell_env))
     finally:
         for command in undo:
             _shell(command, cwd, shell_env)
@@ -286,12 +329,10 @@ def test_a_misspelt_override_does_not_compose():
                 return_hydra_config=True)
 
 
-def _schema_keys(node: type, prefix: str = "") -> list[str]:
+def _schema_keys(schema: type, prefix: str = "") -> list[str]:
     keys = []
-    for field in dataclasses.fields(node):
-        default = field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
-        key = f"{prefix}{field.name}"
-        keys += _schema_keys(type(default), f"{key}.") if dataclasses.is_dataclass(default) else [key]
+    for name, hint in get_type_hints(schema).items():
+        keys += _schema_keys(hint, f"{prefix}{name}.") if dataclasses.is_dataclass(hint) else [f"{prefix}{name}"]
     return keys
 
 
@@ -324,6 +365,13 @@ def test_there_are_hooks():
 def test_hook_is_documented(hook):
     signature = f"{hook}({', '.join(inspect.signature(getattr(hookspecs, hook)).parameters)})"
     assert f"### {signature}\n" in readme.sections()["Writing a plugin"]
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_hookspec_takes_keywords_and_says_what_it_is_in_one_line(hook):
+    spec = getattr(hookspecs, hook)
+    assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in inspect.signature(spec).parameters.values())
+    assert spec.__doc__ and "\n" not in spec.__doc__.strip()
 
 
 def test_a_readme_block_names_the_file_it_shows():

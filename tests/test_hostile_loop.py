@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import read_events, run_scripted, verdict, write_script
-from rubric_runner import sandbox
+from hostile import SANDBOX_PROCESS, gone
 
 FLAG = "/tmp/rubric-runner-hostile-flag"
 HOSTILE = {
@@ -21,6 +21,9 @@ HOSTILE = {
     "floods output": ("def find_duplicates(lst):\n    print('x' * 10**8)\n", "output limit of 8 MiB exceeded"),
 }
 LIMITS = ("wall_seconds=3", "cpu_seconds=1", "memory_mb=256")
+OWN_LIMIT_FIRST = {"infinite loop", "floods output"}
+"""Cases that must end by their own limit: a wall clock with room to spare, so that on a loaded machine
+the wall clock does not win the race."""
 
 
 @pytest.mark.parametrize("name", list(HOSTILE))
@@ -39,6 +42,7 @@ def test_hostile_worker_code_ends_with_a_clear_verdict(tmp_path, monkeypatch, na
     result, run_dir = run_scripted(
         tmp_path, script, "rubric=code", "grader.max_iterations=1",
         *(f"+grader.tools.run_test_suite.{limit}" for limit in LIMITS),
+        *(["grader.tools.run_test_suite.wall_seconds=30"] if name in OWN_LIMIT_FIRST else []),
     )
     assert time.monotonic() - started < 30
     assert result.status == "max_iterations_reached" and result.exit_code == 1
@@ -48,11 +52,4 @@ def test_hostile_worker_code_ends_with_a_clear_verdict(tmp_path, monkeypatch, na
         assert reason in end["output"], end["output"]
     assert not os.path.exists(FLAG)
     assert "sk-proj-FAKEhostileKEY0123456789" not in (run_dir / "events.jsonl").read_text()
-    assert [pid for pid in os.listdir("/proc") if pid.isdigit() and _is_sandbox(pid)] == []
-
-
-def _is_sandbox(pid: str) -> bool:
-    try:
-        return str(sandbox.CHILD).encode() in open(f"/proc/{pid}/cmdline", "rb").read()
-    except OSError:
-        return False
+    assert gone([SANDBOX_PROCESS], 2.0) == []

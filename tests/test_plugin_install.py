@@ -1,18 +1,22 @@
 """Plugin packages built in temp dirs, installed with pip, used by the runner with no change to the core.
 
 Both are uninstalled afterwards. One is the README's "Writing a plugin" example, exactly as written
-there (entry point ``wordcount``). The other has four entry points: ``throwaway`` registers ``shout``
-(with a setting; also as ``yell``) and a ``text_stats`` that collides with the textstats plugin's;
-``throwaway_broken`` fails to import, ``throwaway_typo`` implements a hook that does not exist, and
-``throwaway_bad`` registers something that is not a tool.
+there (entry point ``wordcount``). The other has five entry points: ``throwaway`` registers ``shout``
+(with a setting; also as ``yell``) and a ``text_stats`` that collides with the textstats plugin's, and
+logs every grading pass and run end to ``$RR_THROWAWAY_LOG``; ``throwaway_broken`` fails to import,
+``throwaway_typo`` implements a hook that does not exist, ``throwaway_bad`` registers something that
+is not a tool, and ``throwaway_raising``'s ``on_evaluation`` and ``on_run_end`` tamper with what they
+are given and raise.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +56,7 @@ FILES = {
         throwaway_broken = "rr_throwaway.broken"
         throwaway_typo = "rr_throwaway.typo"
         throwaway_bad = "rr_throwaway.bad"
+        throwaway_raising = "rr_throwaway.raising"
 
         [tool.hatch.build.targets.wheel]
         packages = ["rr_throwaway"]
@@ -59,6 +64,8 @@ FILES = {
     "rr_throwaway/__init__.py": '''
         """A throwaway rubric_runner plugin."""
 
+        import json
+        import os
         from typing import Annotated
 
         from langchain_core.tools import InjectedToolArg, tool
@@ -83,7 +90,40 @@ FILES = {
             register(shout)
             register(shout, name="yell")
             register(text_stats)
+
+
+        def _log(**line):
+            if os.environ.get("RR_THROWAWAY_LOG"):
+                with open(os.environ["RR_THROWAWAY_LOG"], "a") as out:
+                    out.write(json.dumps(line) + "\\n")
+
+
+        @hookimpl
+        def on_evaluation(evaluation, task):
+            _log(hook="on_evaluation", task_id=task.task_id, repeat=task.repeat, run_dir=task.run_dir,
+                 thread_id=task.thread_id, iteration=evaluation["iteration"], result=evaluation["result"],
+                 grading_run_id=evaluation["grading_run_id"])
+
+
+        @hookimpl
+        def on_run_end(record):
+            _log(hook="on_run_end", status=record.status, runs=record.aggregate.runs if record.aggregate else None)
     ''',
+    "rr_throwaway/raising.py": """
+        from rubric_runner import hookimpl
+
+
+        @hookimpl
+        def on_evaluation(evaluation):
+            evaluation["result"] = "tampered"
+            raise RuntimeError("on_evaluation broken on purpose")
+
+
+        @hookimpl
+        def on_run_end(record):
+            record.status = "failed"
+            raise RuntimeError("on_run_end broken on purpose")
+    """,
     "rr_throwaway/broken.py": 'raise ImportError("broken on purpose")\n',
     "rr_throwaway/typo.py": """
         from rubric_runner import hookimpl
@@ -222,3 +262,37 @@ def test_without_the_env_var_every_installed_plugin_loads(installed, monkeypatch
     assert sorted(f.name for f in plugins.failures) == sorted(BROKEN)
     assert registry.entries["throwaway/yell"].tool.name == "yell"  # the name the model sees
     assert registry.find("shout", "grader.tools.shout").package == PACKAGE
+
+
+def test_evaluation_and_run_end_hooks_see_every_pass_and_a_raising_hook_changes_nothing(installed, monkeypatch, tmp_path):
+    from rubric_runner.records import read_record
+
+    log = tmp_path / "hooks.jsonl"
+    monkeypatch.setenv("RR_THROWAWAY_LOG", str(log))
+    monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", f"{BUNDLED_PLUGINS},throwaway,throwaway_raising")
+    data = tmp_path / "tasks.jsonl"
+    data.write_text('{"id": "a", "task": "do a"}\n{"id": "b", "task": "do b"}\n')
+    script = write_script(
+        tmp_path / "s.yaml", worker=[{"content": "draft"}, {"content": "better"}],
+        grader=[verdict("needs_revision", ("c", False)), verdict("satisfied", ("c", True))],
+        tasks={"b": {"grader": [verdict("failed", ("c", False), explanation="no")]}},
+    )
+    overrides = scripted_overrides(script, f"rubric.dataset={data}", "run.repeats=2")
+    record = run(compose_config(overrides), tmp_path / "run", overrides)
+    assert record.status == "failed" and record.aggregate.statuses == {"satisfied": 2, "failed": 2}
+
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    seen = sorted(tuple(line[k] for k in ("task_id", "repeat", "iteration", "result", "grading_run_id", "run_dir", "thread_id"))
+                  for line in lines if line["hook"] == "on_evaluation")
+    tasks = [read_record(Path(row.run_dir) / "result.json") for row in record.tasks]
+    recorded = sorted((t.task_id, t.repeat, e.iteration, e.result, e.grading_run_id, t.run_dir, t.thread_id)
+                      for t in tasks for e in t.evaluations)
+    assert len(seen) == 6 and seen == recorded  # a-r0, a-r1: two passes each; b-r0, b-r1: one each
+    assert [line for line in lines if line["hook"] == "on_run_end"] == [{"hook": "on_run_end", "status": "failed", "runs": 4}]
+
+    errors = [e for e in read_events(tmp_path / "run") if e["event"] == "hook_error"]
+    assert all(e["source"] == "throwaway_raising" and "broken on purpose" in e["error"] for e in errors)
+    assert sorted((e["task_id"], e["repeat"]) for e in errors if e["hook"] == "on_evaluation") == [
+        ("a", 0), ("a", 0), ("a", 1), ("a", 1), ("b", 0), ("b", 1)]
+    assert [e["hook"] for e in errors if "task_id" not in e] == ["on_run_end"]
+    assert read_record(tmp_path / "run" / "result.json").status == "failed"

@@ -156,4 +156,25 @@ def test_a_plugin_adds_a_command(monkeypatch, capsys):
     assert capsys.readouterr().out == "hello ada\n"
     assert [failure.name for failure in plugins.failures] == ["broken"]
     assert run_command(["greeet"]) == 2
-    assert "(commands: greet, plugins, regrade, report, resume, tools;" in capsys.readouterr().err
+    assert "(commands: doctor, greet, plugins, regrade, report, resume, tools;" in capsys.readouterr().err
+
+
+def echo(text: str) -> str:
+    """Say the text back."""
+    return text
+
+
+class DottedName:
+    @hookimpl
+    def register_tools(self, register):
+        register(echo, name="my.echo")
+
+
+def test_a_plugin_may_not_register_a_dotted_name_which_config_reads_as_an_import_path(monkeypatch):
+    monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "")
+    plugins = Plugins()
+    plugins._add(DottedName(), PluginInfo("dotted", "tests", "0"))
+    registry = ToolRegistry(plugins)
+    assert [(f.name, f.error) for f in plugins.failures] == [
+        ("dotted", "register_tools failed: ValueError: tool name 'my.echo' has a dot (a dotted name in config is an import path)")]
+    assert list(registry.entries) == ["builtin_tools/run_test_suite"]

@@ -84,9 +84,13 @@ def _add_builtin_commands(subparsers: Any) -> None:
     plugins = subparsers.add_parser("plugins", help="list the loaded plugins and any that failed",
                                     description="Lists the loaded plugins with their packages and versions, and the plugins that failed to load.")
     plugins.set_defaults(handler="rubric_runner.cli.listing:plugins")
+    doctor = subparsers.add_parser("doctor", help="say which sandbox isolation backends work here",
+                                   description="Runs a trivial test through each sandbox isolation backend and says which work "
+                                   "here and which one sandbox.isolation=auto uses; exits 1 when auto would refuse to run code.")
+    doctor.set_defaults(handler="rubric_runner.cli.listing:doctor")
 
 
-BUILTIN_COMMANDS = ("plugins", "regrade", "report", "resume", "tools")
+BUILTIN_COMMANDS = ("doctor", "plugins", "regrade", "report", "resume", "tools")
 
 
 def build_parser(with_plugins: bool) -> ArgumentParser:

@@ -51,9 +51,10 @@ def job(cfg: DictConfig, claimed: bool = False) -> int:
     hydra_cfg = HydraConfig.get()
     overrides = list(hydra_cfg.overrides.task)
     _scrub_saved_config(hydra_cfg, cfg, overrides)
+    sweep_dir = Path(str(hydra_cfg.sweep.dir)).absolute() if hydra_cfg.mode == RunMode.MULTIRUN else None
     try:
         with StopRequest().installed() as stop:
-            record = execute(cfg, hydra_cfg.runtime.output_dir, overrides, stop=stop, claimed=claimed)
+            record = execute(cfg, hydra_cfg.runtime.output_dir, overrides, stop=stop, claimed=claimed, sweep_dir=sweep_dir)
     except RunDirInUse as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return ExitCode.USAGE
@@ -119,11 +120,14 @@ def _job_overrides(task_overrides: list[str]) -> list[list[str]]:
 
 
 def _check_sweep(hydra: Hydra, cfg: DictConfig, summary: SweepSummary | None) -> None:
-    """Before any job: every value of the sweep composes, the sweep's own settings are sound, and the
-    sweep dir holds no other sweep's runs (unless resumed). Raises what a single run would."""
+    """Before any job: every value of the sweep composes, a USD budget has a price for every model, the
+    sweep's own settings are sound, and the sweep dir holds no other sweep's runs (unless resumed). Raises
+    what a single run would."""
+    from ..budget import check_usd_prices
+
     task_overrides = OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False)
     for overrides in _job_overrides(task_overrides):
-        hydra.config_loader.load_sweep_config(cfg, overrides)
+        check_usd_prices(hydra.config_loader.load_sweep_config(cfg, overrides))
     if summary is not None:
         summary.begin(cfg)
     sweep_dir = Path(str(cfg.hydra.sweep.dir))

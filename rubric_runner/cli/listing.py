@@ -1,8 +1,9 @@
-"""``rubric-runner tools`` and ``rubric-runner plugins``: what is installed and where it came from."""
+"""``rubric-runner tools``, ``plugins`` and ``doctor``: what is installed, where it came from, what works here."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -58,4 +59,43 @@ def plugins(args: argparse.Namespace) -> int:
         print(f"{info.name:<{width}}  {info.package} {info.version}")
     for failure in loaded.failures:
         print(f"{failure.name:<{width}}  FAILED: {failure.error}")
+    return 0
+
+
+BACKENDS = {
+    "bwrap": "bubblewrap, any user",
+    "namespaces": "Linux namespaces, root only",
+    "none": "no isolation, only when asked for by name",
+}
+
+
+def _try_backend(backend: str) -> str:
+    """Whether ``backend`` runs a trivial test here, and how long it took."""
+    from ..sandbox import Limits, isolation_setting, run_cases, unavailable
+
+    problem = unavailable(backend)
+    if problem is not None:
+        return f"unavailable: {problem}"
+    with isolation_setting(backend):
+        result = run_cases("def f():\n    return 1\n", "f", [{"name": "f", "expected": 1}], Limits())
+    if not result["ok"]:
+        return f"unavailable: {'; '.join(result['failures'])}"
+    return f"works: a trivial test ran in {result['duration_s']:.2f} s"
+
+
+def doctor(args: argparse.Namespace) -> int:
+    """Say which sandbox backends run code on this machine, and what ``auto`` picks (exit 1: nothing isolates)."""
+    from ..sandbox import choose
+    from ..sandbox.bwrap import version
+
+    print("sandbox.isolation (how run_test_suite and plugin tools isolate generated code):")
+    for backend, about in BACKENDS.items():
+        print(f"  {backend:<11} {_try_backend(backend)}  ({about})")
+    found = shutil.which("bwrap")
+    print(f"bubblewrap: {version(found)} at {found}" if found else "bubblewrap: not on PATH")
+    choice = choose("auto")
+    if choice.backend is None:
+        print(f"auto: refuses to run code: {choice.refusal}")
+        return 1
+    print(f"auto: {choice.backend}")
     return 0

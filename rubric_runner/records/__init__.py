@@ -3,10 +3,12 @@
 from .models import (
     SCHEMA_VERSION,
     Aggregate,
+    BudgetInfo,
     Criterion,
     ErrorInfo,
     Evaluation,
     GraderInfo,
+    LimitHit,
     ModelInfo,
     RubricInfo,
     RunRecord,
@@ -32,8 +34,8 @@ from .store import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "Aggregate", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "ModelInfo", "RubricInfo",
-    "RunRecord", "TaskRow", "Usage", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
+    "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo",
+    "RubricInfo", "RunRecord", "TaskRow", "Usage", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
     "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TRANSCRIPT_FILE", "Job", "collect", "crash_record",
     "find_run_dirs", "load_record", "read_record", "saved_overrides", "write_json", "write_record",
 ]

@@ -98,6 +98,31 @@ class ErrorInfo(_Model):
         return cls(type=type_name or type(exc).__name__, message=str(exc), key=key)
 
 
+class LimitHit(_Model):
+    """The limit or budget that stopped a task: its config key, its value and the figure reached."""
+
+    name: str
+    """``limits.worker_calls``, ``limits.worker_tokens``, ``limits.total_tokens``, ``limits.wall_seconds``,
+    ``run.budget_tokens``, ``run.budget_usd``, ``sweep.budget_tokens`` or ``sweep.budget_usd``."""
+    limit: int | float
+    value: int | float
+    """Calls made, tokens billed, seconds taken, or USD spent (by the run or sweep, for a budget)."""
+
+
+class BudgetInfo(_Model):
+    """A budget a run was held to and what its scope (the run, or the whole sweep) had spent when the run ended."""
+
+    scope: str
+    """``run`` or ``sweep``."""
+    tokens: int | None = None
+    usd: float | None = None
+    spent_tokens: int = 0
+    """Billed tokens, worker and grader; cached replies cost none."""
+    spent_usd: float | None = None
+    """Estimated at the price table's rates; null when a model has no price."""
+    reached: bool = False
+
+
 class ModelInfo(_Model):
     """What ran as the worker (and, with more fields, as the grader)."""
 
@@ -179,6 +204,10 @@ class RunRecord(_Model):
     wall_seconds: float | None = None
     run_dir: str | None = None
     error: ErrorInfo | None = None
+    limit: LimitHit | None = None
+    """The limit or budget that ended a ``limit_exceeded``, ``budget_exceeded`` or ``not_run`` record."""
+    budgets: list[BudgetInfo] = Field(default_factory=list)
+    """The run's budgets (``run.budget_*``, ``sweep.budget_*``) and the spend against them, on a run's record."""
     resumed: int = 0
     """How many times the run was resumed."""
     task_id: str | None = None
@@ -197,6 +226,12 @@ class RunRecord(_Model):
         """End as ``interrupted`` (Ctrl-C, SIGTERM), ``reason`` saying how."""
         self.status = Status.INTERRUPTED
         self.error = ErrorInfo(type="KeyboardInterrupt", message=reason)
+
+    def stop(self, status: Status, hit: LimitHit) -> None:
+        """End as ``limit_exceeded``, ``budget_exceeded`` or ``not_run``, ``hit`` saying which limit and the figure."""
+        self.status, self.limit = status, hit
+        self.error = ErrorInfo(type="LimitExceeded" if status is Status.LIMIT_EXCEEDED else "BudgetExceeded",
+                               message=f"{hit.name} reached: {hit.value:g} of {hit.limit:g}")
 
     def complete(self, started: float) -> None:
         """How every record ends: exit code, end and wall time (``started``: ``time.monotonic()``),
@@ -221,6 +256,8 @@ class RunRecord(_Model):
             for r in results
         ]
         self.status = max((r.status for r in results), key=lambda status: status.severity, default=Status.ERROR)
+        if self.status is Status.NOT_RUN and any(r.status is not Status.NOT_RUN for r in results):
+            self.status = Status.BUDGET_EXCEEDED  # some tasks ran before the budget stopped the run
         self.iterations = sum(r.iterations for r in results)
         by_task: dict[str, list[bool]] = {}
         for r in results:

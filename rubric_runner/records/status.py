@@ -20,6 +20,8 @@ class ExitCode(IntEnum):
     ERROR = 3
     BELOW_THRESHOLD = 4
     """A sweep or report whose satisfied rate is below ``fail_under``."""
+    BUDGET_EXCEEDED = 5
+    """A run or sweep stopped by its budget: tasks or jobs cut short or never started (resume to finish)."""
     INTERRUPTED = 130
 
 
@@ -38,8 +40,14 @@ class Status(StrEnum):
     SATISFIED = "satisfied"
     MAX_ITERATIONS_REACHED = "max_iterations_reached"
     FAILED = "failed"
+    LIMIT_EXCEEDED = "limit_exceeded"
+    """The task reached one of its ``limits.*``."""
     GRADER_ERROR = "grader_error"
     ERROR = "error"
+    NOT_RUN = "not_run"
+    """The budget was spent before the task (or every task of the run) started."""
+    BUDGET_EXCEEDED = "budget_exceeded"
+    """The budget was spent while the task was under way: it stopped at its next model call."""
     INTERRUPTED = "interrupted"
 
     @classmethod
@@ -74,10 +82,13 @@ _TRAITS: dict[Status, tuple[int, ExitCode, Outcome, bool]] = {
     Status.SATISFIED: (0, ExitCode.SATISFIED, Outcome.SATISFIED, True),
     Status.MAX_ITERATIONS_REACHED: (1, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
     Status.FAILED: (2, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
-    Status.GRADER_ERROR: (3, ExitCode.ERROR, Outcome.ERROR, True),
-    Status.RUNNING: (4, ExitCode.ERROR, Outcome.ERROR, False),
-    Status.ERROR: (5, ExitCode.ERROR, Outcome.ERROR, False),
-    Status.INTERRUPTED: (6, ExitCode.INTERRUPTED, Outcome.ERROR, False),
+    Status.LIMIT_EXCEEDED: (3, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
+    Status.GRADER_ERROR: (4, ExitCode.ERROR, Outcome.ERROR, True),
+    Status.RUNNING: (5, ExitCode.ERROR, Outcome.ERROR, False),
+    Status.ERROR: (6, ExitCode.ERROR, Outcome.ERROR, False),
+    Status.NOT_RUN: (7, ExitCode.BUDGET_EXCEEDED, Outcome.ERROR, False),
+    Status.BUDGET_EXCEEDED: (8, ExitCode.BUDGET_EXCEEDED, Outcome.ERROR, False),
+    Status.INTERRUPTED: (9, ExitCode.INTERRUPTED, Outcome.ERROR, False),
 }
 
 
@@ -88,11 +99,13 @@ def satisfied_rate(statuses: Iterable[Status]) -> float:
 
 
 def sweep_exit_code(statuses: Iterable[Status], fail_under: float | None = None) -> ExitCode:
-    """0 all satisfied, 1 some unsatisfied, 3 some in error; with ``fail_under``: 0 or 4 by the satisfied rate."""
+    """0 all satisfied, 1 some unsatisfied, 3 some in error, 5 some stopped by the budget (and none in
+    error otherwise); with ``fail_under``: 0 or 4 by the satisfied rate."""
     statuses = list(statuses)
     if fail_under is not None:
         return ExitCode.SATISFIED if satisfied_rate(statuses) >= fail_under else ExitCode.BELOW_THRESHOLD
     outcomes = {status.outcome for status in statuses}
     if Outcome.ERROR in outcomes:
-        return ExitCode.ERROR
+        unfinished = {status.exit_code for status in statuses if status.outcome is Outcome.ERROR}
+        return ExitCode.BUDGET_EXCEEDED if unfinished == {ExitCode.BUDGET_EXCEEDED} else ExitCode.ERROR
     return ExitCode.UNSATISFIED if Outcome.UNSATISFIED in outcomes else ExitCode.SATISFIED

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import Job
+from ..records import Job, LimitHit
 from .summary import summary_row
 
 
@@ -33,6 +33,11 @@ def fmt_iterations(distribution: dict[int, int]) -> str:
 def fmt_counts(counts: dict[Any, int]) -> str:
     """``satisfied 3, failed 1``."""
     return ", ".join(f"{key} {n}" for key, n in counts.items()) or "-"
+
+
+def fmt_limit(hit: LimitHit | None) -> str:
+    """``limits.worker_calls 50/50``: the limit or budget that stopped a run, and the figure reached."""
+    return f"{hit.name} {hit.value:g}/{hit.limit:g}" if hit else ""
 
 
 def _or(value: float | None, missing: float) -> float:
@@ -108,6 +113,7 @@ RUN_COLUMNS = (
            html=lambda r: f"{r.row['grader_tokens']:,}"),
     Column("est. USD", lambda r: fmt_num(r.cost, 4), sort=lambda r: _or(r.cost, -1)),
     Column("wall s", lambda r: fmt_num(r.row["wall_seconds"]), sort=lambda r: r.row["wall_seconds"] or 0),
+    Column("stopped by", lambda r: fmt_limit(r.job.record.limit)),
     Column("error", lambda r: r.row["error"] or "", web=False),
     Column("verdict trail", cell="trail", md=False),
 )

@@ -14,6 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from ..budget import spend_lines
 from ..records import Job, Outcome, Status
 from .columns import CRITERIA_COLUMNS, GROUP_COLUMNS, RUN_COLUMNS, fmt_iterations, fmt_num, fmt_rate, run_rows
 from .prices import run_cost
@@ -84,4 +85,5 @@ def render(template: str, root: Path, jobs: list[Job], prices: dict[str, dict[st
         root=root, verdict=verdict_line(jobs, None), overall=stats([job.record for job in jobs], prices),
         groups=groups, runs=run_rows(jobs, lambda job: run_cost(job.record, prices)), chart=chart(groups),
         group_columns=GROUP_COLUMNS, run_columns=RUN_COLUMNS, criteria_columns=CRITERIA_COLUMNS,
+        spend=spend_lines([job.record for job in jobs]),
     )

@@ -1,9 +1,9 @@
-"""Runs inside the sandbox: isolate, drop privileges, then test candidate code.
+"""Runs inside the sandbox: isolate (namespaces backend), drop privileges, then test candidate code.
 
-Started by ``sandbox.py`` as ``python -I -S sandbox_child.py`` with a JSON
-request on stdin. Uses the standard library only (and pytest, from the
-request's ``import_paths``, in pytest mode). Prints one result line tagged
-with the request's nonce on stdout.
+Started by ``run.py`` as ``python -I -S child.py`` (under bubblewrap, or
+directly) with a JSON request on stdin. Uses the standard library only (and
+pytest, from the request's ``import_paths``, in pytest mode). Prints one
+result line tagged with the request's nonce on stdout.
 """
 
 import ctypes
@@ -76,9 +76,9 @@ def _limit(request):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _drop_privileges(workdir):
+def _drop_privileges(workdir, switch_user):
     os.makedirs(workdir, exist_ok=True)
-    if os.getuid() == 0:
+    if switch_user and os.getuid() == 0:
         os.chown(workdir, NOBODY, NOBODY)
         os.setgroups([])
         os.setgid(NOBODY)
@@ -173,30 +173,45 @@ def _run_pytest(request):
     return _report(collector.passed, failures)
 
 
-def _grandchild(request, libc, isolated):
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+def _die_with_parent(libc, parent):
+    """Be killed when ``parent`` dies (set after any change of user, which clears the setting)."""
+    if sys.platform == "linux":
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() not in (parent, 0):  # it died before the setting took effect (0: parent outside our pid namespace)
+        os._exit(128 + signal.SIGKILL)
+
+
+def _write_result(request, result):
+    sys.stdout.write(f"\n{request['nonce']}{json.dumps(result, default=repr)}\n")
+    sys.stdout.flush()
+
+
+def _grandchild(request, libc, parent):
     # As pid 1 of its namespace this process ignores default-action signals, so exit explicitly.
     signal.signal(signal.SIGXCPU, lambda *_: os._exit(128 + signal.SIGXCPU))
-    workdir = "/tmp/sandbox" if isolated else request["workdir"]
-    _drop_privileges(workdir)
+    _drop_privileges(request["workdir"], switch_user=request["isolation"] != "none")
+    _die_with_parent(libc, parent)
     _limit(request)
     try:
         result = _run_pytest(request) if request["mode"] == "pytest" else _run_cases(request)
     except BaseException:  # noqa: BLE001
         result = _report([], [traceback.format_exc(limit=3)])
-    result["isolated"] = isolated
-    sys.stdout.write(f"\n{request['nonce']}{json.dumps(result, default=repr)}\n")
-    sys.stdout.flush()
+    _write_result(request, result)
     os._exit(0)
 
 
 def main():
     request = json.loads(sys.stdin.read())
     libc = ctypes.CDLL(None, use_errno=True)
-    isolated = os.getuid() == 0 and _isolate(libc, request.get("import_paths", []))
+    _die_with_parent(libc, request["parent_pid"])
+    if request["isolation"] == "namespaces" and not _isolate(libc, request.get("import_paths", [])):
+        problem = os.strerror(ctypes.get_errno())
+        _write_result(request, {"refused": f"the namespace backend could not create namespaces ({problem})"})
+        return
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _grandchild(request, libc, isolated)
+        _grandchild(request, libc, parent)
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         sys.exit(128 + os.WTERMSIG(status))

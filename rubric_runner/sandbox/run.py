@@ -1,4 +1,4 @@
-"""Run candidate code against a case table or a pytest file in a separate, locked-down interpreter."""
+"""Run candidate code against a case table or a pytest file in a separate, isolated interpreter."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,8 +16,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-CHILD = Path(__file__).with_name("sandbox_child.py")
+from . import bwrap
+from .isolation import INSTALL_FIX, UNISOLATED, IsolationSetting, choose, current_setting
+
 SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL")
+ISOLATED_WORKDIR = "/tmp/sandbox"
+"""The code's work dir under bubblewrap and namespaces: on the fresh, private tmpfs over /tmp."""
 REPORT_WINDOW_BYTES = 256 * 1024
 """How much of the end of the output is searched for the child's result line."""
 
@@ -62,8 +67,12 @@ def run_cases(code: str, function: str, cases: list[dict[str, Any]], limits: Lim
     """Run ``function`` from ``code`` on each case; return a structured result.
 
     The result always has ``ok``, ``passed``, ``failures``, ``timed_out``,
-    ``killed`` (a reason or null), ``exit_code``, ``duration_s`` and
-    ``output_tail`` (the last characters of the combined output).
+    ``killed`` (a reason or null), ``exit_code``, ``duration_s``,
+    ``output_tail`` (the last characters of the combined output),
+    ``isolation`` (the backend that ran the code: ``bwrap``, ``namespaces`` or
+    ``none``; null when it was refused) and ``isolated``. When no backend can
+    run the code under the current setting, nothing runs and ``refused`` says
+    why and how to fix it.
     """
     return _run({"mode": "cases", "code": code, "function": function, "cases": cases}, limits)
 
@@ -87,24 +96,72 @@ def run_pytest(code: str, module: str, test_name: str, test_source: str, limits:
     return _run(request, limits)
 
 
+@dataclass(frozen=True)
+class Launch:
+    """How to start the child for one backend."""
+
+    argv: list[str]
+    env: dict[str, str]
+    workdir: str
+    """The code's work dir, as the child sees it."""
+    parent_pid: int
+    """The child's parent, as the child sees it (it dies with it)."""
+
+
+def _launch(backend: str, workdir: Path, import_paths: list[str]) -> Launch:
+    if backend == "bwrap":  # the child's parent is bubblewrap's init, pid 1 of the new pid namespace
+        command = bwrap.command(shutil.which("bwrap") or "bwrap", import_paths)
+        return Launch([*command, bwrap.python(), "-I", "-S", bwrap.CHILD_INSIDE], {}, ISOLATED_WORKDIR, 1)
+    env = {key: os.environ[key] for key in SAFE_ENV_KEYS if key in os.environ}
+    inside = ISOLATED_WORKDIR if backend == "namespaces" else str(workdir)
+    return Launch([sys.executable, "-I", "-S", str(bwrap.CHILD)], env, inside, os.getpid())
+
+
+def _refused(reason: str, setting: IsolationSetting) -> dict[str, Any]:
+    """The result when nothing may run: says why and how to fix it; the run hears of it."""
+    setting.say("sandbox_refused", f"the sandbox refused to run generated code: {reason}")
+    return {
+        "ok": False,
+        "passed": [],
+        "failures": [f"sandbox: refused to run the code: {reason}"],
+        "refused": reason,
+        "timed_out": False,
+        "killed": None,
+        "exit_code": None,
+        "duration_s": 0.0,
+        "output_tail": "",
+        "isolation": None,
+        "isolated": False,
+    }
+
+
 def _run(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
+    setting = current_setting()
+    choice = choose(setting.mode)
+    if choice.backend is None:
+        return _refused(choice.refusal, setting)
+    if choice.backend == "none":
+        setting.say("sandbox_unisolated", UNISOLATED)
     nonce = secrets.token_hex(8)
     with tempfile.TemporaryDirectory(prefix="rubric-sandbox-") as scratch:
         scratch_dir = Path(scratch)
         workdir = scratch_dir / "work"
         workdir.mkdir()
         os.chmod(workdir, 0o777)
-        request = {**request, "nonce": nonce, "workdir": str(workdir), **asdict(limits)}
-        env = {key: os.environ[key] for key in SAFE_ENV_KEYS if key in os.environ}
+        launch = _launch(choice.backend, workdir, request.get("import_paths", []))
+        request = {
+            **request, "nonce": nonce, "isolation": choice.backend, "workdir": launch.workdir,
+            "parent_pid": launch.parent_pid, **asdict(limits),
+        }
         out_path = scratch_dir / "output.txt"
         started = time.monotonic()
         with out_path.open("wb") as output:
             process = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(CHILD)],
+                launch.argv,
                 stdin=subprocess.PIPE,
                 stdout=output,
                 stderr=subprocess.STDOUT,
-                env=env,
+                env=launch.env,
                 cwd=workdir,
                 start_new_session=True,
             )
@@ -118,7 +175,11 @@ def _run(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
         duration = round(time.monotonic() - started, 3)
         output_end = _read_end(out_path, REPORT_WINDOW_BYTES)
         flooded = out_path.stat().st_size >= limits.file_size_mb * 1024 * 1024
-    return _interpret(process.returncode, output_end, nonce, timed_out, flooded, duration, limits)
+    result = _interpret(process.returncode, output_end, nonce, timed_out, flooded, duration, limits)
+    if result.get("refused"):  # the namespace backend could not isolate, so nothing ran
+        return _refused(f"{result['refused']}. Fix: {INSTALL_FIX}", setting)
+    result.update(isolation=choice.backend, isolated=choice.backend != "none")
+    return result
 
 
 def _interpret(
