@@ -91,9 +91,9 @@ class AgentFactory:
 
     def check_task_tools(self, tasks: list[Task]) -> None:
         """Check each task's own tool settings against the tools they configure."""
-        for index, task in enumerate(tasks):
+        for task in tasks:
             for name, settings in task.tools.items():
-                key = f"rubric.dataset[{index}].tools.{name}"
+                key = f"rubric.dataset[{task.index}].tools.{name}"
                 validate_settings(self.registry.find(name, key).tool, settings, key)
 
     def rubric_middleware(self, on_evaluation: Callable[[dict[str, Any]], None] | None, max_iterations: int) -> Any:

@@ -38,11 +38,11 @@ def run(overrides: list[str] | None = None, run_dir: str | Path | None = None) -
     with open_dict(cfg):
         del cfg["hydra"]
     claim_run_dir(chosen, bool(OmegaConf.select(cfg, "run.resume")))
-    _save_config(chosen, cfg, overrides)
+    save_config(chosen, cfg, overrides)
     return execute(cfg, chosen, overrides, claimed=True)
 
 
-def _save_config(run_dir: Path, cfg, overrides: list[str]) -> None:
+def save_config(run_dir: Path, cfg, overrides: list[str]) -> None:
     """The composed config and the overrides in ``.hydra/``, as the command line's runs keep them (for resume)."""
     saved = run_dir / ".hydra"
     saved.mkdir(exist_ok=True)

@@ -94,6 +94,35 @@ def run_test_suite(
     return run_cases(source, function, cases, limits)
 
 
+CHECK_RUNNER = "_rubric_runner_check"
+"""The function ``run_check`` appends to the program: calls ``check(entry_point)`` and returns True."""
+
+
+@tool
+def run_check(
+    code: str,
+    test: Annotated[str, InjectedToolArg, Field(description="source defining check(candidate), which asserts")],
+    entry_point: Annotated[
+        str, InjectedToolArg, Field(pattern=r"^[A-Za-z_]\w*$", description="the function check is called with")
+    ],
+    prelude: Annotated[str, InjectedToolArg, Field(description="source run before the candidate code")] = "",
+    wall_seconds: Annotated[PositiveFloat, InjectedToolArg, Field(description="wall-clock limit")] = 10.0,
+    cpu_seconds: Annotated[PositiveInt, InjectedToolArg, Field(description="CPU time limit")] = 5,
+    memory_mb: Annotated[PositiveInt, InjectedToolArg, Field(description="address-space limit in MiB")] = 512,
+) -> dict:
+    """Run a test program's check(candidate) against Python source code in a sandbox (HumanEval's format).
+
+    The program is the prelude, the candidate code, the test source, and a
+    call of check(entry_point). Returns ok and the failure, as run_test_suite does.
+    """
+    program = "\n\n".join(
+        [prelude, strip_fences(code), test, f"def {CHECK_RUNNER}():\n    check({entry_point})\n    return True\n"]
+    )
+    limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
+    return run_cases(program, CHECK_RUNNER, [{"name": "check", "args": [], "expected": True}], limits)
+
+
 @hookimpl
 def register_tools(register):
     register(run_test_suite)
+    register(run_check)

@@ -137,8 +137,14 @@ class RubricConfig:
     task: str = ""
     # newline-separated criteria the grader checks (a dataset task may bring its own)
     text: str = MISSING
-    # JSONL or YAML list of tasks: {id, task, rubric?, tools?: {tool: settings}}; null = the one task above
+    # JSONL or YAML list of tasks: {id, task, rubric?, tools?: {tool: settings}, verify?: {tool: settings}},
+    # or a built-in set by name (humaneval); null = the one task above
     dataset: Optional[str] = None
+    # the dataset's tasks to run: task ids and start:stop slices of its order, e.g. [0:10]; empty = all
+    tasks: List[str] = field(default_factory=list)
+    # hidden checks of the worker's first and final answers: tool name -> settings, as in grader.tools;
+    # never shown to the worker or the grader (a dataset task's own verify settings merge over these)
+    verify: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -313,6 +319,14 @@ def _check_base_url(url: Optional[str], key: str) -> None:
         raise ConfigError(key, f"{url!r} is not an http(s) URL", f"e.g. {key}=http://127.0.0.1:8000/v1, or null")
 
 
+def _check_tool_settings(spec: dict[str, Any], key: str) -> None:
+    """Each tool's settings in ``spec`` (``grader.tools``, ``rubric.verify``, ...) are a mapping or null."""
+    for name, settings in spec.items():
+        if settings is not None and not isinstance(settings, dict):
+            raise ConfigError(f"{key}.{name}", f"settings must be a mapping or null, got {type(settings).__name__}",
+                              f"e.g. {key}.{name}={{}}")
+
+
 def postgres_url(configured: Optional[str]) -> Optional[str]:
     """The checkpoint database: ``run.checkpoint_url``, else ``$RUBRIC_RUNNER_POSTGRES_URL``."""
     return configured or os.environ.get(POSTGRES_URL_ENV) or None
@@ -363,13 +377,11 @@ def validate(cfg: DictConfig) -> Config:
                 f"e.g. {role}.model=anthropic:claude-haiku-4-5",
             )
         _check_base_url(node.base_url, f"{role}.base_url")
-        for name, settings in node.tools.items():
-            if settings is not None and not isinstance(settings, dict):
-                raise ConfigError(
-                    f"{role}.tools.{name}",
-                    f"settings must be a mapping or null, got {type(settings).__name__}",
-                    f"e.g. {role}.tools.{name}={{}}",
-                )
+        _check_tool_settings(node.tools, f"{role}.tools")
+    _check_tool_settings(config.rubric.verify, "rubric.verify")
+    if config.rubric.tasks and not config.rubric.dataset:
+        raise ConfigError("rubric.tasks", "selects tasks of a dataset, but rubric.dataset is not set",
+                          "set rubric.dataset, or drop rubric.tasks")
     for key, example in (("max_iterations", 3), ("max_model_calls", 10)):
         value = getattr(config.grader, key)
         if isinstance(value, bool) or value < 1:

@@ -54,6 +54,11 @@ class Console:
         label = "  [scripted models: replaying a script, no provider is called]" if scripted else ""
         self.line(f"rubric_runner: worker={worker} grader={grader} rubric={rubric}{label}")
 
+    def turn(self, number: int, continues: str, rubric_carried_over: bool) -> None:
+        """A follow-up turn begins: which turn, what it continues, and which rubric grades it."""
+        rubric = "the rubric carried over from the turn before" if rubric_carried_over else "a new rubric"
+        self.line(f"turn {number}, continuing {continues}; graded against {rubric}")
+
     def grading_started(self, iteration: int) -> None:
         """A grading pass begins."""
         self.line(f"-- grading iteration {iteration}")

@@ -12,7 +12,7 @@ from hydra.errors import (
 )
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from .config import is_secret_key
+from .config import ConfigError, is_secret_key
 
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
@@ -32,8 +32,11 @@ def _parses(override: str) -> bool:
 def describe(exc: Exception, args: list[str]) -> str:
     """``key: problem (fix)`` for an error Hydra raised while composing a config or creating a run dir.
 
-    ``args`` are the command-line arguments, to name the override that did not parse.
+    ``args`` are the command-line arguments, to name the override that did not parse. A
+    ``ConfigError`` says it itself.
     """
+    if isinstance(exc, ConfigError):
+        return str(exc)
     if isinstance(exc, MissingConfigException):
         if exc.options is not None and exc.missing_cfg_file:
             group = exc.missing_cfg_file.rpartition("/")[0]

@@ -27,6 +27,7 @@ from .records import (
     Status,
     read_record,
     saved_overrides,
+    turn_dirs,
     write_record,
 )
 from .scripted import CURSOR_DIR
@@ -34,10 +35,11 @@ from .sandbox import isolation_setting
 
 
 def task_dirs(run_dir: Path) -> list[Path]:
-    """The dirs holding a transcript and a record: the run dir, or each task of a multi-task run."""
-    if (run_dir / TRANSCRIPT_FILE).is_file():
-        return [run_dir]
-    return sorted(path.parent for path in run_dir.glob(f"tasks/*/{TRANSCRIPT_FILE}"))
+    """The dirs holding a transcript and a record: the run dir, or each task of a multi-task run,
+    each followed by its follow-up turns."""
+    found = [run_dir] if (run_dir / TRANSCRIPT_FILE).is_file() else sorted(
+        path.parent for path in run_dir.glob(f"tasks/*/{TRANSCRIPT_FILE}"))
+    return [turn for path in found for turn in [path, *turn_dirs(path)]]
 
 
 def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: RunRecord, recorder_factory) -> RunRecord:
@@ -49,8 +51,12 @@ def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: R
     original = read_record(task_dir / RESULT_FILE) or RunRecord()
     messages = messages_from_dict(json.loads((task_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
     text = rubric or original.rubric.text
+    # the answers and their hidden verification stay the original's: the truth a new verdict is measured against
     result = template.model_copy(deep=True, update={"task_id": original.task_id, "repeat": original.repeat,
-                                                    "final_answer": original.final_answer})
+                                                    "turn": original.turn, "final_answer": original.final_answer,
+                                                    "first_answer": original.first_answer,
+                                                    "verification": original.verification})
+    result.rubric.text, result.rubric.task = text, original.rubric.task or result.rubric.task
     recorder = recorder_factory(result)
     recorder.attempt = result.final_answer
     state = {"messages": messages, "rubric": text, "_rubric_iterations": 0}

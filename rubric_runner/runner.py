@@ -18,6 +18,8 @@ from .records import EVENTS_FILE, RESULT_FILE, RunRecord, now, write_record
 from .redaction import redact_override
 from .sandbox import isolation_setting
 from .signals import StopRequest
+from .tracing import flush as flush_traces
+from .turns import FollowUp, check_thread_kept
 
 
 class RunDirInUse(ConfigError):
@@ -44,7 +46,8 @@ def claim_run_dir(run_dir: Path, resume: bool) -> None:
 
 
 def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = None,
-            stop: StopRequest | None = None, claimed: bool = False, sweep_dir: Path | None = None) -> RunRecord:
+            stop: StopRequest | None = None, claimed: bool = False, sweep_dir: Path | None = None,
+            follow_up: FollowUp | None = None) -> RunRecord:
     """Run the rubric loop for every task; write ``result.json``, ``events.jsonl``, transcripts.
 
     A single task writes its files in ``run_dir``. With a dataset or repeats,
@@ -54,7 +57,8 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
     (the command line's signal handling) is checked at every checkpoint; without
     ``claimed`` (the command line claims its run dir itself) the run claims ``run_dir``
     first and raises ``RunDirInUse`` when another run's record is there. ``sweep_dir`` (a sweep's
-    job) holds the ledger of the sweep's budget.
+    job) holds the ledger of the sweep's budget. With ``follow_up``, the run is that follow-up turn
+    on a finished run's thread (``turns``), recorded in ``run_dir``.
     """
     run_dir = Path(run_dir)
     if not claimed:
@@ -71,6 +75,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             """Complete and write the run's record, however it ended."""
             record.complete(started)
             write_record(run_dir / RESULT_FILE, record)
+            flush_traces()
             log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.iterations,
                      usage=record.usage_dict(), wall_seconds=record.wall_seconds,
                      aggregate=record.aggregate.model_dump() if record.aggregate else None)
@@ -100,20 +105,30 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             from .dataset import load_tasks
             from .recorder import sandbox_notices
             from .session import Session
+            from .verify import resolve_checks
 
             note_what_ran(record, config)
             tasks = load_tasks(config)
+            if follow_up is not None:
+                check_thread_kept(config)
+                tasks = [follow_up.task(tasks)]
             budgets = Budgets(config, run_dir, sweep_dir)
-            factory = AgentFactory(config, run_dir)
+            factory = AgentFactory(config, follow_up.home if follow_up else run_dir)
             for failure in factory.registry.plugins.failures:
                 console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
             factory.check_task_tools(tasks)
-            multi = len(tasks) > 1 or config.run.repeats > 1
-            session = Session(config, run_dir, log, console, record, multi, budgets, stop)
+            checks = resolve_checks(factory.registry, config.rubric, tasks)
+            multi = follow_up is None and (len(tasks) > 1 or config.run.repeats > 1)
+            session = Session(config, run_dir, log, console, record, multi, budgets, stop, follow_up, checks)
             log.info("run_start", worker=record.worker.model_dump(), grader=record.grader.model_dump(),
                      rubric=config.rubric.name, overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
             console.start(config.worker.model, config.grader.model, config.rubric.name,
                           bool(record.worker.scripted or record.grader.scripted))
+            if follow_up is not None:
+                carried = follow_up.carries_over(tasks[0].rubric)
+                log.info("turn_start", turn=follow_up.number, thread_id=follow_up.thread_id, continues=str(follow_up.previous),
+                         rubric_carried_over=carried)
+                console.turn(follow_up.number, str(follow_up.previous), carried)
             with isolation_setting(config.sandbox.isolation, sandbox_notices(log, console)):
                 results = asyncio.run(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
             if session.multi:

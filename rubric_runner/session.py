@@ -26,33 +26,33 @@ from .records import (
     Evaluation,
     RunRecord,
     Status,
+    Verifications,
     now,
     read_record,
     write_json,
     write_record,
 )
+from .recorder import preview
 from .redaction import scrub_sqlite
 from .runtime import tasks_running
 from .signals import StopRequest, StopRequested
+from .tracing import task_trace, trace_labels
+from .turns import FollowUp
+from .verify import Check, final_answer, first_answer, verify
 
 POSTGRES_SETUP_LOCK = 0x7275_6272
 """The advisory lock that serializes the checkpoint tables' set-up between runs sharing a database."""
 
 
-def _final_answer(messages: list[Any]) -> str | None:
-    from langchain_core.messages import AIMessage
-
-    for message in reversed(messages):
-        if isinstance(message, AIMessage) and not message.tool_calls:
-            return message.text
-    return None
-
-
 class Session:
-    """How each task of a run is run and recorded; ``template`` holds what every task record shares."""
+    """How each task of a run is run and recorded; ``template`` holds what every task record shares.
+
+    With ``follow_up``, the one task is a follow-up turn on the thread that lives in its ``home``.
+    """
 
     def __init__(self, config: Config, run_dir: Path, log: Any, console: Console, template: RunRecord,
-                 multi: bool, budgets: Budgets, stop: StopRequest | None = None) -> None:
+                 multi: bool, budgets: Budgets, stop: StopRequest | None = None,
+                 follow_up: FollowUp | None = None, checks: dict[str, list[Check]] | None = None) -> None:
         self.config = config
         self.budgets = budgets
         self.run_dir = run_dir
@@ -61,6 +61,8 @@ class Session:
         self.template = template
         self.multi = multi
         self.stop = stop
+        self.follow_up = follow_up
+        self.checks = checks or {}
         self.agent: Any = None
         self.active: dict[str, tuple[RunRecord, Callable[[], None]]] = {}
         self.reused: set[str] = set()
@@ -106,7 +108,7 @@ class Session:
 
         from .checkpoints import InlineSqliteSaver
 
-        path = self.run_dir / CHECKPOINT_FILE
+        path = (self.follow_up.home if self.follow_up else self.run_dir) / CHECKPOINT_FILE
         try:
             with contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as connection:
                 connection.execute("PRAGMA synchronous=NORMAL")
@@ -151,6 +153,11 @@ class Session:
         result.rubric.text, result.rubric.task = task.rubric, task.message
         if self.multi:
             result.task_id, result.repeat = task.id, repeat
+        if self.follow_up is not None:
+            turn = self.follow_up
+            result.task_id, result.repeat, result.thread_id = turn.task_id, turn.repeat, turn.thread_id
+            result.turn, result.continued_from = turn.number, str(turn.previous)
+            result.rubric.carried_over = turn.carries_over(task.rubric)
         if previous is not None:
             result.evaluations, result.usage = previous.evaluations, previous.usage
             result.resumed, result.thread_id = previous.resumed + 1, previous.thread_id
@@ -181,7 +188,8 @@ class Session:
         try:
             if self.stop is not None:
                 self.stop.check()
-            await self._execute(task, repeat, result, task_dir, log, console)
+            with task_trace(result, task.id, repeat, task.message):  # a LangSmith trace of its own, while tracing is on
+                await self._execute(task, repeat, result, task_dir, log, console)
         except LimitExceeded as exc:
             result.stop(exc.status, exc.hit)
             log.warning(exc.status.value, limit=exc.hit.model_dump())
@@ -211,8 +219,11 @@ class Session:
         recorder = Recorder(log, result, console, self.config.run.preview_chars)
         guard = TaskGuard(self.config.limits, self.budgets, result, task_dir)  # after the recorder, whose counts it reads
         CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder))
-        run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder, guard]}
+        run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder, guard],
+                      **trace_labels(result, task.id, repeat)}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(task.message)], "rubric": task.rubric}
+        if result.rubric.carried_over:
+            del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
         if result.resumed and (await self.agent.aget_state(run_config)).next:
             agent_input = None  # continue the interrupted step from the last checkpoint
             log.info("run_resumed", thread_id=result.thread_id, resumed=result.resumed)
@@ -233,15 +244,32 @@ class Session:
             values = (await self.agent.aget_state(run_config)).values
             messages = values.get("messages", [])
             write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
-            result.final_answer = _final_answer(messages)
+            result.final_answer = final_answer(messages)
+            if self.follow_up is not None and values.get("_current_grading_run_id") == self.follow_up.grading_run_id:
+                values = {}  # stopped before this turn's grading run began: the turn before's verdict is not this one's
             result.iterations = int(values.get("_rubric_iterations") or 0)
             result.status = Status.of_loop(values.get("_rubric_status"))
             if values.get("_rubric_evaluations"):  # the checkpoint is the truth, also across resumes
                 run_id = values.get("_current_grading_run_id")
                 result.evaluations = [Evaluation.model_validate(e) for e in values["_rubric_evaluations"]
                                       if e["grading_run_id"] == run_id]
+                result.grading_run_id = run_id
         if result.status is Status.ERROR:
             result.error = ErrorInfo(type="NoVerdict", message="the grader never returned a verdict")
+        if result.status.terminal and self.checks.get(task.id):
+            await self._verify(self.checks[task.id], result, messages, log, console)
+
+    async def _verify(self, checks: list[Check], result: RunRecord, messages: list[Any], log: Any, console: Console) -> None:
+        """Run the task's hidden checks on the first and the final answer; record and log what they found."""
+        result.first_answer = first_answer(messages)
+        final = await verify(checks, result.final_answer)
+        first = final if result.first_answer == result.final_answer else await verify(checks, result.first_answer)
+        result.verification = Verifications(first=first, final=final)
+        for which, verification in (("first", first), ("final", final)):
+            checks_seen = [{**check.model_dump(exclude={"details"}), "details": preview(check.details, self.config.run.preview_chars)}
+                           for check in verification.checks]
+            log.info("verification", answer=which, outcome=verification.outcome, error=verification.error, checks=checks_seen)
+        console.line(f"hidden verification: first answer {first.outcome}, final answer {final.outcome}")
 
     def interrupt_all(self, reason: str) -> list[RunRecord]:
         """Record every task in flight as interrupted (used when stopping at once)."""

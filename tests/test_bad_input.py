@@ -164,6 +164,8 @@ COMMANDS = {
     "regrade-empty-dir": (["regrade", "{tmp}/empty"], "RUN_DIR", "compose"),
     "resume-missing-dir": (["resume", "{tmp}/nope"], "RUN_DIR", "compose"),
     "resume-empty-dir": (["resume", "{tmp}/empty"], "RUN_DIR", "compose"),
+    "continue-missing-dir": (["continue", "{tmp}/nope", "Now add a docstring"], "RUN_DIR", "compose"),
+    "continue-no-record": (["continue", "{tmp}/old_run", "Now add a docstring"], "RUN_DIR", "compose"),
     "unknown-key-in-user-rubric": (["--config-dir", "{tmp}/user_conf", *SCRIPTED, "rubric=short3"], "rubric.criteria_typo", "compose"),
     "dataset-bad-json": ([*SCRIPTED, "rubric.dataset={tmp}/tasks.jsonl"], "rubric.dataset", "run"),
     "preview-chars-negative": ([*SCRIPTED, "run.preview_chars=-3"], "run.preview_chars", "run"),
@@ -174,7 +176,8 @@ DETAILS = {  # what else the line must say
     "sweep-bad-second-value": "'rubric/haikuu' not found",
     "unknown-key-in-user-rubric": "Key 'criteria_typo' not in 'RubricConfig'",
     "dataset-bad-json": "line 2: Expecting property name enclosed in double quotes at column 13",
-    "neither-command-nor-override": "neither a command nor an override (commands: doctor, plugins, regrade, report, resume, tools;",
+    "neither-command-nor-override": "neither a command nor an override (commands: continue, doctor, plugins, regrade, report, resume, tools;",
+    "continue-no-record": "holds no record of a run (continue a run that ended with a verdict)",
     "two-missing-keys": "set OPENAI_API_KEY and GOOGLE_API_KEY in the environment",
     "regrade-empty-dir": "holds no .hydra/overrides.yaml",
     "resume-missing-dir": "is not a directory",
@@ -189,7 +192,7 @@ def command_outcomes(tmp_path_factory):
         tmp = root / case
         _user_files(tmp)
         args = [arg.replace("{tmp}", str(tmp)) for arg in COMMANDS[case][0]]
-        if args[0] not in ("regrade", "resume", "frobnicate"):
+        if args[0] not in ("regrade", "resume", "continue", "frobnicate"):
             args.append(f"hydra.sweep.dir={tmp}/sweep" if args[0] == "-m" else f"hydra.run.dir={tmp}/run")
         return run_cli(*args, cwd=tmp), tmp
 
@@ -210,6 +213,7 @@ def test_bad_command(command_outcomes, case):
     assert match and key == match["key"], lines[0]
     assert DETAILS.get(case, "") in lines[0]
     assert not (tmp / "sweep").exists() and not (tmp / "old_run" / "regrades").exists()
+    assert not (tmp / "old_run" / "turns").exists()
     if stage == "compose":
         assert not (tmp / "run").exists()
     else:

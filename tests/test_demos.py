@@ -1,4 +1,5 @@
-"""The offline demos: the scripted grader calls the real tools, and its verdicts agree with them."""
+"""The offline demos: the scripted grader calls the real tools, and its verdicts agree with them; the
+hidden verification runs the same tools on the first and the final answer."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ def test_haiku_demo_counts_syllables_for_real(tmp_path):
     assert outputs[0]["problems"] == ["line 1: 7 syllables, expected 5"]
     assert outputs[0]["lines"][0]["words"] in result.evaluations[0].criteria[1].gap
     assert [e.result for e in result.evaluations] == ["needs_revision", "satisfied"]
+    first, final = result.verification.first, result.verification.final
+    assert (first.outcome, final.outcome) == ("failed", "passed")
+    assert first.checks[0].details["problems"] == ["line 1: 7 syllables, expected 5"]
 
 
 def test_summary_demo_checks_terms_for_real(tmp_path):
@@ -35,6 +39,8 @@ def test_summary_demo_checks_terms_for_real(tmp_path):
     assert [o["missing_terms"] for o in outputs] == [["chlorophyll"], []]
     first = {c.name: c.passed for c in result.evaluations[0].criteria}
     assert first == {"The answer is one sentence": True, "The answer mentions light and chlorophyll": False}
+    assert (result.verified("first"), result.verified("final")) == (False, True)
+    assert result.verification.first.checks[0].details["missing_terms"] == ["chlorophyll"]
 
 
 def test_code_tasks_run_offline_with_real_test_runs(tmp_path):

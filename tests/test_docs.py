@@ -128,6 +128,14 @@ COMMANDS: dict[str, dict[str, Runs | Composes | Skipped]] = {
         "worker=scripted grader=scripted worker.script=my_conf/strings_script.yaml "
         "grader.script=my_conf/strings_script.yaml": Runs(says=("tasks 2 x repeats 1: 2/2 satisfied (pass@k 1.00, pass^k 1.00)",)),
     },
+    "Can I trust my grader?": {
+        "python -m rubric_runner rubric=code grader=haiku": StopsAtKey(),
+        "python -m rubric_runner rubric=code '+rubric.verify.run_test_suite.wall_seconds=30'": StopsAtKey(),
+        "python -m rubric_runner rubric=summary '~rubric.verify.text_stats'": StopsAtKey(),
+        "python -m rubric_runner rubric=humaneval worker=scripted grader=scripted 'rubric.tasks=[0:5]'": Runs(
+            says=("tasks 5 x repeats 1: 3/5 satisfied (pass@k 0.60, pass^k 0.60)",), exit_code=1),
+        "python -m rubric_runner rubric=humaneval worker=gpt grader=haiku 'rubric.tasks=[0:10]'": StopsAtKey(),
+    },
     "Limits and budgets": {
         "python -m rubric_runner -m worker=sonnet,gpt grader=haiku rubric=code_tasks sweep.budget_usd=5 "
         "limits.worker_calls=40 limits.wall_seconds=600 hydra.sweep.dir=outputs/capped": StopsAtKey(exit_code=3),
@@ -144,6 +152,12 @@ COMMANDS: dict[str, dict[str, Runs | Composes | Skipped]] = {
         "rubric-runner resume outputs/runs/2026-12-01/10-00-00.123-8f3a-code": Skipped(
             "the dir of an interrupted run (tests/test_interrupt.py resumes real ones)"),
         "python -m rubric_runner rubric=code hydra.run.dir=DIR run.resume=true": Composes(KEY),
+        'rubric-runner continue outputs/runs/2026-12-01/10-00-00.123-8f3a-code "Now add a docstring"': Skipped(
+            "the dir of a finished run (tests/test_turns.py continues real ones)"),
+        "rubric-runner continue RUN_DIR \"Now add a docstring\" rubric.text='- The function has a docstring'": Skipped(
+            "RUN_DIR stands for a finished run's dir (tests/test_turns.py continues real ones)"),
+        'rubric-runner continue --task chunk RUN_DIR "Handle size=0" grader=gpt': Skipped(
+            "RUN_DIR stands for a finished multi-task run's dir (tests/test_turns.py continues real ones)"),
     },
     "Tools and plugins": {
         "rubric-runner tools": Runs(says=("run_test_suite", "count_syllables", "text_stats")),

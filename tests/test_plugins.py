@@ -17,7 +17,7 @@ from rubric_runner.tools import ToolRegistry
 def test_builtin_tools_come_through_the_same_hook(monkeypatch):
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "")
     registry = ToolRegistry(Plugins())
-    assert list(registry.entries) == ["builtin_tools/run_test_suite"]
+    assert list(registry.entries) == ["builtin_tools/run_test_suite", "builtin_tools/run_check"]
     entry = registry.find("run_test_suite", "grader.tools.run_test_suite")
     assert (entry.plugin, entry.package) == ("builtin_tools", "rubric_runner")
     assert registry.find("builtin_tools/run_test_suite", "k") is entry
@@ -32,7 +32,9 @@ def test_bundled_plugins_load_from_their_packages():
         "textstats": ("rubric_runner_textstats", "0.1.0"),
     }
     registry = ToolRegistry(plugins)
-    assert sorted(registry.entries) == ["builtin_tools/run_test_suite", "syllables/count_syllables", "textstats/text_stats"]
+    assert sorted(registry.entries) == [
+        "builtin_tools/run_check", "builtin_tools/run_test_suite", "syllables/count_syllables", "textstats/text_stats"
+    ]
 
 
 def test_env_var_naming_a_missing_plugin_warns_and_goes_on(monkeypatch, caplog):
@@ -50,7 +52,7 @@ def test_unknown_tool_is_a_config_error_naming_the_key(tmp_path):
     assert (result.status, result.exit_code, result.error.key) == ("error", 2, "grader.tools.word_count")
     message = result.error.message
     assert message.startswith("grader.tools.word_count: unknown tool 'word_count'")
-    assert "available tools: count_syllables, run_test_suite, text_stats" in message
+    assert "available tools: count_syllables, run_check, run_test_suite, text_stats" in message
     assert "\n" not in message
 
 
@@ -156,7 +158,7 @@ def test_a_plugin_adds_a_command(monkeypatch, capsys):
     assert capsys.readouterr().out == "hello ada\n"
     assert [failure.name for failure in plugins.failures] == ["broken"]
     assert run_command(["greeet"]) == 2
-    assert "(commands: doctor, greet, plugins, regrade, report, resume, tools;" in capsys.readouterr().err
+    assert "(commands: continue, doctor, greet, plugins, regrade, report, resume, tools;" in capsys.readouterr().err
 
 
 def echo(text: str) -> str:
@@ -177,4 +179,4 @@ def test_a_plugin_may_not_register_a_dotted_name_which_config_reads_as_an_import
     registry = ToolRegistry(plugins)
     assert [(f.name, f.error) for f in plugins.failures] == [
         ("dotted", "register_tools failed: ValueError: tool name 'my.echo' has a dot (a dotted name in config is an import path)")]
-    assert list(registry.entries) == ["builtin_tools/run_test_suite"]
+    assert list(registry.entries) == ["builtin_tools/run_test_suite", "builtin_tools/run_check"]

@@ -187,6 +187,8 @@ def test_regrade_with_another_grader_keeps_the_old_record(tmp_path):
     assert record["status"] == "max_iterations_reached" and record["regraded_from"] == str(run_dir)
     assert record["evaluations"][0]["criteria"] == [{"name": "c", "passed": False, "gap": "fix c"}]
     assert record["final_answer"] == "three lines" and record["usage"]["worker"]["calls"] == 0
+    assert record["verification"] == json.loads(before)["verification"]  # the original answer's, not re-run
+    assert record["verification"]["final"]["checks"][0]["details"]["problems"] == ["1 lines, expected 3", "line 1: 2 syllables, expected 5"]
     assert (run_dir / "result.json").read_text() == before
 
 

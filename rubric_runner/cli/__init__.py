@@ -62,6 +62,18 @@ def _add_builtin_commands(subparsers: Any) -> None:
     resume.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER, help="more overrides, e.g. run.console=false")
     resume.set_defaults(handler="rubric_runner.cli.hydra_app:resume")
 
+    follow = subparsers.add_parser(
+        "continue", help="continue a finished run's thread with a new message (a follow-up turn)",
+        description="Send MESSAGE on the thread of the run in RUN_DIR as a follow-up turn, graded against the same "
+        "rubric (carried over) or a new one (rubric.text=...); its record goes to RUN_DIR/turns/<n>/.")
+    follow.add_argument("--task", metavar="ID", help="the task to continue, in a multi-task run")
+    follow.add_argument("--repeat", metavar="K", type=int, default=0, help="its repeat (default 0)")
+    follow.add_argument("run_dir", metavar="RUN_DIR", type=run_dir_argument, help="the run dir")
+    follow.add_argument("message", metavar="MESSAGE", help="the follow-up message for the worker")
+    follow.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER,
+                        help="more overrides, e.g. rubric.text='- ...' or grader=gpt")
+    follow.set_defaults(handler="rubric_runner.cli.follow_up:continue_run")
+
     regrade = subparsers.add_parser("regrade", help="grade a run's saved transcripts again, with another grader or rubric",
                                     description="Grade the transcripts saved in RUN_DIR again (one grading pass each) and write "
                                     "the new records to RUN_DIR/regrades/<time>/.")
@@ -90,7 +102,7 @@ def _add_builtin_commands(subparsers: Any) -> None:
     doctor.set_defaults(handler="rubric_runner.cli.listing:doctor")
 
 
-BUILTIN_COMMANDS = ("doctor", "plugins", "regrade", "report", "resume", "tools")
+BUILTIN_COMMANDS = ("continue", "doctor", "plugins", "regrade", "report", "resume", "tools")
 
 
 def build_parser(with_plugins: bool) -> ArgumentParser:

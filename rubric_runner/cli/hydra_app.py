@@ -31,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..config import CONF_DIR, ConfigError, register_configs
 from ..hydra_errors import describe
-from ..records import ExitCode, Status, find_run_dirs, saved_overrides
+from ..records import RESULT_FILE, ExitCode, Status, find_run_dirs, read_record, saved_overrides
 from ..redaction import config_secrets, redact, scrub_text_file, secret_values
 from ..sweep import SweepSummary
 
@@ -209,6 +209,11 @@ def run_hydra(argv: list[str]) -> int:
 
 
 def resume(args: argparse.Namespace) -> int:
-    """``rubric-runner resume RUN_DIR [OVERRIDES...]``: continue a run with its own overrides."""
+    """``rubric-runner resume RUN_DIR [OVERRIDES...]``: continue a run (or a follow-up turn) with its own overrides."""
+    record = read_record(args.run_dir / RESULT_FILE)
+    if record is not None and record.turn:
+        from .follow_up import resume_turn
+
+        return resume_turn(args.run_dir, record, list(args.overrides))
     kept = [override for override in saved_overrides(args.run_dir) or [] if not override.startswith("run.resume=")]
     return run_hydra([*kept, *args.overrides, f"hydra.run.dir={args.run_dir}", "run.resume=true"])

@@ -4,6 +4,8 @@ from .models import (
     SCHEMA_VERSION,
     Aggregate,
     BudgetInfo,
+    CheckOutcome,
+    CheckResult,
     Criterion,
     ErrorInfo,
     Evaluation,
@@ -14,6 +16,8 @@ from .models import (
     RunRecord,
     TaskRow,
     Usage,
+    Verification,
+    Verifications,
     now,
 )
 from .status import ExitCode, Outcome, Status, satisfied_rate, sweep_exit_code
@@ -22,20 +26,25 @@ from .store import (
     EVENTS_FILE,
     RESULT_FILE,
     TRANSCRIPT_FILE,
+    TURNS_DIR,
     Job,
     collect,
     crash_record,
     find_run_dirs,
     load_record,
     read_record,
+    record_dirs,
     saved_overrides,
+    turn_dirs,
     write_json,
     write_record,
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo",
-    "RubricInfo", "RunRecord", "TaskRow", "Usage", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
-    "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TRANSCRIPT_FILE", "Job", "collect", "crash_record",
-    "find_run_dirs", "load_record", "read_record", "saved_overrides", "write_json", "write_record",
+    "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo",
+    "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "Usage", "Verification", "Verifications", "now", "ExitCode", "Outcome",
+    "Status", "satisfied_rate", "sweep_exit_code",
+    "CHECKPOINT_FILE", "EVENTS_FILE", "RESULT_FILE", "TRANSCRIPT_FILE", "TURNS_DIR", "Job", "collect", "crash_record",
+    "find_run_dirs", "load_record", "read_record", "record_dirs", "saved_overrides", "turn_dirs", "write_json",
+    "write_record",
 ]

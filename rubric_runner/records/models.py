@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from datetime import datetime, timezone
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -98,6 +99,44 @@ class ErrorInfo(_Model):
         return cls(type=type_name or type(exc).__name__, message=str(exc), key=key)
 
 
+class CheckOutcome(StrEnum):
+    """What one hidden check, or the verification of one answer, found."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    UNVERIFIABLE = "unverifiable"
+    """The check could not run (the tool raised, or gave no boolean ``ok``): never a pass."""
+
+
+class CheckResult(_Model):
+    """One ``verify`` tool run on one answer."""
+
+    tool: str
+    outcome: CheckOutcome
+    details: dict[str, Any] | None = Field(default=None, exclude_if=_omitted_when_none)
+    """The tool's result, as it returned it."""
+    error: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """Why the check is unverifiable."""
+
+
+class Verification(_Model):
+    """The hidden checks of one answer: passed only when every check passed, failed when any failed."""
+
+    outcome: CheckOutcome
+    passed: bool | None = None
+    """True or False; None when unverifiable."""
+    checks: list[CheckResult] = Field(default_factory=list)
+    error: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """Why nothing could be checked (e.g. the worker gave no answer)."""
+
+
+class Verifications(_Model):
+    """The hidden verification of the worker's first attempt and of its final answer."""
+
+    first: Verification | None = None
+    final: Verification | None = None
+
+
 class LimitHit(_Model):
     """The limit or budget that stopped a task: its config key, its value and the figure reached."""
 
@@ -145,6 +184,8 @@ class RubricInfo(_Model):
     name: str | None = None
     text: str | None = None
     task: str | None = None
+    carried_over: bool | None = Field(default=None, exclude_if=_omitted_when_none)
+    """On a follow-up turn: whether the rubric carried over from the turn before (not sent again)."""
 
 
 class TaskRow(_Model):
@@ -156,6 +197,10 @@ class TaskRow(_Model):
     iterations: int = 0
     run_dir: str | None = None
     reused: bool = False
+    verified_first: bool | None = Field(default=None, exclude_if=_omitted_when_none)
+    """The first attempt's hidden verification: true, false, or absent (unverifiable or none)."""
+    verified_final: bool | None = Field(default=None, exclude_if=_omitted_when_none)
+    """The final answer's hidden verification, as ``verified_first``."""
 
 
 class Aggregate(_Model):
@@ -174,6 +219,20 @@ class Aggregate(_Model):
     reused: int
     rerun: int
     cache_hits: int
+    verification: dict[str, dict[str, int]] | None = Field(default=None, exclude_if=_omitted_when_none)
+    """With ``verify`` checks: runs by outcome for the ``first`` and the ``final`` answer."""
+
+
+def _verification_counts(results: list[RunRecord]) -> dict[str, dict[str, int]] | None:
+    """``{"first": {outcome: runs}, "final": {...}}`` over the verified results; None when none was verified."""
+    verified = [r.verification for r in results if r.verification is not None]
+    if not verified:
+        return None
+    counts: dict[str, dict[str, int]] = {}
+    for which in ("first", "final"):
+        outcomes = [getattr(v, which).outcome for v in verified if getattr(v, which) is not None]
+        counts[which] = {outcome.value: outcomes.count(outcome) for outcome in CheckOutcome}
+    return counts
 
 
 class RunRecord(_Model):
@@ -183,7 +242,9 @@ class RunRecord(_Model):
     exception, a config error or an interruption. A task of a multi-task run has
     ``task_id`` and ``repeat``; the run's own record then lists its ``tasks`` and an
     ``aggregate``, its status the worst task status and its usage the sum. A regrade
-    record names the record it regraded in ``regraded_from``.
+    record names the record it regraded in ``regraded_from``. A follow-up turn on a finished
+    run's thread has its own record, with its ``turn`` number (2, 3, ...) and ``continued_from``,
+    the record dir of the turn before.
     """
 
     status: Status = Status.RUNNING
@@ -191,6 +252,10 @@ class RunRecord(_Model):
     iterations: int = 0
     evaluations: list[Evaluation] = Field(default_factory=list)
     final_answer: str | None = None
+    first_answer: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """The worker's answer before the grader's first revision request (with ``verify`` checks)."""
+    verification: Verifications | None = Field(default=None, exclude_if=_omitted_when_none)
+    """The hidden ``verify`` checks of the first and the final answer, when the rubric has any."""
     usage: dict[str, Usage] = Field(default_factory=_usage)
     worker: ModelInfo = Field(default_factory=ModelInfo)
     grader: GraderInfo = Field(default_factory=GraderInfo)
@@ -215,6 +280,10 @@ class RunRecord(_Model):
     tasks: list[TaskRow] = Field(default_factory=list)
     aggregate: Aggregate | None = None
     regraded_from: str | None = None
+    turn: int | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A follow-up turn's number on its thread (the run itself is turn 1)."""
+    continued_from: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A follow-up turn: the record dir of the turn it continues."""
     schema_version: int = SCHEMA_VERSION
 
     def fail(self, exc: BaseException, type_name: str | None = None) -> None:
@@ -252,7 +321,8 @@ class RunRecord(_Model):
                 self.usage.setdefault(role, Usage()).merge(counts)
         self.tasks = [
             TaskRow(task_id=r.task_id, repeat=r.repeat, status=r.status, iterations=r.iterations, run_dir=r.run_dir,
-                    reused=f"{r.task_id}-r{r.repeat}" in reused)
+                    reused=f"{r.task_id}-r{r.repeat}" in reused,
+                    verified_first=r.verified("first"), verified_final=r.verified("final"))
             for r in results
         ]
         self.status = max((r.status for r in results), key=lambda status: status.severity, default=Status.ERROR)
@@ -277,7 +347,13 @@ class RunRecord(_Model):
             reused=len(reused),
             rerun=runs - len(reused),
             cache_hits=sum(counts.cached_calls for counts in self.usage.values()),
+            verification=_verification_counts(results),
         )
+
+    def verified(self, which: str) -> bool | None:
+        """Whether the ``first`` or ``final`` answer passed its hidden checks; None when unverified or unverifiable."""
+        verification = getattr(self.verification, which) if self.verification else None
+        return verification.passed if verification else None
 
     def usage_dict(self) -> dict[str, dict[str, int]]:
         """The usage as plain dicts (for events)."""

@@ -25,6 +25,8 @@ EVENTS_FILE = "events.jsonl"
 TRANSCRIPT_FILE = "transcript.json"
 CHECKPOINT_FILE = "checkpoints.sqlite"
 HYDRA_DIR = ".hydra"
+TURNS_DIR = "turns"
+"""Below a record's dir: ``turns/<n>/``, the records of its follow-up turns (n = 2, 3, ...)."""
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -124,6 +126,17 @@ def find_run_dirs(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: _natural_key(p.relative_to(root)))
 
 
+def turn_dirs(record_dir: Path) -> list[Path]:
+    """The dirs of the follow-up turns on a record's thread, in turn order."""
+    found = [path for path in (record_dir / TURNS_DIR).glob("*") if path.name.isdigit() and (path / RESULT_FILE).is_file()]
+    return sorted(found, key=lambda path: int(path.name))
+
+
+def record_dirs(run_dir: Path) -> list[Path]:
+    """The dirs of a run's own records: the run dir, and each task dir of a multi-task run."""
+    return [run_dir, *sorted(path for path in (run_dir / "tasks").glob("*") if path.is_dir())]
+
+
 @dataclass
 class Job:
     """A run found under a sweep or report dir: its record, ``job`` (its dir relative to the root)
@@ -135,7 +148,8 @@ class Job:
 
 
 def collect(root: str | Path, since: str | None = None) -> list[Job]:
-    """Every run under ``root``; each record's ``run_dir`` says where it is now (should it have moved).
+    """Every run under ``root``, each followed by its follow-up turns (their jobs end in ``turns/<n>``);
+    each record's ``run_dir`` says where it is now (should it have moved).
 
     With ``since`` (when a resumed sweep started), a run that had ended before then counts as
     reused; a multi-task run's aggregate counts its reused tasks itself.
@@ -143,9 +157,11 @@ def collect(root: str | Path, since: str | None = None) -> list[Job]:
     root = Path(root)
     jobs = []
     for run_dir in find_run_dirs(root):
-        record = load_record(run_dir)
-        record.run_dir = str(run_dir)
-        ended = record.ended_at
-        reused = record.aggregate.reused if record.aggregate else 0
-        jobs.append(Job(run_dir.relative_to(root).as_posix(), record, reused or int(bool(since and ended and ended < since))))
+        turns = [turn for record_dir in record_dirs(run_dir) for turn in turn_dirs(record_dir)]
+        for path in [run_dir, *turns]:
+            record = load_record(path)
+            record.run_dir = str(path)
+            ended = record.ended_at
+            reused = record.aggregate.reused if record.aggregate else 0
+            jobs.append(Job(path.relative_to(root).as_posix(), record, reused or int(bool(since and ended and ended < since))))
     return jobs

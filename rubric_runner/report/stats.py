@@ -39,8 +39,10 @@ def _mean(values: list[float]) -> float | None:
 
 
 def group_key(record: RunRecord) -> tuple[str, str, str]:
-    """(worker model, grader model, rubric name) of a run; ``?`` where unknown."""
-    return record.worker.model or "?", record.grader.model or "?", record.rubric.name or "?"
+    """(worker model, grader model, rubric name) of a run; ``?`` where unknown. A follow-up turn
+    groups apart from first turns, its rubric shown as ``code (turn 2)``."""
+    rubric = record.rubric.name or "?"
+    return record.worker.model or "?", record.grader.model or "?", f"{rubric} (turn {record.turn})" if record.turn else rubric
 
 
 def stats(records: list[RunRecord], prices: dict[str, dict[str, float]]) -> dict[str, Any]:

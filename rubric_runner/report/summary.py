@@ -13,7 +13,7 @@ from ..records import Job, Status, satisfied_rate
 SUMMARY_JSONL = "summary.jsonl"
 SUMMARY_CSV = "summary.csv"
 SUMMARY_FIELDS = (
-    "job", "overrides", "worker", "grader", "rubric", "status", "exit_code", "iterations",
+    "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
 )
 
@@ -28,6 +28,7 @@ def summary_row(job: Job) -> dict[str, Any]:
         "worker": record.worker.model,
         "grader": record.grader.model,
         "rubric": record.rubric.name,
+        "turn": record.turn or 1,
         "status": record.status.value,
         "exit_code": record.exit_code,
         "iterations": record.iterations,

@@ -82,7 +82,7 @@ def count_syllables(
     Pass the poem's text, one line per line. Returns line_count, syllables
     (one count per line), each line with a per-word breakdown, the words
     whose count was estimated because the dictionary lacks them, and, when a
-    pattern is configured, whether the poem matches it and which lines do not.
+    pattern is configured, whether the poem matches it (ok) and which lines do not.
     """
     lines = count_lines(text)
     result: dict = {"line_count": len(lines), "syllables": [line["syllables"] for line in lines]}
@@ -93,7 +93,7 @@ def count_syllables(
             for number, (line, expected) in enumerate(zip(lines, pattern), start=1)
             if line["syllables"] != expected
         ]
-        result.update(pattern=pattern, matches_pattern=not problems, problems=problems)
+        result.update(pattern=pattern, matches_pattern=not problems, problems=problems, ok=not problems)
     result["estimated_words"] = [word for line in lines for word in line["estimated"]]
     if skipped := [token for line in lines for token in line["skipped"]]:
         result["skipped"] = skipped

@@ -39,7 +39,7 @@ def test_unknown_words_fall_back_to_the_documented_heuristic(word, syllables):
 
 def test_pattern_check_names_the_lines_that_are_off():
     result = count_syllables.invoke({"text": "Cherry blossoms drifting down\n\nsoft rain wakes the sleeping seeds", "pattern": [5, 7, 5]})
-    assert result["matches_pattern"] is False
+    assert result["matches_pattern"] is False and result["ok"] is False
     assert result["problems"] == ["2 lines, expected 3", "line 1: 7 syllables, expected 5"]
 
 
@@ -59,3 +59,8 @@ def test_registered_through_the_entry_point(monkeypatch):
     assert (entry.plugin, entry.package) == ("syllables", "rubric_runner_syllables")
     configured = bind_settings(entry.tool, {"pattern": [5, 7, 5]}, "grader.tools.count_syllables")
     assert configured.invoke({"text": HAIKU})["matches_pattern"] is True
+    assert configured.invoke({"text": HAIKU})["ok"] is True
+
+
+def test_ok_only_with_a_pattern():
+    assert "ok" not in count_syllables.invoke({"text": HAIKU})

@@ -77,7 +77,7 @@ def text_stats(
 
     Pass the complete text. Returns sentence_count, word_count, the sentences
     as split, and, when the rubric configures them, which required terms and
-    sections are present and which are missing.
+    sections are present and which are missing, and ok: none is missing.
     """
     found = sentences(text)
     result: dict = {"sentence_count": len(found), "word_count": len(WORD.findall(text))}
@@ -88,6 +88,8 @@ def text_stats(
         titles = headings(text)
         present = {name: any(name.lower() in title.lower() for title in titles) for name in required_sections}
         result.update(sections=titles, missing_sections=[name for name, ok in present.items() if not ok])
+    if required_terms or required_sections:
+        result["ok"] = not result.get("missing_terms") and not result.get("missing_sections")
     result["sentences"] = [s if len(s) <= 200 else s[:200] + "..." for s in found[:MAX_LISTED]]
     return result
 

@@ -44,6 +44,13 @@ def test_counts_and_checks_from_settings():
     assert result["missing_terms"] == ["carbon dioxide"]
     assert result["sections"] == ["Leaf study", "Summary", "Methods"]
     assert result["missing_sections"] == ["Results"]
+    assert result["ok"] is False
+
+
+def test_ok_when_nothing_required_is_missing():
+    assert text_stats.invoke({"text": REPORT, "required_terms": ["light"], "required_sections": ["Methods"]})["ok"] is True
+    assert text_stats.invoke({"text": REPORT, "required_terms": ["carbon dioxide"]})["ok"] is False
+    assert text_stats.invoke({"text": REPORT, "required_sections": ["Results"]})["ok"] is False
 
 
 def test_without_settings_only_counts():
