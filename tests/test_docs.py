@@ -12,7 +12,8 @@ text (continuation lines joined, comments left out, runs of spaces collapsed), a
   middleware, tool settings, the price table) and stop at the missing key, each of its errors the one
   line naming the key variable, and exit with ``exit_code`` (2; a sweep's jobs each end so, and it exits 3);
 - ``Composes``: it needs a key, a server or a cluster (``why``), so the test only composes its config
-  (what ``--cfg job`` prints; once per value of a sweep list), which catches a misspelt preset or key;
+  (what ``--cfg job`` prints; once per value of a sweep list), which catches a misspelt preset or key
+  in-process (``StopsAtKey`` checks more of a keyed command, at a process start of a few seconds each);
 - ``Skipped``: it can be neither run nor composed here, and ``why``.
 
 A command added to the README without an entry here fails ``test_every_readme_command_is_classified``,

@@ -243,9 +243,12 @@ def test_a_shared_tool_name_needs_the_qualified_name(tmp_path):
         *overrides,
         "~grader.tools.text_stats",
         "+grader.tools={textstats/text_stats: {required_terms: [light, chlorophyll]}}",
+        "~rubric.verify.text_stats",  # the preset's hidden check names the same tool
+        "+rubric.verify={textstats/text_stats: {required_terms: [light, chlorophyll]}}",
     ]
     result = run(compose_config(qualified), tmp_path / "qualified", qualified)
     assert result.status == "satisfied", result.error
+    assert (result.verification.first.outcome, result.verification.final.outcome) == ("failed", "passed")
     ends = [e for e in read_events(tmp_path / "qualified") if e["event"] == "tool_call_end"]
     assert ends and all('"missing_terms"' in e["output"] for e in ends)
 
