@@ -15,6 +15,7 @@ from .environment import API_KEY_ENV
 from .extensions import LoopExtensions
 from .models import OFFLINE_HINT, build_chat_model, is_scripted, split_model
 from .plugins import Plugins
+from .recorder import ToolCallWatch
 from .records import GraderInfo, ModelInfo, RubricInfo, RunRecord
 from .tools import ToolRegistry, validate_settings
 
@@ -57,9 +58,10 @@ class AgentFactory:
         self.registry = ToolRegistry(Plugins.load())
         self.grader_tools = self.registry.resolve(config.grader.tools, "grader")
         self.worker_tools = self.registry.resolve(config.worker.tools, "worker")
-        own = grader_middleware(config.grader)
-        self.extensions = LoopExtensions(config, self.registry.plugins, own)
-        self.grader_middleware = [*own, *self.extensions.grader_middleware]
+        grader_own, worker_own = [*grader_middleware(config.grader), ToolCallWatch()], [ToolCallWatch()]
+        self.extensions = LoopExtensions(config, self.registry.plugins, grader_own, worker_own)
+        self.grader_middleware = [*grader_own, *self.extensions.grader_middleware]
+        self.worker_middleware = [*worker_own, *self.extensions.worker_middleware]
         self.cache = None
         if config.run.cache:
             from .cache import SQLiteResponseCache
@@ -120,7 +122,6 @@ class AgentFactory:
             model=self.worker_model,
             tools=self.worker_tools,
             system_prompt=self.config.worker.system_prompt or None,
-            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations),
-                        *self.extensions.worker_middleware],
+            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations), *self.worker_middleware],
             checkpointer=checkpointer,
         )
