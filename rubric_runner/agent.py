@@ -15,6 +15,7 @@ from .extensions import LoopExtensions
 from .grading import grader_middleware
 from .models import OFFLINE_HINT, build_chat_model, check_server, is_scripted, split_model
 from .plugins import Plugins
+from .recorder import ToolCallWatch
 from .records import GraderInfo, ModelInfo, RubricInfo, RunRecord
 from .strategies import ChosenStrategy, ToolCallContent, choose_strategy, compatible_server
 from .tools import ToolRegistry, validate_settings
@@ -67,10 +68,10 @@ class AgentFactory:
         self.grader_tools = self.registry.resolve(config.grader.tools, "grader")
         self.worker_tools = self.registry.resolve(config.worker.tools, "worker")
         self.verdict_strategy = ChosenStrategy()
-        own = grader_middleware(config.grader, self.verdict_strategy, config.rubric.evidence)
-        worker_own = [ToolCallContent()] if compatible_server(config.worker) else []
-        self.extensions = LoopExtensions(config, self.registry.plugins, own, worker_own)
-        self.grader_middleware = [*own, *self.extensions.grader_middleware]
+        grader_own = [*grader_middleware(config.grader, self.verdict_strategy, config.rubric.evidence), ToolCallWatch()]
+        worker_own = [*([ToolCallContent()] if compatible_server(config.worker) else []), ToolCallWatch()]
+        self.extensions = LoopExtensions(config, self.registry.plugins, grader_own, worker_own)
+        self.grader_middleware = [*grader_own, *self.extensions.grader_middleware]
         self.worker_middleware = [*worker_own, *self.extensions.worker_middleware]
         self.cache = None
         if config.run.cache:

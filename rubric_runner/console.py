@@ -62,6 +62,31 @@ class LiveLine:
                     self._shown = True
 
 
+EXCERPT_LINES = 3
+"""Lines of each attempt the trail shows (the whole text is in transcript.json)."""
+EXCERPT_WIDTH = 100
+"""Characters of each line the trail shows."""
+TOOL_WIDTH = 240
+"""Characters the trail shows of what a tool call returned."""
+
+
+def printable(text: str) -> str:
+    """One line of model or tool output made safe for a terminal: tabs as spaces, other controls as '?'."""
+    return "".join(c if c.isprintable() else " " if c == "\t" else "?" for c in text)
+
+
+def excerpt(text: str) -> list[str]:
+    """At most ``EXCERPT_LINES`` lines of ``text``, each cut at ``EXCERPT_WIDTH`` characters."""
+    lines = text.strip("\n").splitlines() or [""]
+    shown = [
+        printable(line) if len(line) <= EXCERPT_WIDTH else f"{printable(line[:EXCERPT_WIDTH])}..."
+        for line in lines[:EXCERPT_LINES]
+    ]
+    if len(lines) > EXCERPT_LINES:
+        shown.append(f"... (+{len(lines) - EXCERPT_LINES} lines)")
+    return shown
+
+
 class Console:
     """Prints short lines: what is being graded, each verdict, failing criteria and gaps."""
 
@@ -113,10 +138,16 @@ class Console:
         """A grading pass begins; passes are counted from 1, as the final count is."""
         self.line(f"-- grading pass {iteration + 1}")
 
+    def attempt(self, text: str) -> None:
+        """The worker's answer about to be graded, as a short excerpt."""
+        lines = text.strip("\n").splitlines()
+        self.line(f"   worker answered ({len(lines)} line{'s' if len(lines) != 1 else ''}, {len(text)} chars):")
+        for line in excerpt(text):
+            self.line(f"   | {line}")
+
     def tool(self, agent: str, name: str, output: str) -> None:
-        """A tool call finished."""
-        first = output.splitlines()[0] if output else ""
-        self.line(f"   {agent} called {name} -> {first[:160]}")
+        """A tool call finished, or was refused: the start of what the model was told, on one line."""
+        self.line(f"   {agent} called {name} -> {printable(' '.join(output.split())[:TOOL_WIDTH])}")
 
     def verdict(self, event: dict[str, Any]) -> None:
         """A grading pass ended: the verdict and each failing criterion's gap (a grader_error's cause

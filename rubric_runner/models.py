@@ -194,7 +194,7 @@ def build_chat_model(
 
 
 def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None, extras: dict[str, Any]) -> BaseChatModel:
-    from .scripted import ScriptedChatModel, ScriptError, load_script
+    from .scripted import CURSOR_DIR, ScriptedChatModel, ScriptError, load_script
 
     if not node.script:
         raise ConfigError(f"{role}.script", "the scripted model needs a script file", f"set {role}.script=PATH")
@@ -202,5 +202,5 @@ def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None, extras
         turns, turns_by_task = load_script(node.script, role)
     except ScriptError as exc:
         raise ConfigError(f"{role}.script", str(exc), "fix the script file") from None
-    cursor_dir = state_dir / "scripted-cursors" / role if state_dir else None
+    cursor_dir = state_dir / CURSOR_DIR / role if state_dir else None
     return ScriptedChatModel(model=node.model, turns=turns, turns_by_task=turns_by_task, cursor_dir=cursor_dir, **extras)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from datetime import datetime, timezone
@@ -31,6 +32,7 @@ from .records import (
     turn_dirs,
     write_record,
 )
+from .scripted import CURSOR_DIR
 from .sandbox import isolation_setting
 
 
@@ -60,11 +62,14 @@ def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: R
     result.rubric.text, result.rubric.task = text, original.rubric.task or result.rubric.task
     recorder = recorder_factory(result)
     grading = grading_factory(text or "")
+    recorder.attempt = result.final_answer
     state = {"messages": messages, "rubric": text, "_rubric_iterations": 0}
-    grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime()))
+    grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime(stream_writer=recorder.on_stream_event)))
+    # the run's thread: a scripted grader given the run's cursors continues its script there
+    metadata = {"thread_id": original.thread_id} if original.thread_id else {}
     token = CURRENT_TASK.set(TaskContext(result.task_id or "task", recorder=recorder, grading=grading))
     try:
-        update = grade.invoke(state, config={"callbacks": [recorder]}) or {}
+        update = grade.invoke(state, config={"callbacks": [recorder], "metadata": metadata}) or {}
     finally:
         CURRENT_TASK.reset(token)
     evaluations = [dict(e) for e in update.get("_rubric_evaluations", [])]
@@ -98,6 +103,8 @@ def main(args: argparse.Namespace) -> int:
             from .agent import AgentFactory, note_what_ran
             from .recorder import Recorder, sandbox_notices
 
+            if (run_dir / CURSOR_DIR / "grader").is_dir():  # a scripted grader's place in its script
+                shutil.copytree(run_dir / CURSOR_DIR / "grader", out_dir / CURSOR_DIR / "grader", dirs_exist_ok=True)
             # one grading pass: no worker can revise, so needs_revision ends as max_iterations_reached
             factory = AgentFactory(config, out_dir, roles=("grader",))
             middleware = factory.rubric_middleware(None, max_iterations=1)
@@ -107,6 +114,7 @@ def main(args: argparse.Namespace) -> int:
             return ExitCode.USAGE
         (out_dir / "overrides.yaml").write_text(yaml.safe_dump(overrides), encoding="utf-8")
         log.info("regrade_start", source=str(run_dir), grader=config.grader.model, overrides=overrides)
+        console.line(f"regrade of {run_dir}: grader={config.grader.model} rubric={config.rubric.name}")
         template = RunRecord()
         note_what_ran(template, config)
         factory.note_strategy(template.grader)

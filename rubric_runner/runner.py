@@ -75,6 +75,8 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             """Complete and write the run's record, however it ended."""
             record.complete(started)
             write_record(run_dir / RESULT_FILE, record)
+            if session is not None and session.reports is not None:
+                session.reports.close()
             flush_traces()
             log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.iterations,
                      usage=record.usage_dict(), wall_seconds=record.wall_seconds,

@@ -37,7 +37,8 @@ def _run(tmp_path, name, script, *extra, stop=None):
 def written(tmp_path_factory):
     """Every kind of record, written the way each path writes it: name -> result.json files."""
     tmp = tmp_path_factory.mktemp("records")
-    script = write_script(tmp / "s.yaml", worker=[{"content": "x"}], grader=[OK],
+    # the second verdict is the regrade's: a regrade with the run's own script continues after the run's turns
+    script = write_script(tmp / "s.yaml", worker=[{"content": "x"}], grader=[OK, OK],
                           tasks={"shaky": {"worker": [{"raise": "provider 500"}, {"content": "x"}]}})
     data = tmp / "tasks.jsonl"
     data.write_text("".join(json.dumps({"id": i, "task": f"do {i}"}) + "\n" for i in ("good", "shaky")))

@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from .status import ExitCode, Status
 
 SCHEMA_VERSION = 1
+ATTEMPT_CHARS = 8000
+"""The most characters of each graded answer a record keeps in ``attempts``."""
 
 
 def now() -> str:
@@ -282,6 +284,9 @@ class RunRecord(_Model):
     iterations: int = 0
     evaluations: list[Evaluation] = Field(default_factory=list)
     final_answer: str | None = None
+    attempts: list[str] = Field(default_factory=list)
+    """The worker's answer at each grading pass, in order (the last one may be ungraded when the loop
+    was stopped); each cut to ``ATTEMPT_CHARS`` characters."""
     first_answer: str | None = Field(default=None, exclude_if=_omitted_when_none)
     """The worker's answer before the grader's first revision request (with ``verify`` checks)."""
     verification: Verifications | None = Field(default=None, exclude_if=_omitted_when_none)
