@@ -18,9 +18,12 @@ from .console import Console
 from .context import CURRENT_TASK, TaskContext
 from .dataset import Task
 from .guard import LimitExceeded, TaskGuard
+from .models import explain_error, is_provider_error
 from .records import (
+    ATTEMPT_CHARS,
     CHECKPOINT_FILE,
     RESULT_FILE,
+    TASKS_DIR,
     TRANSCRIPT_FILE,
     ErrorInfo,
     Evaluation,
@@ -34,14 +37,30 @@ from .records import (
 )
 from .recorder import preview
 from .redaction import scrub_sqlite
+from .report.live import RunReports
 from .runtime import tasks_running
 from .signals import StopRequest, StopRequested
 from .tracing import task_trace, trace_labels
 from .turns import FollowUp
-from .verify import Check, final_answer, first_answer, verify
+from .verify import GRADER_SOURCE, Check, final_answer, first_answer, verify
 
 POSTGRES_SETUP_LOCK = 0x7275_6272
 """The advisory lock that serializes the checkpoint tables' set-up between runs sharing a database."""
+
+
+def graded_attempts(messages: list[Any]) -> list[str]:
+    """The worker's answer before each of the grader's revision requests, and its last one, since the
+    latest user message (a follow-up turn's answers only); each cut to ``ATTEMPT_CHARS`` characters."""
+    asked = [i for i, m in enumerate(messages) if getattr(m, "type", None) == "human" and getattr(m, "name", None) != GRADER_SOURCE]
+    turn = messages[asked[-1] + 1:] if asked else messages
+    attempts, start = [], 0
+    for end, message in enumerate([*turn, None]):
+        if message is None or getattr(message, "name", None) == GRADER_SOURCE:
+            answer = final_answer(turn[start:end])
+            if answer is not None:
+                attempts.append(answer if len(answer) <= ATTEMPT_CHARS else answer[:ATTEMPT_CHARS] + "\u2026")
+            start = end + 1
+    return attempts
 
 
 class Session:
@@ -68,14 +87,18 @@ class Session:
         self.active: dict[str, tuple[RunRecord, Callable[[], None]]] = {}
         self.reused: set[str] = set()
         self.total = self.done = self.satisfied = self.tokens = 0
+        self.reports: RunReports | None = None
+        """A multi-task run's own reports, refreshed as its tasks end."""
 
     def task_dir(self, task: Task, repeat: int) -> Path:
         """Where a task's record goes: the run dir itself for a single-task run."""
-        return self.run_dir / "tasks" / f"{task.id}-r{repeat}" if self.multi else self.run_dir
+        return self.run_dir / TASKS_DIR / f"{task.id}-r{repeat}" if self.multi else self.run_dir
 
     def on_evaluation(self, evaluation: dict[str, Any]) -> None:
         """``RubricMiddleware(on_evaluation=...)``: route to the recorder of the task at hand."""
         task = CURRENT_TASK.get()
+        if task is not None and task.grading is not None:
+            task.grading.annotate(evaluation)
         if task is not None and task.recorder is not None:
             task.recorder.on_evaluation(evaluation)
 
@@ -138,6 +161,8 @@ class Session:
                         self.budgets.book(record, self.task_dir(task, repeat))
             jobs = [bounded(task, repeat, previous.get((task.id, repeat))) for task, repeat in keys]
             self.total = len(jobs)
+            if self.multi:
+                self.reports = RunReports(self.run_dir, self.total, self.config.sweep.prices)
             with tasks_running():
                 return list(await asyncio.gather(*jobs))
 
@@ -201,6 +226,8 @@ class Session:
             log.warning("interrupted", reason=str(exc))
         except Exception as exc:  # one task's failure must not end the others, and leaves its record
             result.fail(exc)
+            if is_provider_error(exc):
+                result.error.message = explain_error(exc, self.config.worker, "worker")
             log.exception("task_error" if self.multi else "run_error")
         self.active.pop(key, None)
         end_task()
@@ -225,15 +252,20 @@ class Session:
         self.tokens += sum(u.total_tokens for u in result.usage.values())
         if self.multi:
             self.console.progress(self.done, self.total, self.satisfied, self.tokens, self.budgets.progress())
+        if self.reports is not None:
+            self.reports.task_ended()
 
     async def _execute(self, task: Task, repeat: int, result: RunRecord, task_dir: Path, log: Any, console: Console) -> None:
         from langchain_core.messages import HumanMessage, messages_to_dict
 
+        from .grading import TaskGrading, final_status
         from .recorder import Recorder
 
         recorder = Recorder(log, result, console, self.config.run.preview_chars)
         guard = TaskGuard(self.config.limits, self.budgets, result, task_dir)  # after the recorder, whose counts it reads
-        CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder))
+        strategy = result.grader.strategy or str(self.config.grader.structured_output)
+        grading = TaskGrading(self.config.grader, strategy, task.rubric, log, console)
+        CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder, grading))
         run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder, guard],
                       **trace_labels(result, task.id, repeat)}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(task.message)], "rubric": task.rubric}
@@ -260,6 +292,7 @@ class Session:
             messages = values.get("messages", [])
             write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
             result.final_answer = final_answer(messages)
+            result.attempts = graded_attempts(messages)
             if self.follow_up is not None and values.get("_current_grading_run_id") == self.follow_up.grading_run_id:
                 values = {}  # stopped before this turn's grading run began: the turn before's verdict is not this one's
             result.iterations = int(values.get("_rubric_iterations") or 0)
@@ -269,6 +302,7 @@ class Session:
                 result.evaluations = [Evaluation.model_validate(e) for e in values["_rubric_evaluations"]
                                       if e["grading_run_id"] == run_id]
                 result.grading_run_id = run_id
+            result.status = final_status(result.status, result.evaluations, self.config.grader.strict_coverage)
         if result.status is Status.ERROR:
             result.error = ErrorInfo(type="NoVerdict", message="the grader never returned a verdict")
         if result.status.terminal and self.checks.get(task.id):
