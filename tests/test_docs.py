@@ -213,6 +213,8 @@ COMMANDS: dict[str, dict[str, Runs | Composes | Skipped]] = {
         ".venv/bin/python benchmarks/run.py": Skipped("takes minutes; its figures are in benchmarks/results/"),
         ".venv/bin/python benchmarks/run.py --only startup,overhead --repeats 9": Skipped(
             "takes minutes; its figures are in benchmarks/results/"),
+        ".venv/bin/python benchmarks/run.py --only checkpoint_bytes,scale --tasks 10000": Skipped(
+            "takes about 25 minutes; its figures are in benchmarks/results/"),
     },
 }
 
