@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/run.py            # all, writes benchmarks/results/latest.json
     .venv/bin/python benchmarks/run.py --only startup,overhead   # updates only those figures
+    .venv/bin/python benchmarks/run.py --only scale --tasks 10000   # the large-run figures (minutes)
 
 Every figure is a median of several runs; comparisons are ratios taken side by side
 in one process or one session, because the machines are noisy.
@@ -362,7 +363,134 @@ def bench_sandbox(repeats: int) -> dict:
     return rows
 
 
-BENCHES = ("startup", "overhead", "concurrency", "cache", "memory", "sweep", "sandbox")
+def scripted_task_run(run_dir: Path, tasks: int, concurrency: int = 32, *extra: str):
+    """A run of ``tasks`` trivial one-iteration scripted tasks in ``run_dir`` (its script and task set
+    beside it); with ``run.resume=true`` in ``extra``, that run resumed. Returns its ``RunRecord``.
+
+    Other benchmarks reuse it for a large run dir to read (``report`` on a 10,000-task run).
+    """
+    from rubric_runner.runner import execute as run
+
+    script = latency_script(run_dir.parent / f"{run_dir.name}.yaml", 0.0)
+    data = dataset(run_dir.parent / f"{run_dir.name}.jsonl", tasks)
+    overrides = scripted(script, f"rubric.dataset={data}", f"run.concurrency={concurrency}", *extra)
+    return run(compose(overrides), run_dir, overrides)
+
+
+def _kib(field: str) -> int:
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field))
+
+
+def measured_task_run(run_dir: str, tasks: int, *extra: str) -> dict:
+    """``scripted_task_run`` after a warm-up, with its wall time and this process's RSS before and at peak."""
+    run_dir = Path(run_dir)
+    scripted_task_run(run_dir.parent / f"warm-{time.monotonic_ns()}", 4, 4)  # imports and first-use caches
+    baseline = _kib("VmRSS:")
+    Path("/proc/self/clear_refs").write_text("5")  # reset the peak (VmHWM) to the current RSS
+    started = time.perf_counter()
+    record = scripted_task_run(run_dir, tasks, 32, *extra)
+    wall = time.perf_counter() - started
+    assert record.aggregate is not None and record.aggregate.satisfied == tasks, record.aggregate
+    return {"wall_s": round(wall, 3), "baseline_kib": baseline, "peak_kib": _kib("VmHWM:"), "reused": record.aggregate.reused}
+
+
+def _in_fresh_process(function: str, *args) -> dict:
+    """``function(*args)`` of this module in a new interpreter; what it returns, as JSON."""
+    code = f"import json, sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import run; print(json.dumps(run.{function}(*{args!r})))"
+    proc = subprocess.run([PYTHON, "-c", code], env=ENV, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{function}{args!r} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def disk_per_task(run_dir: Path, tasks: int) -> dict:
+    """Bytes on disk per task: checkpoints (SQLite with its WAL), events, the task records (all else)."""
+    sizes = {"checkpoints": 0, "events": 0, "records": 0}
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            kind = "checkpoints" if path.name.startswith("checkpoints.sqlite") else "events" if path.name == "events.jsonl" else "records"
+            sizes[kind] += path.stat().st_size
+    return {f"{kind}_bytes_per_task": round(size / tasks) for kind, size in sizes.items()}
+
+
+def _unstart(run_dir: Path, every: int) -> int:
+    """Remove every ``every``-th task dir of a finished run, as if the run had stopped before those
+    tasks started; how many were removed."""
+    import shutil
+
+    removed = sorted((run_dir / "tasks").iterdir())[::every]
+    for task_dir in removed:
+        shutil.rmtree(task_dir)
+    return len(removed)
+
+
+def bench_scale(tmp: Path, tasks: int) -> dict:
+    """A ``tasks``-task scripted run at concurrency 32 (wall, peak RSS, bytes per task), memory growth per
+    task against a run a tenth its size, and resuming it when finished and when half-finished."""
+    small = max(tasks // 10, 1)
+    run_dir = tmp / f"scale-{tasks}"
+    rows: dict = {"tasks": tasks, "concurrency": 32}
+    probe_small = _in_fresh_process("measured_task_run", str(tmp / f"scale-{small}"), small)
+    probe = _in_fresh_process("measured_task_run", str(run_dir), tasks)
+    rows["wall_s"] = probe["wall_s"]
+    rows["tasks_per_s"] = round(tasks / probe["wall_s"], 1)
+    rows["peak_rss_bytes"] = probe["peak_kib"] * 1024
+    growth, growth_small = (probe["peak_kib"] - probe["baseline_kib"]) * 1024, (probe_small["peak_kib"] - probe_small["baseline_kib"]) * 1024
+    rows["growth_bytes_per_task"] = round(growth / tasks)
+    rows[f"marginal_growth_bytes_per_task_{small}_to_{tasks}"] = round((growth - growth_small) / (tasks - small))
+    rows.update(disk_per_task(run_dir, tasks))
+    resumed = _in_fresh_process("measured_task_run", str(run_dir), tasks, "run.resume=true")
+    assert resumed["reused"] == tasks, resumed
+    rows["resume_finished_wall_s"] = resumed["wall_s"]
+    rerun = _unstart(run_dir, 2)
+    half = _in_fresh_process("measured_task_run", str(run_dir), tasks, "run.resume=true")
+    assert half["reused"] == tasks - rerun, half
+    rows["resume_half_finished_wall_s"] = half["wall_s"]
+    rows["resume_half_finished_rerun_tasks"] = rerun
+    rows["target"] = "marginal growth <= 10 KB per task; resume_finished_wall_s <= 3 s"
+    return rows
+
+
+def realistic_script(path: Path) -> Path:
+    """A dozen write_file steps of 4 KB (a ~50 KB transcript), then three answers and three grading passes."""
+    note = "x" * 4000
+    steps = [{"content": f"note {i}", "tool_calls": [{"name": "write_file", "args": {"file_path": f"/notes/{i}.md", "content": note}}]}
+             for i in range(12)]
+    script = {"worker": [*steps, {"content": "draft"}, {"content": "better"}, {"content": "final"}],
+              "grader": [_verdict("needs_revision", False), _verdict("needs_revision", False), _verdict("satisfied", True)]}
+    path.write_text(yaml.safe_dump(script))
+    return path
+
+
+def bench_checkpoint_bytes(tmp: Path) -> dict:
+    """Checkpoint bytes of one realistic task, keeping every step's checkpoint and only the latest."""
+    import sqlite3
+
+    from rubric_runner.records import TRANSCRIPT_FILE
+    from rubric_runner.runner import execute as run
+
+    script = realistic_script(tmp / "realistic.yaml")
+    rows: dict = {}
+    for keep in ("all", "latest"):
+        overrides = scripted(script, f"run.keep_checkpoints={keep}")
+        run_dir = tmp / f"realistic-{keep}"
+        record = run(compose(overrides), run_dir, overrides)
+        assert (record.status, record.iterations) == ("satisfied", 3), record.error
+        with sqlite3.connect(run_dir / "checkpoints.sqlite") as db:
+            count, stored = db.execute("SELECT count(*), sum(length(checkpoint) + length(metadata)) FROM checkpoints").fetchone()
+            stored += db.execute("SELECT coalesce(sum(length(value)), 0) FROM writes").fetchone()[0]
+        rows[f"checkpoints_{keep}"] = count
+        rows[f"stored_bytes_{keep}"] = stored
+        rows[f"file_bytes_{keep}"] = sum(p.stat().st_size for p in run_dir.glob("checkpoints.sqlite*"))
+        rows["transcript_bytes"] = (run_dir / TRANSCRIPT_FILE).stat().st_size
+    rows["files_bytes"] = 12 * 4000
+    rows["ratio_all_over_latest"] = round(rows["stored_bytes_all"] / rows["stored_bytes_latest"], 2)
+    rows["ratio_latest_over_final_state"] = round(rows["stored_bytes_latest"] / (rows["transcript_bytes"] + rows["files_bytes"]), 2)
+    rows["target"] = "stored_bytes_latest about the final state (transcript + files), whatever the number of steps"
+    return rows
+
+
+BENCHES = ("startup", "overhead", "concurrency", "cache", "memory", "sweep", "sandbox", "checkpoint_bytes", "scale")
 
 
 def _table(results: dict) -> str:
@@ -382,6 +510,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=",".join(BENCHES), help="comma-separated subset of " + ", ".join(BENCHES))
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--tasks", type=int, default=10_000, help="tasks of the scale run")
     args = parser.parse_args()
     chosen = [name for name in args.only.split(",") if name]
     results = {
@@ -407,6 +536,10 @@ def main() -> None:
                 results["benchmarks"][name] = bench_sweep(tmp)
             elif name == "sandbox":
                 results["benchmarks"][name] = bench_sandbox(max(15, args.repeats))
+            elif name == "checkpoint_bytes":
+                results["benchmarks"][name] = bench_checkpoint_bytes(tmp)
+            elif name == "scale":
+                results["benchmarks"][name] = bench_scale(tmp, args.tasks)
             results["benchmarks"][name]["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             print(f"done: {name}", file=sys.stderr, flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -10,12 +10,14 @@ from typing import Any
 
 from .config import Config, ConfigError
 from .dataset import Task
-from .grading import grader_middleware
 from .environment import API_KEY_ENV
 from .extensions import LoopExtensions
-from .models import OFFLINE_HINT, build_chat_model, is_scripted, split_model
+from .grading import grader_middleware
+from .models import OFFLINE_HINT, build_chat_model, check_server, is_scripted, split_model
 from .plugins import Plugins
+from .recorder import ToolCallWatch
 from .records import GraderInfo, ModelInfo, RubricInfo, RunRecord
+from .strategies import ChosenStrategy, ToolCallContent, choose_strategy, compatible_server
 from .tools import ToolRegistry, validate_settings
 
 
@@ -48,6 +50,14 @@ def check_keys(config: Config, roles: tuple[str, ...]) -> None:
                       f"set {variables} in the environment, {OFFLINE_HINT}")
 
 
+def preflight(config: Config, roles: tuple[str, ...]) -> None:
+    """Everything checked before a model is built: every provider key, then each model's server
+    (a ``base_url``, or Ollama's) answers and serves the model. Each problem is one ``ConfigError``."""
+    check_keys(config, roles)
+    for role in [role for role in ("worker", "grader") if role in roles]:
+        check_server(getattr(config, role), role)
+
+
 class AgentFactory:
     """What every task of a run shares (tools, models, response cache, rate limiters), and the agent built from it."""
 
@@ -57,18 +67,30 @@ class AgentFactory:
         self.registry = ToolRegistry(Plugins.load())
         self.grader_tools = self.registry.resolve(config.grader.tools, "grader")
         self.worker_tools = self.registry.resolve(config.worker.tools, "worker")
-        own = grader_middleware(config.grader)
-        self.extensions = LoopExtensions(config, self.registry.plugins, own)
-        self.grader_middleware = [*own, *self.extensions.grader_middleware]
+        self.verdict_strategy = ChosenStrategy()
+        grader_own = [*grader_middleware(config.grader, self.verdict_strategy, config.rubric.evidence), ToolCallWatch()]
+        worker_own = [*([ToolCallContent()] if compatible_server(config.worker) else []), ToolCallWatch()]
+        self.extensions = LoopExtensions(config, self.registry.plugins, grader_own, worker_own)
+        self.grader_middleware = [*grader_own, *self.extensions.grader_middleware]
+        self.worker_middleware = [*worker_own, *self.extensions.worker_middleware]
         self.cache = None
         if config.run.cache:
             from .cache import SQLiteResponseCache
 
             self.cache = SQLiteResponseCache(config.run.cache)
-        check_keys(config, roles)
+        preflight(config, roles)
         limiters = self._rate_limiters()
         models = {role: build_chat_model(getattr(config, role), role, run_dir, self._extras(role, limiters)) for role in roles}
         self.grader_model, self.worker_model = models.get("grader"), models.get("worker")
+        self.strategy: str | None = None
+        self.probe: dict[str, str] | None = None
+        if self.grader_model is not None:
+            self.strategy, self.probe = choose_strategy(config.grader, self.grader_model, self.grader_tools)
+            self.verdict_strategy.use(self.strategy)
+
+    def note_strategy(self, grader: GraderInfo) -> None:
+        """Say in a record how this run's grader answers: the strategy, and what ``auto``'s probe found."""
+        grader.strategy, grader.probe = self.strategy, self.probe
 
     def _rate_limiters(self) -> dict[str, Any]:
         from langchain_core.rate_limiters import InMemoryRateLimiter
@@ -120,7 +142,6 @@ class AgentFactory:
             model=self.worker_model,
             tools=self.worker_tools,
             system_prompt=self.config.worker.system_prompt or None,
-            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations),
-                        *self.extensions.worker_middleware],
+            middleware=[self.rubric_middleware(on_evaluation, self.config.grader.max_iterations), *self.worker_middleware],
             checkpointer=checkpointer,
         )

@@ -1,10 +1,16 @@
-"""A SQLite checkpointer for asyncio runs that writes on the event loop's own thread."""
+"""The runs' checkpointers: SQLite written on the event loop's own thread; a finished thread cut to its latest state."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 
@@ -37,3 +43,66 @@ class InlineSqliteSaver(SqliteSaver):
 
     async def aget_delta_channel_history(self, *, config, channels: Sequence[str]) -> Mapping[str, Any]:
         return self.get_delta_channel_history(config=config, channels=channels)
+
+    def drop_all_but(self, thread_id: str, checkpoint_id: str) -> None:
+        """Delete a thread's checkpoints and writes other than checkpoint ``checkpoint_id``'s, in one transaction."""
+        keep = (thread_id, checkpoint_id)
+        with self.cursor() as cur:
+            for table in ("checkpoints", "writes"):
+                cur.execute(f"DELETE FROM {table} WHERE thread_id = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)", keep)
+
+
+async def keep_latest(saver: Any, graph: Any, thread_id: str) -> bool:
+    """Cut a finished thread's checkpoints down to its latest state, which stays readable and continuable.
+
+    The messages and files of a deepagents thread are delta channels, rebuilt from the writes of
+    every earlier step; so a new latest checkpoint holding them whole is saved first, then the
+    thread's other checkpoints, writes and blobs are deleted. Stopped at any point, the thread
+    still reads as it did. False (nothing cut) for a thread without checkpoints or whose delta
+    channels are not in its state.
+    """
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    latest = await saver.aget_tuple(config)
+    if latest is None:
+        return False
+    values = (await graph.aget_state(config)).values
+    versions = dict(latest.checkpoint["channel_versions"])
+    deltas = [name for name, channel in graph.channels.items() if isinstance(channel, DeltaChannel) and name in versions]
+    if any(name not in values for name in deltas):
+        return False
+    bumped = {name: saver.get_next_version(versions[name], None) for name in deltas}  # a snapshot goes in a new version
+    checkpoint = {**latest.checkpoint, "id": str(uuid6(clock_seq=-2)), "ts": datetime.now(timezone.utc).isoformat(),
+                  "channel_values": {**latest.checkpoint["channel_values"], **{name: _DeltaSnapshot(values[name]) for name in deltas}},
+                  "channel_versions": {**versions, **bumped}}
+    metadata = {key: value for key, value in latest.metadata.items() if key != "counters_since_delta_snapshot"}
+    kept = await saver.aput(config, checkpoint, metadata, bumped)  # no parent: it will have none
+    by_task: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in latest.pending_writes or ():
+        by_task.setdefault(task_id, []).append((channel, value))
+    for task_id, writes in by_task.items():
+        await saver.aput_writes(kept, writes, task_id)
+    await _drop_all_but(saver, thread_id, checkpoint["id"], checkpoint["channel_versions"])
+    return True
+
+
+async def _drop_all_but(saver: Any, thread_id: str, checkpoint_id: str, versions: Mapping[str, Any]) -> None:
+    """Delete what a thread holds beyond checkpoint ``checkpoint_id``, its writes and the blobs of its ``versions``."""
+    if isinstance(saver, InlineSqliteSaver):
+        saver.drop_all_but(thread_id, checkpoint_id)
+    elif isinstance(saver, InMemorySaver):
+        namespaces = saver.storage.get(thread_id, {})
+        for namespace in list(namespaces):
+            for kept_id in list(namespaces[namespace]):
+                if (namespace, kept_id) != ("", checkpoint_id):
+                    del namespaces[namespace][kept_id]
+        for key in [key for key in saver.writes if key[0] == thread_id and key[1:] != ("", checkpoint_id)]:
+            del saver.writes[key]
+        for key in [key for key in saver.blobs if key[0] == thread_id and (key[1] != "" or versions.get(key[2]) != key[3])]:
+            del saver.blobs[key]
+    else:  # PostgreSQL: one transaction, on the saver's connection (langgraph has no public call for this)
+        kept = (thread_id, checkpoint_id)
+        async with saver._cursor() as cur, cur.connection.transaction():
+            for table in ("checkpoints", "checkpoint_writes"):
+                await cur.execute(f"DELETE FROM {table} WHERE thread_id = %s AND NOT (checkpoint_ns = '' AND checkpoint_id = %s)", kept)
+            await cur.execute("DELETE FROM checkpoint_blobs WHERE thread_id = %s AND (checkpoint_ns <> ''"
+                              " OR version IS DISTINCT FROM (%s::jsonb ->> channel))", (thread_id, json.dumps(versions)))

@@ -37,11 +37,15 @@ class StructuredOutput(StrEnum):
     """How the grader's verdict comes back."""
 
     auto = "auto"
-    """LangChain picks from the model's profile."""
+    """Probes an OpenAI-compatible server once per run; else LangChain picks from the model's profile."""
     tool = "tool"
     """A forced ``GraderResponse`` tool call."""
     provider = "provider"
     """The provider's native JSON-schema output."""
+    named = "named"
+    """``GraderResponse`` forced by name once the grader stops calling evidence tools."""
+    json = "json"
+    """The schema in the prompt, ``json_object`` output, sent back to fix."""
 
 
 class Checkpointer(StrEnum):
@@ -50,6 +54,15 @@ class Checkpointer(StrEnum):
     sqlite = "sqlite"
     memory = "memory"
     postgres = "postgres"
+
+
+class KeepCheckpoints(StrEnum):
+    """Which checkpoints of a task's thread stay once the task has ended with a verdict."""
+
+    latest = "latest"
+    """Only the latest, holding the thread's whole state: enough to continue it."""
+    all = "all"
+    """Every step's, for going back to an earlier step."""
 
 
 class Isolation(StrEnum):
@@ -111,9 +124,14 @@ class GraderConfig(ModelConfig):
     max_model_calls: int = 10
     # grading instructions; null uses the library's built-in grader prompt
     system_prompt: Optional[str] = None
-    # how the verdict comes back: auto (LangChain picks from the model profile), tool (a forced
-    # GraderResponse tool call) or provider (the provider's native JSON-schema output)
+    # how the verdict comes back: auto (probes an OpenAI-compatible server once per run; else LangChain's
+    # pick from the model profile), tool (a forced GraderResponse tool call), provider (native JSON-schema
+    # output), named (GraderResponse forced by name once the grader stops calling evidence tools) or json
+    # (the schema in the prompt, json_object output, sent back to fix)
     structured_output: StructuredOutput = StructuredOutput.auto
+    # a verdict that covers fewer or other criteria than the rubric's lines counts as not satisfied
+    # (status unsupported); false: it is only flagged
+    strict_coverage: bool = False
     # dotted paths of callables called after every grading pass as fn(evaluation=..., task=...)
     on_evaluation: List[str] = field(default_factory=list)
     # dotted path of fn(messages) -> messages: the part of the worker's transcript the grader reads
@@ -145,6 +163,9 @@ class RubricConfig:
     # hidden checks of the worker's first and final answers: tool name -> settings, as in grader.tools;
     # never shown to the worker or the grader (a dataset task's own verify settings merge over these)
     verify: Dict[str, Any] = field(default_factory=dict)
+    # grader tools a pass must call before its verdict may be satisfied; a rubric line (or a passed
+    # criterion) that names a grader tool requires that tool too
+    evidence: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -161,6 +182,9 @@ class RunConfig:
     # PostgreSQL connection URL for checkpointer=postgres, without a password (that comes from
     # PGPASSWORD or ~/.pgpass); null: $RUBRIC_RUNNER_POSTGRES_URL
     checkpoint_url: Optional[str] = None
+    # checkpoints kept of a task's thread once it ends with a verdict: "latest" (its final state, enough
+    # to continue it) or "all" (every step's); an unfinished task keeps all, to resume from
+    keep_checkpoints: KeepCheckpoints = KeepCheckpoints.latest
     # characters kept of each tool input and output in events.jsonl
     preview_chars: int = 400
     # print the live trail on the console (a progress line instead for multi-task runs)
@@ -392,6 +416,12 @@ def validate(cfg: DictConfig) -> Config:
     for key in required:
         if not str(getattr(config.rubric, key)).strip():
             raise ConfigError(f"rubric.{key}", "is empty", f"give rubric.{key} some text")
+    for name in config.rubric.evidence:
+        if name not in config.grader.tools:
+            raise ConfigError(
+                "rubric.evidence", f"{name!r} is not one of the grader's tools ({', '.join(config.grader.tools) or 'none'})",
+                "name a tool under grader.tools, or add it there",
+            )
     for key in ("concurrency", "repeats"):
         value = getattr(config.run, key)
         if isinstance(value, bool) or value < 1:

@@ -2,7 +2,8 @@
 
 One agent serves every task of a run; what differs per task travels in this
 context variable: tool settings for the task, the repeat index (part of the
-response-cache key) and the recorder that keeps the task's record.
+response-cache key), the recorder that keeps the task's record and the notes
+its grading passes leave (``grading.TaskGrading``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class TaskContext:
     repeat: int = 0
     tool_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     recorder: Any = None
+    grading: Any = None
 
     def ref(self) -> TaskRef:
         """Which task, repeat and run this is, for code outside the runner."""

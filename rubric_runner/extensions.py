@@ -127,14 +127,14 @@ class LoopExtensions:
     """What a run's config and plugins add to the loop: evaluation listeners, both agents' middleware,
     and ``RubricMiddleware``'s grader arguments."""
 
-    def __init__(self, config: Config, plugins: Plugins, grader_own: list[Any]) -> None:
+    def __init__(self, config: Config, plugins: Plugins, grader_own: list[Any], worker_own: list[Any]) -> None:
         grader = config.grader
         self.listeners = plugins.hook_functions("on_evaluation") + [
             (path, _callable(path, f"grader.on_evaluation[{index}]", evaluation=None, task=None))
             for index, path in enumerate(grader.on_evaluation)
         ]
         self.grader_middleware = build_middleware(grader.middleware, "grader.middleware", grader_own)
-        self.worker_middleware = build_middleware(config.worker.middleware, "worker.middleware", [])
+        self.worker_middleware = build_middleware(config.worker.middleware, "worker.middleware", worker_own)
         self.grader_arguments: dict[str, Any] = {}
         if grader.prepare_messages_for_grader:
             self.grader_arguments["prepare_messages_for_grader"] = _callable(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shutil
 import sys
 import time
 from datetime import datetime, timezone
@@ -14,7 +16,9 @@ import yaml
 
 from .config import Config, ConfigError, compose, validate
 from .console import Console
+from .context import CURRENT_TASK, TaskContext
 from .events import event_log
+from .grading import TaskGrading, final_status
 from .hydra_errors import describe
 from .records import (
     EVENTS_FILE,
@@ -33,6 +37,7 @@ from .records import (
     write_record,
 )
 from .report.prices import PriceError, load_prices
+from .scripted import CURSOR_DIR
 from .sandbox import isolation_setting
 
 MULTIRUN_FLAGS = ("-m", "--multirun")
@@ -46,7 +51,8 @@ def task_dirs(run_dir: Path) -> list[Path]:
     return [turn for path in found for turn in [path, *turn_dirs(path)]]
 
 
-def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: RunRecord, recorder_factory) -> RunRecord:
+def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: RunRecord, recorder_factory,
+                grading_factory) -> RunRecord:
     """One grading pass over one saved transcript; the verdict as a record."""
     from langchain_core.messages import messages_from_dict
     from langchain_core.runnables import RunnableLambda
@@ -62,11 +68,22 @@ def regrade_one(middleware: Any, task_dir: Path, rubric: str | None, template: R
                                                     "verification": original.verification})
     result.rubric.text, result.rubric.task = text, original.rubric.task or result.rubric.task
     recorder = recorder_factory(result)
+    grading = grading_factory(text or "")
+    recorder.attempt = result.final_answer
     state = {"messages": messages, "rubric": text, "_rubric_iterations": 0}
-    grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime()))
-    update = grade.invoke(state, config={"callbacks": [recorder]}) or {}
-    result.evaluations = [Evaluation.model_validate(e) for e in update.get("_rubric_evaluations", [])]
-    result.status = Status.of_loop(update.get("_rubric_status"))
+    grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime(stream_writer=recorder.on_stream_event)))
+    # the run's thread: a scripted grader given the run's cursors continues its script there
+    metadata = {"thread_id": original.thread_id} if original.thread_id else {}
+    token = CURRENT_TASK.set(TaskContext(result.task_id or "task", recorder=recorder, grading=grading))
+    try:
+        update = grade.invoke(state, config={"callbacks": [recorder], "metadata": metadata}) or {}
+    finally:
+        CURRENT_TASK.reset(token)
+    evaluations = [dict(e) for e in update.get("_rubric_evaluations", [])]
+    for evaluation in evaluations:
+        grading.annotate(evaluation)
+    result.evaluations = [Evaluation.model_validate(e) for e in evaluations]
+    result.status = final_status(Status.of_loop(update.get("_rubric_status")), result.evaluations, grading.node.strict_coverage)
     result.iterations = len(result.evaluations)
     return result
 
@@ -106,18 +123,26 @@ def regrade_with(out_dir: Path, root: Path, sources: list[tuple[Path, Config]], 
 
         notices = sandbox_notices(log, console)
         for run_dir, config in sources:
+            if (run_dir / CURSOR_DIR / "grader").is_dir():  # a scripted grader's place in its script
+                shutil.copytree(run_dir / CURSOR_DIR / "grader", out_dir / CURSOR_DIR / "grader", dirs_exist_ok=True)
             try:
                 # one grading pass: no worker can revise, so needs_revision ends as max_iterations_reached
-                middleware = AgentFactory(config, out_dir, roles=("grader",)).rubric_middleware(None, max_iterations=1)
+                factory = AgentFactory(config, out_dir, roles=("grader",))
+                middleware = factory.rubric_middleware(None, max_iterations=1)
             except ConfigError as exc:
                 log.error("config_error", key=exc.key, message=str(exc))
                 raise
             log.info("regrade_start", source=str(run_dir), grader=config.grader.model, overrides=overrides)
+            console.line(f"regrade of {run_dir}: grader={config.grader.model} rubric={config.rubric.name}")
             template = RunRecord()
             note_what_ran(template, config)
+            factory.note_strategy(template.grader)
 
             def recorder_factory(result: RunRecord, config: Config = config) -> Recorder:
                 return Recorder(log, result, console, config.run.preview_chars)
+
+            def grading_factory(text: str, config: Config = config, factory: AgentFactory = factory) -> TaskGrading:
+                return TaskGrading(config.grader, factory.strategy, text, log, console)
 
             for task_dir in task_dirs(run_dir):
                 started = time.monotonic()
@@ -126,7 +151,7 @@ def regrade_with(out_dir: Path, root: Path, sources: list[tuple[Path, Config]], 
                 try:
                     with isolation_setting(config.sandbox.isolation, notices):
                         result = regrade_one(middleware, task_dir, config.rubric.text if rubric_overridden else None,
-                                             template, recorder_factory)
+                                             template, recorder_factory, grading_factory)
                 except Exception as exc:  # one transcript's failure is its own record
                     result = RunRecord()
                     result.fail(exc)
@@ -146,7 +171,8 @@ def ranking_lines(records: list[RunRecord], prices: dict[str, dict[str, float]])
     ranking = ranked(judge_groups(records, grader_key, prices))
     lines = ["graders ranked by error against hidden verification:"] if ranking else []
     for place, ((model, overrides), j) in enumerate(ranking, 1):
-        lines.append(f"  {place}. {overrides or model}: error {j.error}; false satisfied {j.false_satisfied}; "
+        label = re.sub(r"\\(.)", r"\1", overrides) or model  # Hydra escapes a swept value's ${...}
+        lines.append(f"  {place}. {label}: error {j.error}; false satisfied {j.false_satisfied}; "
                      f"false rejection {j.false_rejection}; unverifiable {j.unverifiable}")
     return lines
 

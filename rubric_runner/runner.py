@@ -75,6 +75,8 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             """Complete and write the run's record, however it ended."""
             record.complete(started)
             write_record(run_dir / RESULT_FILE, record)
+            if session is not None and session.reports is not None:
+                session.reports.close()
             flush_traces()
             log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.iterations,
                      usage=record.usage_dict(), wall_seconds=record.wall_seconds,
@@ -112,18 +114,20 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
             if follow_up is not None:
                 check_thread_kept(config)
                 tasks = [follow_up.task(tasks)]
+            console.start(config.worker.model, config.grader.model, config.rubric.name,
+                          {role for role in ("worker", "grader") if getattr(record, role).scripted})
             budgets = Budgets(config, run_dir, sweep_dir)
             factory = AgentFactory(config, follow_up.home if follow_up else run_dir)
             for failure in factory.registry.plugins.failures:
                 console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
             factory.check_task_tools(tasks)
+            factory.note_strategy(record.grader)
             checks = resolve_checks(factory.registry, config.rubric, tasks)
             multi = follow_up is None and (len(tasks) > 1 or config.run.repeats > 1)
             session = Session(config, run_dir, log, console, record, multi, budgets, stop, follow_up, checks)
             log.info("run_start", worker=record.worker.model_dump(), grader=record.grader.model_dump(),
                      rubric=config.rubric.name, overrides=record.overrides, tasks=len(tasks), repeats=config.run.repeats)
-            console.start(config.worker.model, config.grader.model, config.rubric.name,
-                          bool(record.worker.scripted or record.grader.scripted))
+            console.strategy(config.grader.structured_output, factory.strategy, factory.probe)
             if follow_up is not None:
                 carried = follow_up.carries_over(tasks[0].rubric)
                 log.info("turn_start", turn=follow_up.number, thread_id=follow_up.thread_id, continues=str(follow_up.previous),

@@ -22,6 +22,8 @@ from .context import current_task
 
 
 SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+CURSOR_DIR = "scripted-cursors"
+"""Where in a run dir scripted models keep their place in their scripts (one dir per role)."""
 
 
 class ScriptError(ValueError):
@@ -86,7 +88,9 @@ class ScriptedChatModel(BaseChatModel):
     Each conversation thread (``thread_id``) replays the script from its own
     position, so one model serves many concurrent tasks; a task listed in
     ``turns_by_task`` replays its own turns instead. With ``cursor_dir``
-    the positions are kept on disk, and a resumed run continues the script.
+    the positions are kept on disk, one file per script: a resumed run, or a
+    regrade given the run's cursors, continues the script; another script
+    starts at its top.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -107,8 +111,11 @@ class ScriptedChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
+        return {"model": self.model, "script_sha256": self._script_sha256()}
+
+    def _script_sha256(self) -> str:
         script = json.dumps([self.turns, self.turns_by_task], sort_keys=True, default=str)
-        return {"model": self.model, "script_sha256": hashlib.sha256(script.encode()).hexdigest()}
+        return hashlib.sha256(script.encode()).hexdigest()
 
     @property
     def calls(self) -> int:
@@ -128,7 +135,7 @@ class ScriptedChatModel(BaseChatModel):
                 self._cursors[thread] = int(position)
 
     def _cursor_log(self) -> Path | None:
-        return self.cursor_dir / "cursors.tsv" if self.cursor_dir is not None else None
+        return self.cursor_dir / f"cursors-{self._script_sha256()[:16]}.tsv" if self.cursor_dir is not None else None
 
     def _take_turn(self, thread: str) -> tuple[int, dict[str, Any]]:
         task = current_task()

@@ -13,14 +13,17 @@ from typing import Any
 import structlog
 
 from .budget import Budgets
-from .config import Checkpointer, Config, postgres_url
+from .config import Checkpointer, Config, KeepCheckpoints, postgres_url
 from .console import Console
 from .context import CURRENT_TASK, TaskContext
 from .dataset import Task
 from .guard import LimitExceeded, TaskGuard
+from .models import explain_error, is_provider_error
 from .records import (
+    ATTEMPT_CHARS,
     CHECKPOINT_FILE,
     RESULT_FILE,
+    TASKS_DIR,
     TRANSCRIPT_FILE,
     ErrorInfo,
     Evaluation,
@@ -34,14 +37,30 @@ from .records import (
 )
 from .recorder import preview
 from .redaction import scrub_sqlite
+from .report.live import RunReports
 from .runtime import tasks_running
 from .signals import StopRequest, StopRequested
 from .tracing import task_trace, trace_labels
 from .turns import FollowUp
-from .verify import Check, final_answer, first_answer, verify
+from .verify import GRADER_SOURCE, Check, final_answer, first_answer, verify
 
 POSTGRES_SETUP_LOCK = 0x7275_6272
 """The advisory lock that serializes the checkpoint tables' set-up between runs sharing a database."""
+
+
+def graded_attempts(messages: list[Any]) -> list[str]:
+    """The worker's answer before each of the grader's revision requests, and its last one, since the
+    latest user message (a follow-up turn's answers only); each cut to ``ATTEMPT_CHARS`` characters."""
+    asked = [i for i, m in enumerate(messages) if getattr(m, "type", None) == "human" and getattr(m, "name", None) != GRADER_SOURCE]
+    turn = messages[asked[-1] + 1:] if asked else messages
+    attempts, start = [], 0
+    for end, message in enumerate([*turn, None]):
+        if message is None or getattr(message, "name", None) == GRADER_SOURCE:
+            answer = final_answer(turn[start:end])
+            if answer is not None:
+                attempts.append(answer if len(answer) <= ATTEMPT_CHARS else answer[:ATTEMPT_CHARS] + "\u2026")
+            start = end + 1
+    return attempts
 
 
 class Session:
@@ -64,18 +83,22 @@ class Session:
         self.follow_up = follow_up
         self.checks = checks or {}
         self.agent: Any = None
+        self.saver: Any = None
         self.active: dict[str, tuple[RunRecord, Callable[[], None]]] = {}
         self.reused: set[str] = set()
-        self.finished: list[RunRecord] = []
-        self.total = 0
+        self.total = self.done = self.satisfied = self.tokens = 0
+        self.reports: RunReports | None = None
+        """A multi-task run's own reports, refreshed as its tasks end."""
 
     def task_dir(self, task: Task, repeat: int) -> Path:
         """Where a task's record goes: the run dir itself for a single-task run."""
-        return self.run_dir / "tasks" / f"{task.id}-r{repeat}" if self.multi else self.run_dir
+        return self.run_dir / TASKS_DIR / f"{task.id}-r{repeat}" if self.multi else self.run_dir
 
     def on_evaluation(self, evaluation: dict[str, Any]) -> None:
         """``RubricMiddleware(on_evaluation=...)``: route to the recorder of the task at hand."""
         task = CURRENT_TASK.get()
+        if task is not None and task.grading is not None:
+            task.grading.annotate(evaluation)
         if task is not None and task.recorder is not None:
             task.recorder.on_evaluation(evaluation)
 
@@ -111,38 +134,43 @@ class Session:
         path = (self.follow_up.home if self.follow_up else self.run_dir) / CHECKPOINT_FILE
         try:
             with contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as connection:
+                connection.execute("PRAGMA auto_vacuum=INCREMENTAL")  # takes on a new file: pages freed can be given back
                 connection.execute("PRAGMA synchronous=NORMAL")
                 yield InlineSqliteSaver(connection)
+                connection.executescript("PRAGMA incremental_vacuum;")  # gives back the pages cut threads freed
         finally:
             scrub_sqlite(path)
 
     async def run_tasks(self, tasks: list[Task], build_agent: Callable[[Any], Any]) -> list[RunRecord]:
         """Run every task and repeat, at most ``run.concurrency`` at once."""
         async with self._checkpointer() as saver:
-            self.agent = build_agent(saver)
+            self.saver, self.agent = saver, build_agent(saver)
             limit = asyncio.Semaphore(self.config.run.concurrency)
 
-            async def bounded(task: Task, repeat: int) -> RunRecord:
+            async def bounded(task: Task, repeat: int, previous: RunRecord | None) -> RunRecord:
                 async with limit:
-                    return await self.run_task(task, repeat)
+                    return await self.run_task(task, repeat, previous)
 
             keys = [(task, repeat) for task in tasks for repeat in range(self.config.run.repeats)]
-            if self.config.run.resume:  # what earlier attempts spent counts against the budgets
+            previous: dict[tuple[str, int], RunRecord] = {}
+            if self.config.run.resume:  # each task's record of the run before; what it spent counts against the budgets
                 for task, repeat in keys:
-                    previous = read_record(self.task_dir(task, repeat) / RESULT_FILE)
-                    if previous is not None:
-                        self.budgets.book(previous, self.task_dir(task, repeat))
-            jobs = [bounded(task, repeat) for task, repeat in keys]
+                    record = read_record(self.task_dir(task, repeat) / RESULT_FILE)
+                    if record is not None:
+                        previous[task.id, repeat] = record
+                        self.budgets.book(record, self.task_dir(task, repeat))
+            jobs = [bounded(task, repeat, previous.get((task.id, repeat))) for task, repeat in keys]
             self.total = len(jobs)
+            if self.multi:
+                self.reports = RunReports(self.run_dir, self.total, self.config.sweep.prices)
             with tasks_running():
                 return list(await asyncio.gather(*jobs))
 
-    async def run_task(self, task: Task, repeat: int) -> RunRecord:
-        """One task's rubric loop, start to record; its errors stay its own."""
+    async def run_task(self, task: Task, repeat: int, previous: RunRecord | None = None) -> RunRecord:
+        """One task's rubric loop, start to record (``previous``: its record when resuming); its errors stay its own."""
         task_dir = self.task_dir(task, repeat)
         task_dir.mkdir(parents=True, exist_ok=True)
         key = f"{task.id}-r{repeat}"
-        previous = read_record(task_dir / RESULT_FILE) if self.config.run.resume else None
         if previous is not None and previous.status is Status.NOT_RUN:
             previous = None  # a task the budget kept from starting starts afresh
         if previous is not None and previous.status.terminal:
@@ -198,27 +226,46 @@ class Session:
             log.warning("interrupted", reason=str(exc))
         except Exception as exc:  # one task's failure must not end the others, and leaves its record
             result.fail(exc)
+            if is_provider_error(exc):
+                result.error.message = explain_error(exc, self.config.worker, "worker")
             log.exception("task_error" if self.multi else "run_error")
         self.active.pop(key, None)
         end_task()
+        if result.status.terminal and self.config.run.keep_checkpoints == KeepCheckpoints.latest:
+            await self._keep_latest_checkpoint(result.thread_id, log)
         self._done(result)
         return result
 
+    async def _keep_latest_checkpoint(self, thread_id: str, log: Any) -> None:
+        """Cut a finished task's thread to its latest checkpoint; a failure leaves the thread readable, the task as it ended."""
+        from .checkpoints import keep_latest
+
+        try:
+            await keep_latest(self.saver, self.agent, thread_id)
+        except Exception as exc:
+            log.warning("checkpoint_cut_failed", thread_id=thread_id, error=ErrorInfo.of(exc).model_dump())
+
     def _done(self, result: RunRecord) -> None:
-        self.finished.append(result)
+        """Count a finished task into the progress line, in running sums: each costs the same however many came before."""
+        self.done += 1
+        self.satisfied += result.status is Status.SATISFIED
+        self.tokens += sum(u.total_tokens for u in result.usage.values())
         if self.multi:
-            satisfied = sum(r.status is Status.SATISFIED for r in self.finished)
-            tokens = sum(u.total_tokens for r in self.finished for u in r.usage.values())
-            self.console.progress(len(self.finished), self.total, satisfied, tokens, self.budgets.progress())
+            self.console.progress(self.done, self.total, self.satisfied, self.tokens, self.budgets.progress())
+        if self.reports is not None:
+            self.reports.task_ended()
 
     async def _execute(self, task: Task, repeat: int, result: RunRecord, task_dir: Path, log: Any, console: Console) -> None:
         from langchain_core.messages import HumanMessage, messages_to_dict
 
+        from .grading import TaskGrading, final_status
         from .recorder import Recorder
 
         recorder = Recorder(log, result, console, self.config.run.preview_chars)
         guard = TaskGuard(self.config.limits, self.budgets, result, task_dir)  # after the recorder, whose counts it reads
-        CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder))
+        strategy = result.grader.strategy or str(self.config.grader.structured_output)
+        grading = TaskGrading(self.config.grader, strategy, task.rubric, log, console)
+        CURRENT_TASK.set(TaskContext(task.id, repeat, task.tools, recorder, grading))
         run_config = {"configurable": {"thread_id": result.thread_id}, "callbacks": [recorder, guard],
                       **trace_labels(result, task.id, repeat)}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(task.message)], "rubric": task.rubric}
@@ -245,6 +292,7 @@ class Session:
             messages = values.get("messages", [])
             write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
             result.final_answer = final_answer(messages)
+            result.attempts = graded_attempts(messages)
             if self.follow_up is not None and values.get("_current_grading_run_id") == self.follow_up.grading_run_id:
                 values = {}  # stopped before this turn's grading run began: the turn before's verdict is not this one's
             result.iterations = int(values.get("_rubric_iterations") or 0)
@@ -254,6 +302,7 @@ class Session:
                 result.evaluations = [Evaluation.model_validate(e) for e in values["_rubric_evaluations"]
                                       if e["grading_run_id"] == run_id]
                 result.grading_run_id = run_id
+            result.status = final_status(result.status, result.evaluations, self.config.grader.strict_coverage)
         if result.status is Status.ERROR:
             result.error = ErrorInfo(type="NoVerdict", message="the grader never returned a verdict")
         if result.status.terminal and self.checks.get(task.id):

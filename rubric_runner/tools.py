@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -129,6 +130,12 @@ def tool_settings(tool: BaseTool) -> dict[str, Any]:
     return {name: field for name, field in fields.items() if name not in visible}
 
 
+@functools.lru_cache(maxsize=256)
+def _adapter(annotation: Any) -> TypeAdapter:
+    """A setting type's validator, built once: building one takes a millisecond, and every task of a run needs it."""
+    return TypeAdapter(annotation)
+
+
 def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> dict[str, Any]:
     """``settings`` checked against the tool's setting fields; ``key`` names the config key."""
     fields = tool_settings(tool)
@@ -140,7 +147,7 @@ def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> dic
         field = fields[name]
         annotation = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
         try:
-            checked[name] = TypeAdapter(annotation).validate_python(value)
+            checked[name] = _adapter(annotation).validate_python(value)
         except ValidationError as exc:
             problem = exc.errors()[0]["msg"].removeprefix("Value error, ")
             raise ConfigError(f"{key}.{name}", f"{problem}, got {value!r}", "fix the setting's value") from None

@@ -2,8 +2,8 @@
 
 A check is a registered tool with settings, as in ``grader.tools``. It takes the answer text as its one
 argument the model would fill (``code`` for ``run_test_suite``, ``text`` for ``count_syllables``) and
-passes when its result carries ``ok: true``. A result without a boolean ``ok``, or a tool that raises,
-makes the check unverifiable: never a pass.
+passes when its result carries ``ok: true``. A result without a boolean ``ok``, a sandbox refusal, or a
+tool that raises makes the check unverifiable: never a pass nor a fail.
 """
 
 from __future__ import annotations
@@ -94,6 +94,9 @@ async def run_check(check: Check, answer: str) -> CheckResult:
     except Exception as exc:  # a tool error or a sandbox refusal: the answer could not be checked
         return CheckResult(tool=check.name, outcome=CheckOutcome.UNVERIFIABLE, error=f"{type(exc).__name__}: {exc}")
     details = result if isinstance(result, dict) else {"result": repr(result)[:2000]}
+    if details.get("refused"):  # the sandbox would not run the code: nothing was checked
+        return CheckResult(tool=check.name, outcome=CheckOutcome.UNVERIFIABLE, details=details,
+                           error=f"the sandbox refused to run the code: {details['refused']}")
     if not isinstance(details.get("ok"), bool):
         return CheckResult(tool=check.name, outcome=CheckOutcome.UNVERIFIABLE, details=details,
                            error=f"{check.name} returned no boolean 'ok' (are its settings enough to decide a pass?)")

@@ -124,6 +124,28 @@ def cli_process(*args: str, cwd: Path) -> Iterator[subprocess.Popen]:
             proc.communicate()
 
 
+def on_terminal(args: list[str], cwd: Path) -> tuple[int, bytes]:
+    """``python -m rubric_runner ARGS`` with stderr on a pseudo-terminal (stdout piped): its exit code
+    and what the terminal showed."""
+    import pty
+
+    primary, secondary = pty.openpty()
+    proc = subprocess.run([sys.executable, "-m", "rubric_runner", *args], cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=secondary, timeout=120)
+    os.close(secondary)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the terminal closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(primary)
+    return proc.returncode, shown
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:

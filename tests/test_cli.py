@@ -12,9 +12,11 @@ def test_offline_demo(tmp_path):
     run_dir = tmp_path / "demo"
     proc = run_cli("worker=scripted", "grader=scripted", "rubric=code", f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "scripted" in proc.stdout
+    assert "worker=scripted:demo (scripted: replays a script" in proc.stdout
     assert "test_unhashable" in proc.stdout
-    assert "status: satisfied after 2 grading iteration(s)" in proc.stdout
+    assert proc.stdout.index("-- grading pass 1") < proc.stdout.index("-- grading pass 2")
+    assert "grading pass 0" not in proc.stdout and "-- grading pass 3" not in proc.stdout
+    assert "status: satisfied after 2 grading pass(es)" in proc.stdout
     assert f"run dir: {run_dir}" in proc.stdout
     for name in ("result.json", "events.jsonl", "transcript.json", ".hydra/config.yaml", ".hydra/overrides.yaml"):
         assert (run_dir / name).is_file(), name

@@ -1,11 +1,14 @@
-"""The haiku and summary demos: the scripted grader calls the real plugin tools, and its verdicts agree;
-the hidden verification runs the same tools on the first and the final answer."""
+"""The offline demos: the scripted grader calls the real tools, and its verdicts agree with them; the
+hidden verification runs the same tools on the first and the final answer."""
 
 from __future__ import annotations
 
 import json
+import re
 
-from conftest import compose_config, read_events
+import pytest
+
+from conftest import compose_config, read_events, run_cli
 from rubric_runner.runner import execute as run
 
 
@@ -38,3 +41,50 @@ def test_summary_demo_checks_terms_for_real(tmp_path):
     assert first == {"The answer is one sentence": True, "The answer mentions light and chlorophyll": False}
     assert (result.verified("first"), result.verified("final")) == (False, True)
     assert result.verification.first.checks[0].details["missing_terms"] == ["chlorophyll"]
+
+
+def test_code_tasks_run_offline_with_real_test_runs(tmp_path):
+    result, _ = _demo(tmp_path, "code_tasks")
+    assert (result.status, result.aggregate.satisfied, result.aggregate.runs) == ("satisfied", 12, 12)
+    iterations = {task.task_id: task.iterations for task in result.tasks}
+    revised = {"find_duplicates", "flatten", "is_palindrome", "merge_intervals", "second_largest"}
+    assert iterations == {task_id: 2 if task_id in revised else 1 for task_id in iterations}
+    trail: dict[str, list] = {}  # per task: each test run's outcome, then the verdict that followed it
+    for event in read_events(tmp_path / "run"):
+        if event["event"] == "tool_call_end":
+            trail.setdefault(event["task_id"], []).append(json.loads(event["output"]))
+        elif event["event"] == "rubric_evaluation_end":
+            trail[event["task_id"]].append(event)
+    assert len(trail) == 12
+    for task_id, steps in trail.items():
+        runs, verdicts = steps[0::2], steps[1::2]
+        assert [r["ok"] for r in runs] == [False] * (len(runs) - 1) + [True], task_id
+        for test_run, verdict in zip(runs, verdicts):
+            if test_run["ok"]:
+                assert verdict["result"] == "satisfied", task_id
+                continue
+            assert verdict["result"] == "needs_revision", task_id
+            gap = verdict["criteria"][0]["gap"]
+            failing = [failure.split(":")[0] for failure in test_run["failures"]]
+            assert failing and all(name in gap for name in failing), (task_id, failing, gap)
+            assert set(re.findall(r"test_\w+", gap)) == set(failing), (task_id, gap)
+
+
+@pytest.mark.parametrize("rubric", ["code", "haiku", "summary"])
+def test_regrading_a_demo_grades_its_final_answer_again(tmp_path, rubric):
+    run_dir = tmp_path / "run"
+    assert run_cli("worker=scripted", "grader=scripted", f"rubric={rubric}", f"hydra.run.dir={run_dir}", cwd=tmp_path).returncode == 0
+    cursors = sorted(p.read_text() for p in (run_dir / "scripted-cursors").rglob("*.tsv"))
+    for _ in range(2):  # every regrade tells the same story: the run's own cursors are left as they were
+        proc = run_cli("regrade", str(run_dir), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "-- grading pass 1\n" in proc.stdout
+        assert re.search(r"\n   grader called \w+ -> .*\n   verdict: satisfied - Regraded: ", proc.stdout)
+        assert proc.stdout.splitlines()[-2] == "run: satisfied"
+    assert sorted(p.read_text() for p in (run_dir / "scripted-cursors").rglob("*.tsv")) == cursors
+    final = json.loads((run_dir / "result.json").read_text())["final_answer"]
+    for regrade_dir in (run_dir / "regrades").iterdir():
+        record = json.loads((regrade_dir / "result.json").read_text())
+        assert (record["status"], record["iterations"]) == ("satisfied", 1)
+        (tool_run,) = [e for e in read_events(regrade_dir) if e["event"] == "tool_call_start"]
+        assert final.strip() in tool_run["input"].replace("\\n", "\n")  # the regrade checked the final answer

@@ -33,13 +33,11 @@ CASES = {
     "worker-429-persistent": ("openai", [fault(429)] * 2, "openai", [], {}, "error", "429"),
     "worker-500-persistent": ("anthropic", [fault(500)] * 2, "openai", [], {}, "error", "500"),
     "worker-hang-persistent": ("anthropic", [hang(5)] * 2, "openai", [], {}, "error", "timed out"),
-    "worker-refused": ("openai", None, "openai", [], {}, "error", "Connection error"),
     "worker-html-body": ("openai", [HTML], "openai", [], {}, "error", "bad gateway"),
     "worker-half-json": ("openai", [HALF_JSON], "openai", [], {}, "error", "Expecting value"),
     "grader-503-persistent": ("openai", [ANSWER], "openai", [fault(503)] * 2, {}, "grader_error", "HTTP 503"),
     "grader-429-persistent": ("openai", [ANSWER], "anthropic", [fault(429)] * 2, {}, "grader_error", "HTTP 429"),
     "grader-hang-persistent": ("openai", [ANSWER], "anthropic", [hang(5)] * 2, {}, "grader_error", "timed out"),
-    "grader-refused": ("openai", [ANSWER], "anthropic", None, {}, "grader_error", "Connection error"),
     "grader-cut-persistent": ("openai", [ANSWER], "openai", [cut()] * 2, {}, "grader_error", "Connection error"),
     "grader-html-body": ("openai", [ANSWER], "openai", [HTML], {}, "grader_error", "bad gateway"),
     "grader-bad-verdict-tool-persistent": (
@@ -56,15 +54,10 @@ CASES = {
 }
 
 
-def _server(protocol: str, turns: list | None) -> FakeServer:
-    """A fake provider replaying ``turns``; ``None``: an address where connections are refused."""
-    return FakeServer(protocol, turns or [], refuse=turns is None)
-
-
 @pytest.mark.parametrize("case", list(CASES))
 def test_fault(tmp_path, fake_keys, case):
     w_protocol, w_turns, g_protocol, g_turns, g_settings, status, cause = CASES[case]
-    worker, grader = _server(w_protocol, w_turns), _server(g_protocol, g_turns)
+    worker, grader = FakeServer(w_protocol, w_turns), FakeServer(g_protocol, g_turns)
     with worker, grader:
         result, run_dir = run_in_process(
             tmp_path, "grader.max_iterations=1",

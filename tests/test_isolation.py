@@ -336,7 +336,10 @@ def test_a_refusal_reaches_the_grader_the_record_and_the_console_once(tmp_path, 
     outputs = [e["output"] for e in events if e["event"] == "tool_call_end" and e["tool"] == "run_test_suite"]
     assert len(outputs) == 2 and all("sandbox: refused to run the code: sandbox.isolation=bwrap: bubblewrap is not installed" in o for o in outputs)
     refusals = [e for e in events if e["event"] == "sandbox_refused"]
-    assert len(refusals) == 2 and "apt install bubblewrap" in refusals[0]["message"]
+    # two grader calls, then the hidden check of the answer (first and final are one answer here)
+    assert len(refusals) == 3 and "apt install bubblewrap" in refusals[0]["message"]
+    final = result.verification.final
+    assert final.outcome == "unverifiable" and final.checks[0].error.startswith("the sandbox refused to run the code: ")
     warnings = [line for line in capsys.readouterr().err.splitlines() if "refused" in line]
     assert warnings == [f"warning: {refusals[0]['message']}"]
 
@@ -348,7 +351,8 @@ def test_isolation_none_runs_the_code_and_warns_once(tmp_path, capsys):
     events = read_events(run_dir)
     outputs = [e["output"] for e in events if e["event"] == "tool_call_end" and e["tool"] == "run_test_suite"]
     assert len(outputs) == 2 and all('"isolation": "none", "isolated": false' in o for o in outputs)
-    assert [e["message"] for e in events if e["event"] == "sandbox_unisolated"] == [UNISOLATED, UNISOLATED]
+    # two grader calls and the hidden check of the answer
+    assert [e["message"] for e in events if e["event"] == "sandbox_unisolated"] == [UNISOLATED] * 3
     assert [line for line in capsys.readouterr().err.splitlines() if "unisolated" in line] == [f"warning: {UNISOLATED}"]
 
 
@@ -446,7 +450,10 @@ def test_the_offline_demo_is_refused_for_an_ordinary_user_without_bubblewrap(ord
     assert warnings == [f"warning: the sandbox refused to run generated code: no isolation is available: bubblewrap is "
                         f"not installed (no bwrap on PATH), and the namespace backend needs root. Fix: {INSTALL_FIX}"]
     events = read_events(run_dir)
-    assert [e["event"] for e in events if e["event"].startswith("sandbox_")] == ["sandbox_refused"] * 2
+    # two grader calls, and the hidden checks of the first and the final answer
+    assert [e["event"] for e in events if e["event"].startswith("sandbox_")] == ["sandbox_refused"] * 4
+    record = json.loads((run_dir / "result.json").read_text())
+    assert {record["verification"][answer]["outcome"] for answer in ("first", "final")} == {"unverifiable"}
     outputs = [e["output"] for e in events if e["event"] == "tool_call_end"]
     refusal = '{"ok": false, "passed": [], "failures": ["sandbox: refused to run the code: no isolation is available'
     assert len(outputs) == 2 and all(output.startswith(refusal) for output in outputs)

@@ -193,9 +193,11 @@ def test_regrade_with_several_graders_ranks_them_on_the_same_transcripts(demo, t
 
 
 def test_a_sweep_dir_is_regraded_job_by_job_and_its_regrades_are_not_its_runs(tmp_path):
-    # one verdict per transcript, in job order: a scripted grader's place in its script carries over from job to job
-    ok = write_script(tmp_path / "ok.yaml", worker=[], grader=[verdict("satisfied", ("c", True))] * 2)
-    revise = write_script(tmp_path / "revise.yaml", worker=[], grader=[verdict("needs_revision", ("c", False))] * 2)
+    # each transcript is its own thread: a scripted grader replays its script from the top for each;
+    # a satisfied verdict runs the suite first, as rubric=code's criteria ask
+    run_suite = {"tool_calls": [{"name": "run_test_suite", "args": {"code": "def find_duplicates(lst):\n    return []\n"}}]}
+    ok = write_script(tmp_path / "ok.yaml", worker=[], grader=[run_suite, verdict("satisfied", ("c", True))])
+    revise = write_script(tmp_path / "revise.yaml", worker=[], grader=[verdict("needs_revision", ("c", False))])
     sweep_dir = tmp_path / "sweep"
     proc = run_cli("-m", "worker=scripted", "grader=scripted", "rubric=code", "grader.max_iterations=3,4",
                    "run.console=false", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path)

@@ -26,6 +26,15 @@ def _run(tmp_path: Path, script: Path, *extra: str, name: str = "run"):
     return run_scripted(tmp_path / name, script, *extra)
 
 
+def _md_rows(text: str) -> list[list[str]]:
+    """The rows of report.md's tables whose second cell is a task id."""
+    rows = [[c.strip() for c in line.strip().strip("|").split(" | ")] for line in text.splitlines() if line.startswith("| ")]
+    return [row for row in rows if len(row) > 1 and row[1] in TASK_IDS]
+
+
+TASK_IDS = {"fast1", "slow", "fast2", *(f"t{i:02}" for i in range(20))}
+
+
 def _tasks(run_dir: Path) -> dict[str, object]:
     return {path.parent.name: read_record(path) for path in sorted(run_dir.glob("tasks/*/result.json"))}
 
@@ -84,6 +93,13 @@ def test_a_task_over_its_wall_clock_limit_ends_so_and_the_others_finish(tmp_path
     assert 1.5 <= slow.limit.value < 10 and slow.limit.limit == 1.5
     assert (run_dir / "tasks" / "slow-r0" / "transcript.json").is_file()
     assert record.status is Status.LIMIT_EXCEEDED and record.aggregate.statuses == {"satisfied": 2, "limit_exceeded": 1}
+    # the run's own report counts each task, and the matrix says which task the model missed
+    report = (run_dir / "report.md").read_text()
+    assert "3 runs in 1 job: 2 satisfied, 1 limit_exceeded; satisfied rate 66.7%" in report
+    assert {row[1]: row[2:] for row in _md_rows(report) if len(row) == 4} == {
+        "fast1": ["1/1", "-"], "slow": ["0/1", "scripted:demo"], "fast2": ["1/1", "-"]}
+    stopped = [row for row in _md_rows(report) if "limits.wall_seconds" in " ".join(row)]
+    assert [row[1] for row in stopped] == ["slow"]
 
 
 def test_a_budget_for_eight_of_twenty_tasks_then_resume_with_a_larger_one(tmp_path):
@@ -110,6 +126,14 @@ def test_a_budget_for_eight_of_twenty_tasks_then_resume_with_a_larger_one(tmp_pa
     text = (run_dir / "report.md").read_text()
     assert f"Run budget: spent {budget.spent_tokens:,}/1,600 tokens (reached)." in text
     assert f"Left undone by the budget: {len(not_run)} task(s) not run, {len(cut)} cut short" in text
+    verdict_line = text.split("20 runs in 1 job: ")[1].split(";")[0]
+    assert sorted(verdict_line.split(", ")) == sorted(
+        f"{n} {status}" for status, n in (("satisfied", len(done)), ("not_run", len(not_run)), ("budget_exceeded", len(cut))) if n)
+    rows = [json.loads(line) for line in (run_dir / "summary_tasks.jsonl").read_text().splitlines()]
+    assert {f"{r['task_id']}-r{r['repeat']}": r["status"] for r in rows} == {k: v.value for k, v in statuses.items()}
+    matrix = {row[1]: row[2:] for row in _md_rows(text) if len(row) == 4}
+    assert matrix == {key[:-3]: ["1/1" if key in done else "0/1, 1 undone", "-"] for key in statuses}, \
+        "a task the budget stopped is undone, not missed"
 
     again, _ = _run(tmp_path, script, *extra, "run.resume=true", "run.budget_tokens=10000")
     assert again.status is Status.SATISFIED and again.aggregate.satisfied == 20

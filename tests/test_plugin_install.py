@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import re
 import subprocess
 import sys
 import textwrap
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import readme
 from conftest import (
     BUNDLED_PLUGINS,
     ROOT,
@@ -145,10 +145,8 @@ FILES = {
 
 
 def readme_example() -> dict[str, str]:
-    """The files of the README's plugin example: each code block there starts with ``# <path>``."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Writing a plugin\n", 1)[1].split("\n## ", 1)[0]
-    return {path: body for path, body in re.findall(r"```\w+\n# (\S+)\n(.*?)```", section, re.DOTALL)}
+    """The package files of the README's plugin example (its code blocks that start with ``# <path>``)."""
+    return {path: text for path, text in readme.files("Writing a plugin").items() if not path.endswith(".yaml")}
 
 
 def _write(root, files: dict[str, str]) -> None:
@@ -245,9 +243,12 @@ def test_a_shared_tool_name_needs_the_qualified_name(tmp_path):
         *overrides,
         "~grader.tools.text_stats",
         "+grader.tools={textstats/text_stats: {required_terms: [light, chlorophyll]}}",
+        "~rubric.verify.text_stats",  # the preset's hidden check names the same tool
+        "+rubric.verify={textstats/text_stats: {required_terms: [light, chlorophyll]}}",
     ]
     result = run(compose_config(qualified), tmp_path / "qualified", qualified)
     assert result.status == "satisfied", result.error
+    assert (result.verification.first.outcome, result.verification.final.outcome) == ("failed", "passed")
     ends = [e for e in read_events(tmp_path / "qualified") if e["event"] == "tool_call_end"]
     assert ends and all('"missing_terms"' in e["output"] for e in ends)
 

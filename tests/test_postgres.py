@@ -80,7 +80,7 @@ def test_a_run_checkpoints_to_postgres(tmp_path, pg_env):
     record = json.loads((run_dir / "result.json").read_text())
     assert (record["status"], record["iterations"]) == ("satisfied", 2)
     assert not (run_dir / "checkpoints.sqlite").exists()
-    assert _checkpoints(url, password, record["thread_id"]) >= 4
+    assert _checkpoints(url, password, record["thread_id"]) == 1  # the finished thread keeps its latest
     assert _files_holding(run_dir, password) == []
 
 
@@ -105,8 +105,34 @@ def test_interrupt_then_resume_from_postgres(tmp_path, pg_env):
     assert (record["status"], record["resumed"], record["thread_id"]) == ("satisfied", 1, thread_id)
     assert (record["usage"]["worker"]["calls"], record["usage"]["grader"]["calls"]) == (2, 4)  # nothing redone
     assert [e["result"] for e in record["evaluations"]] == ["needs_revision", "satisfied"]
-    assert _checkpoints(url, password, thread_id) > saved
+    assert _checkpoints(url, password, thread_id) == 1
     assert not (run_dir / "checkpoints.sqlite").exists()
+
+
+def test_a_finished_thread_cut_to_its_latest_checkpoint_continues_from_postgres(tmp_path, pg_env):
+    url, password = pg_env
+    script = write_script(tmp_path / "s.yaml", [{"content": "draft"}, {"content": "final"}, {"content": "docstring added"}],
+                          [verdict("needs_revision", ("c", False)), verdict("satisfied", ("c", True)), verdict("satisfied", ("c", True))])
+    counts = {}
+    for keep in ("all", "latest"):
+        run_dir = tmp_path / keep
+        proc = run_cli(*scripted_overrides(script, "run.checkpointer=postgres", f"run.keep_checkpoints={keep}"),
+                       f"hydra.run.dir={run_dir}", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        thread_id = json.loads((run_dir / "result.json").read_text())["thread_id"]
+        with psycopg.connect(url, password=password) as db:
+            counts[keep] = [db.execute(f"SELECT count(*) FROM {table} WHERE thread_id = %s", (thread_id,)).fetchone()[0]
+                            for table in ("checkpoints", "checkpoint_writes", "checkpoint_blobs")]
+    assert counts["latest"][:2] == [1, 0] and counts["all"][0] > 4
+    assert counts["latest"][2] < counts["all"][2]  # only the blobs the kept checkpoint reads
+
+    turn = run_cli("continue", str(run_dir), "Now add a docstring", cwd=tmp_path)
+    assert turn.returncode == 0, turn.stderr
+    record = json.loads((run_dir / "turns" / "2" / "result.json").read_text())
+    assert (record["status"], record["final_answer"]) == ("satisfied", "docstring added")
+    contents = [m["data"]["content"] for m in json.loads((run_dir / "turns" / "2" / "transcript.json").read_text())["messages"]]
+    assert contents.index("draft") < contents.index("final") < contents.index("Now add a docstring")
+    assert _checkpoints(url, password, thread_id) == 1
 
 
 def test_a_sweep_of_parallel_jobs_sets_up_one_fresh_database(tmp_path, postgres, monkeypatch):

@@ -39,9 +39,7 @@ def _model_id(model) -> str:
 
 @pytest.mark.parametrize("role", ["worker", "grader"])
 @pytest.mark.parametrize("preset", sorted(PRESETS))
-def test_preset_builds_its_chat_model(preset, role, dummy_keys, monkeypatch):
-    if preset == "ollama":  # the reachability probe is exercised separately
-        monkeypatch.setattr("rubric_runner.models.check_credentials", lambda node, role: None)
+def test_preset_builds_its_chat_model(preset, role, dummy_keys):
     config = validate(compose_config([f"{role}={preset}"]))
     model = build_chat_model(getattr(config, role), role)
     class_name, model_id = PRESETS[preset]
@@ -91,19 +89,23 @@ def test_any_init_chat_model_string_and_client_settings_pass_through(dummy_keys)
 def test_missing_key_names_the_variable(preset, variable):
     from rubric_runner.config import ConfigError
 
-    config = validate(compose_config([f"worker={preset}"]))
+    from rubric_runner.agent import preflight
+
+    config = validate(compose_config([f"worker={preset}", "grader=scripted"]))
     with pytest.raises(ConfigError) as caught:
-        build_chat_model(config.worker, "worker")
+        preflight(config, ("grader", "worker"))
     assert variable in str(caught.value) and "worker=scripted grader=scripted" in str(caught.value)
 
 
 def test_unreachable_ollama_names_the_base_url():
     from rubric_runner.config import ConfigError
+    from rubric_runner.models import check_server
 
     config = validate(compose_config(["worker=ollama", "worker.base_url=http://127.0.0.1:9"]))
     with pytest.raises(ConfigError) as caught:
-        build_chat_model(config.worker, "worker")
-    assert "http://127.0.0.1:9" in str(caught.value) and caught.value.key == "worker.base_url"
+        check_server(config.worker, "worker")
+    assert "nothing answers at http://127.0.0.1:9" in str(caught.value) and caught.value.key == "worker.base_url"
+    assert "start `ollama serve`" in str(caught.value)
 
 
 def test_prompts_from_the_docs():

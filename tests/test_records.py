@@ -37,7 +37,8 @@ def _run(tmp_path, name, script, *extra, stop=None):
 def written(tmp_path_factory):
     """Every kind of record, written the way each path writes it: name -> result.json files."""
     tmp = tmp_path_factory.mktemp("records")
-    script = write_script(tmp / "s.yaml", worker=[{"content": "x"}], grader=[OK],
+    # the second verdict is the regrade's: a regrade with the run's own script continues after the run's turns
+    script = write_script(tmp / "s.yaml", worker=[{"content": "x"}], grader=[OK, OK],
                           tasks={"shaky": {"worker": [{"raise": "provider 500"}, {"content": "x"}]}})
     data = tmp / "tasks.jsonl"
     data.write_text("".join(json.dumps({"id": i, "task": f"do {i}"}) + "\n" for i in ("good", "shaky")))
@@ -55,6 +56,14 @@ def written(tmp_path_factory):
     stop.signal_name = "SIGINT"  # as if Ctrl-C came before the first checkpoint
     assert _run(tmp, "interrupted", script, stop=stop).status is Status.INTERRUPTED
     files["interrupted"] = [tmp / "interrupted" / RESULT_FILE]
+    unsupported = verdict("satisfied", ("All tests pass", True))  # never ran the tests; covers half the rubric
+    flagged = write_script(tmp / "u.yaml", worker=[{"content": "x"}], grader=[unsupported, unsupported])
+    assert _run(tmp, "unsupported", flagged, "rubric=code").status is Status.UNSUPPORTED
+    files["unsupported verdict"] = [tmp / "unsupported" / RESULT_FILE]
+    chatty = write_script(tmp / "c.yaml", worker=[{"content": "x"}], grader=[{"content": "Looks fine to me."}] * 2)
+    assert _run(tmp, "grader_error", chatty, "grader.structured_output=json", "grader.max_model_calls=2").status \
+        is Status.GRADER_ERROR
+    files["grader error"] = [tmp / "grader_error" / RESULT_FILE]
     api_dir = tmp / "api"
     assert rubric_runner.run([*scripted_overrides(script)], run_dir=api_dir).status is Status.SATISFIED
     files["python api"] = [api_dir / RESULT_FILE]
@@ -69,7 +78,7 @@ def written(tmp_path_factory):
 
 
 @pytest.mark.parametrize("path", ["single run", "multi-task run", "task", "resumed run", "config error", "interrupted",
-                                  "python api", "regrade", "crashed job"])
+                                  "unsupported verdict", "grader error", "python api", "regrade", "crashed job"])
 def test_every_written_record_validates(written, path):
     schema = json.loads(SCHEMA_FILE.read_text())
     assert written[path], f"no record written by: {path}"
@@ -78,6 +87,16 @@ def test_every_written_record_validates(written, path):
         jsonschema.validate(data, schema)
         assert read_record(file).model_dump(mode="json") == data
         assert load_record(file.parent).status == data["status"] != "running"
+
+
+def test_what_a_grading_pass_noted_is_in_the_record(written):
+    unsupported = json.loads(written["unsupported verdict"][0].read_text())
+    assert unsupported["grader"]["strategy"] == "tool" and "probe" not in unsupported["grader"]
+    assert unsupported["evaluations"][-1]["unsupported"] == {"missing": ["run_test_suite"]}
+    assert unsupported["evaluations"][-1]["coverage"]["uncovered"] == [
+        "The function is named `find_duplicates` and accepts a single list argument"]
+    grader_error = json.loads(written["grader error"][0].read_text())["evaluations"][-1]
+    assert grader_error["grader_said"] == "Looks fine to me." and "unsupported" not in grader_error
 
 
 def test_a_record_that_breaks_the_schema_is_read_as_unreadable(tmp_path):

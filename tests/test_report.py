@@ -4,13 +4,11 @@ gating, and report.html in a real headless browser."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-from html.parser import HTMLParser
 
 import pytest
 
+from browser import Elements, browse
 from conftest import run_cli
 from rubric_runner.cli import run_command
 from sweeps import A, B, run_six_job_sweep
@@ -66,13 +64,13 @@ def test_report_md_numbers_match_the_records(sweep):
                           "satisfied 1, error 1, max_iterations_reached 1", "satisfied 1, needs_revision 1, max_iterations_reached 1"),
     }
     for worker, (jobs, satisfied, mean, distribution, statuses, verdicts) in expected.items():
-        [row] = [r for r in table_rows(text, worker) if len(r) == 14]
+        [row] = [r for r in table_rows(text, worker) if len(r) == 18]
         records = records_of(sweep_dir, jobs)
         tokens = {role: sum(r["usage"][role]["total_tokens"] for r in records) / 3 for role in ("worker", "grader")}
         total = sum(cost(r) for r in records)
         wall = sum(r["wall_seconds"] or 0 for r in records) / 3
         assert row == [
-            worker, "scripted:demo", "haiku", "3", satisfied, mean, distribution, statuses, verdicts,
+            worker, "scripted:demo", "haiku", "1", "3", satisfied, "1/1 (100.0%)", "0/1 (0.0%)", "3", mean, distribution, statuses, verdicts,
             f"{tokens['worker']:,.0f}", f"{tokens['grader']:,.0f}", f"{total / 3:,.4f}", f"{total:,.4f}", f"{wall:.2f}",
         ]
         assert total > 0
@@ -110,7 +108,9 @@ def test_report_on_a_single_run_dir_with_default_prices(sweep, tmp_path):
     text = (run_dir / "report.md").read_text()
     assert "1 run: 1 satisfied; satisfied rate 100.0%" in text
     assert "No price for: `scripted:alpha`, `scripted:demo`" in text
-    assert [r[:6] for r in table_rows(text, "scripted:alpha")] == [["scripted:alpha", "scripted:demo", "haiku", "1", "1/1 (100.0%)", "2.00"]]
+    assert [r[:10] for r in table_rows(text, "scripted:alpha")] == [
+        ["scripted:alpha", "scripted:demo", "haiku", "1", "1", "1/1 (100.0%)", "1/1 (100.0%)", "1/1 (100.0%)", "1", "2.00"]]
+    assert "## Tasks x models" not in text and "| task |" not in text
 
 
 @pytest.mark.parametrize(
@@ -130,41 +130,6 @@ def test_report_usage_errors_exit_2(sweep, tmp_path, capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
-def chromium():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path:
-        return path
-    if os.environ.get("CI"):
-        pytest.fail("chromium is missing: scripts/setup installs Debian's chromium package with apt")
-    pytest.skip("chromium is not installed and scripts/setup could not install it (Debian's chromium, with apt as root)")
-
-
-def browse(url, profile, *args):
-    command = [
-        chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", *args, url,
-    ]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=90)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-class Elements(HTMLParser):
-    """Every start tag of a document, with its attributes."""
-
-    def __init__(self, text):
-        super().__init__()
-        self.found = []
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        self.found.append((tag, dict(attrs)))
-
-    def all(self, tag, **attrs):
-        return [a for t, a in self.found if t == tag and all(a.get(k) == v for k, v in attrs.items())]
-
-
 def test_html_report_in_headless_chromium(sweep, tmp_path):
     sweep_dir, _ = sweep
     page = sweep_dir / "report.html"
@@ -176,10 +141,12 @@ def test_html_report_in_headless_chromium(sweep, tmp_path):
     details = {a["id"]: "open" in a for a in dom.all("details") if a.get("id", "").startswith("run-")}
     assert details == {f"run-{i}": i == 3 for i in range(6)}
     headers = dom.all("th")
-    assert headers and len(dom.all("button")) == len(headers), "the table-sorting script did not run"
+    pagers = 2 * len(dom.all("div", **{"class": "controls"}))
+    assert headers and len(dom.all("button")) == len(headers) + pagers, "the table-sorting script did not run"
     assert [a["data-value"] for a in dom.all("rect", **{"class": "rate"})] == ["0.6667", "0.3333"]
     assert [a["data-value"] for a in dom.all("rect", **{"class": "iterations"})] == ["1.5000", "1.0000"]
-    assert [a["href"] for a in dom.all("a")] == [f"#run-{i}" for i in (0, 2, 4, 1, 3, 5)]
+    assert [a["href"] for a in dom.all("a")] == ["#runs?group=0", "#runs?group=1"] + [
+        f"#runs?group={g}&task=Write+a+haiku+about+spring." for g in (0, 1)]
 
     shot = tmp_path / "report.png"
     browse(page.as_uri(), tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,1400")

@@ -6,14 +6,12 @@ import contextlib
 import inspect
 import json
 import sqlite3
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from conftest import cli_process, compose_config, read_events, run_cli, scripted_overrides, verdict, write_script
+from conftest import cli_process, compose_config, on_terminal, read_events, run_cli, scripted_overrides, verdict, write_script
 from rubric_runner.config import DATA_DIR
 from rubric_runner.records import RunRecord
 from rubric_runner.runner import execute as run
@@ -258,28 +256,12 @@ def test_second_sweep_hits_the_cache_and_a_resumed_sweep_reuses_its_jobs(tmp_pat
 
 
 def test_progress_line_on_a_terminal_and_quiet_in_a_pipe(tmp_path):
-    import os
-    import pty
-
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
     data = _dataset(tmp_path / "tasks.jsonl", ["a", "b", "c"])
     overrides = [o for o in scripted_overrides(script, f"rubric.dataset={data}") if o != "run.console=false"]
-    primary, secondary = pty.openpty()
-    proc = subprocess.run([sys.executable, "-m", "rubric_runner", *overrides, f"hydra.run.dir={tmp_path / 'tty'}"],
-                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=secondary, timeout=120)
-    os.close(secondary)
-    on_terminal = b""
-    while True:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        on_terminal += chunk
-    os.close(primary)
-    assert proc.returncode == 0
-    assert b"tasks 3/3  satisfied 3  tokens " in on_terminal
+    code, shown = on_terminal([*overrides, f"hydra.run.dir={tmp_path / 'tty'}"], cwd=tmp_path)
+    assert code == 0
+    assert b"tasks 3/3  satisfied 3  tokens " in shown
     piped = run_cli(*overrides, f"hydra.run.dir={tmp_path / 'pipe'}", cwd=tmp_path)
     assert piped.returncode == 0 and "tasks 3/3" not in piped.stderr
     assert "tasks 3 x repeats 1: 3/3 satisfied" in piped.stdout

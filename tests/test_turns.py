@@ -15,8 +15,9 @@ import rubric_runner
 from conftest import cli_process, run_cli, scripted_overrides, verdict, write_script
 from rubric_runner.cli import run_command
 from rubric_runner.records import collect
-from rubric_runner.report import summary_row
+from rubric_runner.report import expand
 from rubric_runner.report.stats import by_group
+from rubric_runner.report.summary import run_row
 
 MESSAGE = "Now add a docstring"
 NEW_RUBRIC = "- The function has a docstring"
@@ -72,6 +73,7 @@ def test_follow_up_with_the_same_rubric_carries_it_over_on_the_same_thread_in_a_
     assert {e["grading_run_id"] for e in turn["evaluations"]} == {turn["grading_run_id"]}
     assert turn["usage"]["worker"]["calls"] == 1 and turn["usage"]["grader"]["calls"] == 1
     assert turn["final_answer"].endswith('"""Do nothing."""')
+    assert turn["attempts"] == [turn["final_answer"]], "a turn's record keeps only its own answers"
 
     values, versions_after = _thread_state(run_dir, first["thread_id"])
     assert versions_after["rubric"] == versions_before["rubric"]  # the rubric was not sent again
@@ -84,8 +86,9 @@ def test_follow_up_with_the_same_rubric_carries_it_over_on_the_same_thread_in_a_
 
     jobs = collect(run_dir)
     assert [job.job for job in jobs] == [".", "turns/2"]
-    assert [summary_row(job)["turn"] for job in jobs] == [1, 2]
-    assert [group["rubric"] for group in by_group(jobs, {})] == ["haiku", "haiku (turn 2)"]
+    runs = expand(jobs)
+    assert [run_row(run)["turn"] for run in runs] == [1, 2]
+    assert [group["rubric"] for group in by_group(runs, {})] == ["haiku", "haiku (turn 2)"]
 
 
 def test_follow_up_with_a_new_rubric_starts_a_new_grading_run_against_it(tmp_path):
@@ -200,3 +203,17 @@ def test_interrupt_during_a_follow_up_then_resume(tmp_path):
     assert turn["usage"]["worker"]["calls"] == 2 and turn["usage"]["grader"]["calls"] == 2
     assert turn["final_answer"] == "final"
     assert (run_dir / "result.json").read_bytes() == first_file
+
+
+def test_a_turn_keeps_only_its_own_graded_answers():
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from rubric_runner.session import graded_attempts
+
+    def revise():
+        return HumanMessage("revise", name="rubric_grader")
+
+    first = [HumanMessage("task"), AIMessage("draft"), revise(), AIMessage("final 1")]
+    second = [HumanMessage(MESSAGE), AIMessage("turn 2 draft"), revise(), AIMessage("turn 2 final")]
+    assert graded_attempts(first) == ["draft", "final 1"]
+    assert graded_attempts(first + second) == ["turn 2 draft", "turn 2 final"]

@@ -67,6 +67,12 @@ def test_haiku_anthropic_worker_openai_grader(tmp_path, fake_keys):
 def _strategy_seen(request) -> str:
     body = request.json
     native = body.get("response_format") or (body.get("output_config") or {}).get("format")
+    system = json.dumps([body.get("system"), body["messages"][0]])  # Anthropic's system prompt, or OpenAI's first message
+    if "answer with only a JSON object" in system:
+        assert not offers_tool(request, "GraderResponse") and not native
+        return "json"
+    if offers_tool(request, "GraderResponse") and body.get("tool_choice") in (None, "auto"):
+        return "named"
     if native:
         assert native["type"] == "json_schema"
         schema = native.get("json_schema", native)
@@ -81,13 +87,17 @@ def _strategy_seen(request) -> str:
 @pytest.mark.parametrize(
     ("protocol", "model", "setting", "expected"),
     [
-        ("openai", "local-model", "auto", "tool"),  # no model profile: LangChain falls back to tool calling
-        ("openai", "gpt-4o", "auto", "provider"),
+        ("openai", "local-model", "auto", "tool"),  # an OpenAI-compatible server: auto's probe finds required works
+        ("openai", "gpt-4o", "auto", "tool"),
         ("openai", "gpt-4o", "tool", "tool"),
         ("openai", "local-model", "provider", "provider"),
+        ("openai", "local-model", "named", "named"),
+        ("openai", "local-model", "json", "json"),
         ("anthropic", "claude-haiku-4-5", "auto", "provider"),
         ("anthropic", "claude-haiku-4-5", "tool", "tool"),
         ("anthropic", "local-model", "provider", "provider"),
+        ("anthropic", "local-model", "named", "named"),
+        ("anthropic", "local-model", "json", "json"),
     ],
 )
 def test_grader_structured_output_setting(tmp_path, fake_keys, protocol, model, setting, expected):
@@ -101,7 +111,8 @@ def test_grader_structured_output_setting(tmp_path, fake_keys, protocol, model, 
         )
     assert result.status == "satisfied", result.error
     assert _strategy_seen(grader.requests[0]) == expected
-    assert result.grader.structured_output == setting
+    assert (result.grader.structured_output, result.grader.strategy) == (setting, expected)
+    assert bool(grader.probes) == (setting == "auto" and protocol == "openai")
 
 
 def test_tool_strategy_keeps_evidence_tools_next_to_the_verdict_tool(tmp_path, fake_keys):

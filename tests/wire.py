@@ -10,6 +10,13 @@ Turns: ``text``, ``call`` (tool calls), ``verdict`` (a ``GraderResponse``, sent 
 JSON content, whichever the request asked for), ``fault`` (an HTTP error status), ``hang`` (no reply
 until the client gives up), ``raw`` (any body) and ``cut`` (a body shorter than its Content-Length).
 ``FakeServer(..., refuse=True)`` gives an address where connections are refused.
+
+An OpenAI server's ``behaviour`` is how it treats structured-output requests, as measured on real
+servers: ``FULL`` (every shape works, as vLLM), ``LLAMA_CPP`` (llama-cpp-python 0.3 with the model's
+own chat template) and ``LLAMA_CPP_FUNCTIONS`` (the same with ``--chat_format chatml-function-calling``);
+``NO_STRUCTURE`` honours none.
+It answers ``auto``'s probes itself (no turn is used; they are kept in ``probes``) and lists its
+models at ``/v1/models`` (``model_overrides`` adds the model it points a role at).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-GRADER_TOOL = "GraderResponse"
+from rubric_runner.strategies import GRADER_TOOL, PROBE_NAME, PROBE_PROMPT
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 FAKE_KEYS = {
     "OPENAI_API_KEY": "sk-proj-FAKEopenaiKEY0123456789abcdef",
@@ -29,6 +36,36 @@ FAKE_KEYS = {
 }
 """Fake credentials for the environment: the clients send them, the servers can echo them."""
 DEFAULT_MODELS = {"openai": "local-model", "anthropic": "claude-haiku-4-5"}
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """How a server treats the request shapes of the structured-output strategies."""
+
+    required: str = "honour"  # tool_choice "required": "honour", "ignore" (answer as if auto) or "reject" (a 500)
+    json_schema: bool = True  # response_format json_schema; False: 500, as llama-cpp-python's request model refuses it
+    text_tool_calls: bool = False  # a tool call the model chooses itself comes back as text, unparsed
+    null_content: bool = True  # False: a 500 for an assistant message with content null (one that only calls tools)
+    named: bool = True  # a tool choice naming one tool forces that call (False: answered as if auto)
+    json_object: bool = True  # response_format json_object makes the reply JSON (False: ignored)
+
+
+FULL = Behaviour()
+LLAMA_CPP = Behaviour(required="ignore", json_schema=False, text_tool_calls=True, null_content=False)
+LLAMA_CPP_FUNCTIONS = Behaviour(required="reject", json_schema=False, null_content=False)
+NO_STRUCTURE = Behaviour(required="ignore", json_schema=False, text_tool_calls=True, named=False, json_object=False)
+"""A server that takes every request shape and honours none of them."""
+JSON_SCHEMA_REFUSED = {"error": {"message": (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should "
+    "be 'text' or 'json_object'\", 'input': 'json_schema'}\n\n  File \"llama_cpp/server/app.py\", line 1, in ..."
+), "type": "internal_server_error", "param": None, "code": None}}
+REQUIRED_REFUSED = {"error": {"message": "", "type": "internal_server_error", "param": None, "code": None}}
+NULL_CONTENT_REFUSED = {"error": {"message": (
+    "6 validation errors:\n  {'type': 'string_type', 'loc': ('body', 'messages', 2, 'ChatCompletionRequestAssistantMessage', "
+    "'content'), 'msg': 'Input should be a valid string', 'input': None}"
+), "type": "internal_server_error", "param": None, "code": None}}
+"""llama-cpp-python 0.3.36's 500 bodies for ``response_format: json_schema``, (chatml-function-calling)
+for ``tool_choice: required``, and for an assistant message whose content is null."""
 
 
 @dataclass
@@ -101,9 +138,13 @@ class Request:
 class FakeServer:
     """A scripted provider on 127.0.0.1; ``protocol`` is ``"openai"`` or ``"anthropic"``."""
 
-    def __init__(self, protocol: str, turns: list[Turn] | None = None, echo_key: bool = False, refuse: bool = False):
+    def __init__(self, protocol: str, turns: list[Turn] | None = None, echo_key: bool = False, refuse: bool = False,
+                 behaviour: Behaviour = FULL):
         self.protocol = protocol
         self.turns = list(turns or [])
+        self.behaviour = behaviour
+        self.models = {DEFAULT_MODELS[protocol]}
+        self.probes: list[Request] = []
         self.echo_key = echo_key  # error bodies quote the API key, as some proxies do
         self.refuse = refuse  # stop listening at once: connections to base_url are refused
         self.requests: list[Request] = []
@@ -157,6 +198,11 @@ class FakeServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                if self.path != "/v1/models":
+                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in sorted(server.models)]})
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"null")
@@ -164,6 +210,11 @@ class FakeServer:
                 if self.path != PATHS[server.protocol]:
                     server._record(request)
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                probe = _is_probe(request.json)
+                refused = server._refused(request)
+                if probe or refused is not None:
+                    server.probes.append(request) if probe else server._record(request)
+                    return self._send(500, refused) if refused is not None else self._send(200, server._probe_reply(request.json))
                 turn = server._next(request)
                 if turn.hang:
                     server._stop.wait(turn.hang)
@@ -200,6 +251,28 @@ class FakeServer:
 
         return Handler
 
+    def _refused(self, request: Request) -> Any:
+        """The 500 body this server's behaviour gives for the request's shape, or None."""
+        if self.protocol != "openai":
+            return None
+        body = request.json or {}
+        if (body.get("response_format") or {}).get("type") == "json_schema" and not self.behaviour.json_schema:
+            return JSON_SCHEMA_REFUSED
+        if body.get("tool_choice") == "required" and self.behaviour.required == "reject":
+            return REQUIRED_REFUSED
+        if not self.behaviour.null_content and any(
+            m.get("role") == "assistant" and m.get("content") is None for m in body.get("messages") or []
+        ):
+            return NULL_CONTENT_REFUSED
+        return None
+
+    def _probe_reply(self, body: dict[str, Any]) -> dict[str, Any]:
+        forced = _forced_name(body, self.behaviour)
+        turn = Turn(calls=[(PROBE_NAME, {"ok": True})]) if forced else Turn(content="ok")
+        if body.get("response_format") and (self.behaviour.json_object or body["response_format"]["type"] != "json_object"):
+            turn = Turn(content=json.dumps({"ok": True}))
+        return self._reply(turn, Request(PATHS[self.protocol], {}, body))
+
     def _error(self, turn: Turn, request: Request) -> dict[str, Any]:
         message = turn.content
         if self.echo_key:
@@ -216,6 +289,12 @@ class FakeServer:
                 calls.append((GRADER_TOOL, turn.verdict))
             else:
                 content = json.dumps(turn.verdict)
+        forced = _forced_name(body, self.behaviour) if self.protocol == "openai" else None
+        if forced not in (None, True) and [name for name, _ in calls] != [forced]:
+            content, calls = f"fake server: the scripted turn does not fit tool_choice {forced!r}: {turn}", []
+        if forced is None and calls and self.behaviour.text_tool_calls and self.protocol == "openai":
+            content = "\n".join(f"```json\n{json.dumps({'name': name, 'arguments': args}, indent=2)}\n```" for name, args in calls)
+            calls = []
         n = next(self._ids)
         usage = (11, 7)
         if self.protocol == "anthropic":
@@ -234,6 +313,21 @@ class FakeServer:
         return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model"),
                 "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
                 "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}}
+
+
+def _is_probe(body: Any) -> bool:
+    messages = (body or {}).get("messages") or []
+    return len(messages) == 1 and messages[0].get("content") == PROBE_PROMPT
+
+
+def _forced_name(body: dict[str, Any], behaviour: Behaviour) -> str | bool | None:
+    """The tool a request forces by name; True for any tool (``required`` honoured); None for the model's choice."""
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and behaviour.named:
+        return choice["function"]["name"]
+    if choice == "required" and behaviour.required == "honour":
+        return True
+    return None
 
 
 def _tool_names(body: dict[str, Any]) -> set[str]:
@@ -265,7 +359,9 @@ def offers_tool(request: Request, name: str) -> bool:
 
 
 def model_overrides(role: str, server: FakeServer, model: str | None = None, **settings: Any) -> list[str]:
-    """Overrides pointing ``role`` (``worker`` or ``grader``) at ``server``, plus ``role.KEY=VALUE`` settings."""
+    """Overrides pointing ``role`` (``worker`` or ``grader``) at ``server`` (which then lists ``model``),
+    plus ``role.KEY=VALUE`` settings."""
     model = model or DEFAULT_MODELS[server.protocol]
+    server.models.add(model)
     pinned = [f"{role}.model={server.protocol}:{model}", f"{role}.base_url={server.base_url}"]
     return pinned + [f"{role}.{key}={value}" for key, value in settings.items()]

@@ -1,11 +1,13 @@
 """Run records: the typed models, the status and exit-code owner, and reading and writing them."""
 
 from .models import (
+    ATTEMPT_CHARS,
     SCHEMA_VERSION,
     Aggregate,
     BudgetInfo,
     CheckOutcome,
     CheckResult,
+    Coverage,
     Criterion,
     ErrorInfo,
     Evaluation,
@@ -15,6 +17,7 @@ from .models import (
     RubricInfo,
     RunRecord,
     TaskRow,
+    Unsupported,
     Usage,
     Verification,
     Verifications,
@@ -26,8 +29,10 @@ from .store import (
     EVENTS_FILE,
     REGRADES_DIR,
     RESULT_FILE,
+    TASKS_DIR,
     TRANSCRIPT_FILE,
     TURNS_DIR,
+    UNFINISHED,
     Job,
     collect,
     crash_record,
@@ -42,10 +47,10 @@ from .store import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo",
-    "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "Usage", "Verification", "Verifications", "now", "ExitCode", "Outcome",
-    "Status", "satisfied_rate", "sweep_exit_code",
-    "CHECKPOINT_FILE", "EVENTS_FILE", "REGRADES_DIR", "RESULT_FILE", "TRANSCRIPT_FILE", "TURNS_DIR", "Job", "collect", "crash_record",
-    "find_run_dirs", "load_record", "read_record", "record_dirs", "saved_overrides", "turn_dirs", "write_json",
-    "write_record",
+    "ATTEMPT_CHARS", "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult", "Coverage", "Criterion",
+    "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "Unsupported",
+    "Usage", "Verification", "Verifications", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
+    "CHECKPOINT_FILE", "EVENTS_FILE", "REGRADES_DIR", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE", "TURNS_DIR",
+    "UNFINISHED", "Job", "collect", "crash_record", "find_run_dirs", "load_record", "read_record", "record_dirs",
+    "saved_overrides", "turn_dirs", "write_json", "write_record",
 ]

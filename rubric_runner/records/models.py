@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from .status import ExitCode, Status
 
 SCHEMA_VERSION = 1
+ATTEMPT_CHARS = 8000
+"""The most characters of each graded answer a record keeps in ``attempts``."""
 
 
 def now() -> str:
@@ -73,8 +75,28 @@ class Criterion(_Model):
     """What is missing, on a failing criterion."""
 
 
+class Unsupported(_Model):
+    """A verdict that rests on evidence its grading pass never gathered."""
+
+    missing: list[str]
+    """The grader tools the verdict rests on that the pass never called."""
+
+
+class Coverage(_Model):
+    """How a verdict's criteria miss the rubric's lines."""
+
+    lines: int
+    """The rubric's criteria (its non-empty lines)."""
+    criteria: int
+    """The criteria the verdict gave."""
+    uncovered: list[str] = Field(default_factory=list)
+    """Rubric lines no criterion matches."""
+    other: list[str] = Field(default_factory=list)
+    """Criteria that match no rubric line."""
+
+
 class Evaluation(_Model):
-    """One grading pass, as ``RubricMiddleware`` reports it."""
+    """One grading pass, as ``RubricMiddleware`` reports it, with what the runner noted about it."""
 
     grading_run_id: str | None = None
     iteration: int = 0
@@ -82,6 +104,12 @@ class Evaluation(_Model):
     """satisfied, needs_revision, failed, max_iterations_reached or grader_error."""
     explanation: str = ""
     criteria: list[Criterion] = Field(default_factory=list)
+    unsupported: Unsupported | None = Field(default=None, exclude_if=_omitted_when_none)
+    """Set when the verdict came back, after being sent back once, still without its evidence."""
+    coverage: Coverage | None = Field(default=None, exclude_if=_omitted_when_none)
+    """Set when the criteria are fewer than the rubric's lines or do not match them."""
+    grader_said: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """On a grader_error: what the grader answered instead of a verdict (bounded)."""
 
 
 class ErrorInfo(_Model):
@@ -176,6 +204,10 @@ class GraderInfo(ModelInfo):
     max_iterations: int | None = None
     max_model_calls: int | None = None
     structured_output: str | None = None
+    strategy: str | None = None
+    """How the verdict came back: the strategy ``structured_output`` chose (``auto`` picks one)."""
+    probe: dict[str, str] | None = Field(default=None, exclude_if=_omitted_when_none)
+    """What ``auto``'s probe of an OpenAI-compatible server found, by strategy tried."""
 
 
 class RubricInfo(_Model):
@@ -252,6 +284,9 @@ class RunRecord(_Model):
     iterations: int = 0
     evaluations: list[Evaluation] = Field(default_factory=list)
     final_answer: str | None = None
+    attempts: list[str] = Field(default_factory=list)
+    """The worker's answer at each grading pass, in order (the last one may be ungraded when the loop
+    was stopped); each cut to ``ATTEMPT_CHARS`` characters."""
     first_answer: str | None = Field(default=None, exclude_if=_omitted_when_none)
     """The worker's answer before the grader's first revision request (with ``verify`` checks)."""
     verification: Verifications | None = Field(default=None, exclude_if=_omitted_when_none)

@@ -40,6 +40,9 @@ class Status(StrEnum):
     SATISFIED = "satisfied"
     MAX_ITERATIONS_REACHED = "max_iterations_reached"
     FAILED = "failed"
+    UNSUPPORTED = "unsupported"
+    """A satisfied verdict that rests on evidence its grading pass never gathered (or, with
+    ``grader.strict_coverage``, that does not cover the rubric)."""
     LIMIT_EXCEEDED = "limit_exceeded"
     """The task reached one of its ``limits.*``."""
     GRADER_ERROR = "grader_error"
@@ -82,13 +85,14 @@ _TRAITS: dict[Status, tuple[int, ExitCode, Outcome, bool]] = {
     Status.SATISFIED: (0, ExitCode.SATISFIED, Outcome.SATISFIED, True),
     Status.MAX_ITERATIONS_REACHED: (1, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
     Status.FAILED: (2, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
-    Status.LIMIT_EXCEEDED: (3, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
-    Status.GRADER_ERROR: (4, ExitCode.ERROR, Outcome.ERROR, True),
-    Status.RUNNING: (5, ExitCode.ERROR, Outcome.ERROR, False),
-    Status.ERROR: (6, ExitCode.ERROR, Outcome.ERROR, False),
-    Status.NOT_RUN: (7, ExitCode.BUDGET_EXCEEDED, Outcome.ERROR, False),
-    Status.BUDGET_EXCEEDED: (8, ExitCode.BUDGET_EXCEEDED, Outcome.ERROR, False),
-    Status.INTERRUPTED: (9, ExitCode.INTERRUPTED, Outcome.ERROR, False),
+    Status.UNSUPPORTED: (3, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
+    Status.LIMIT_EXCEEDED: (4, ExitCode.UNSATISFIED, Outcome.UNSATISFIED, True),
+    Status.GRADER_ERROR: (5, ExitCode.ERROR, Outcome.ERROR, True),
+    Status.RUNNING: (6, ExitCode.ERROR, Outcome.ERROR, False),
+    Status.ERROR: (7, ExitCode.ERROR, Outcome.ERROR, False),
+    Status.NOT_RUN: (8, ExitCode.BUDGET_EXCEEDED, Outcome.ERROR, False),
+    Status.BUDGET_EXCEEDED: (9, ExitCode.BUDGET_EXCEEDED, Outcome.ERROR, False),
+    Status.INTERRUPTED: (10, ExitCode.INTERRUPTED, Outcome.ERROR, False),
 }
 
 

@@ -27,8 +27,12 @@ CHECKPOINT_FILE = "checkpoints.sqlite"
 HYDRA_DIR = ".hydra"
 REGRADES_DIR = "regrades"
 """Below a run or sweep dir: ``regrades/<time>/``, the records of its transcripts graded again."""
+TASKS_DIR = "tasks"
+"""Where a multi-task run keeps each task's files: ``tasks/<id>-r<repeat>/``."""
 TURNS_DIR = "turns"
 """Below a record's dir: ``turns/<n>/``, the records of its follow-up turns (n = 2, 3, ...)."""
+UNFINISHED = "Unfinished"
+"""The error type of a record that still says ``running``: its process died, or it is still going."""
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -71,7 +75,7 @@ def _fill_from_hydra(record: RunRecord, run_dir: Path) -> None:
     if record.overrides and all(getattr(part, key) for part, _, key in parts):
         return
     config = _read_yaml(run_dir / HYDRA_DIR / "config.yaml") or {}
-    for part, section, key in parts:
+    for part, section, key in (*parts, (record.rubric, "rubric", "task")):
         value = (config.get(section) or {}).get(key)
         if not getattr(part, key) and isinstance(value, str):
             setattr(part, key, value)
@@ -92,7 +96,11 @@ def crash_record(run_dir: Path, error: ErrorInfo, partial: RunRecord | None = No
 def load_record(run_dir: Path) -> RunRecord:
     """The run's ``result.json``, or a crash record saying why there is no final one."""
     try:
-        record = RunRecord.model_validate_json((run_dir / RESULT_FILE).read_bytes())
+        data = (run_dir / RESULT_FILE).read_bytes()
+        if not data:
+            message = "result.json is empty: the run claimed its dir and its process died (or it is still going)"
+            return crash_record(run_dir, ErrorInfo(type=UNFINISHED, message=message))
+        record = RunRecord.model_validate_json(data)
     except FileNotFoundError:
         return crash_record(run_dir, ErrorInfo(type="NoRecord", message="the job ended before writing result.json"))
     except (OSError, ValueError) as exc:
@@ -100,7 +108,7 @@ def load_record(run_dir: Path) -> RunRecord:
         return crash_record(run_dir, ErrorInfo(type="BadRecord", message=message))
     if record.status is Status.RUNNING:
         message = "result.json still says running: the job's process died (or it is still going)"
-        return crash_record(run_dir, ErrorInfo(type="Unfinished", message=message), record)
+        return crash_record(run_dir, ErrorInfo(type=UNFINISHED, message=message), record)
     _fill_from_hydra(record, run_dir)
     return record
 
@@ -137,7 +145,7 @@ def turn_dirs(record_dir: Path) -> list[Path]:
 
 def record_dirs(run_dir: Path) -> list[Path]:
     """The dirs of a run's own records: the run dir, and each task dir of a multi-task run."""
-    return [run_dir, *sorted(path for path in (run_dir / "tasks").glob("*") if path.is_dir())]
+    return [run_dir, *sorted(path for path in (run_dir / TASKS_DIR).glob("*") if path.is_dir())]
 
 
 @dataclass

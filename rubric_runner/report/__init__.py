@@ -1,34 +1,62 @@
-"""Reports of runs: summary files, report.md and report.html, and the ``report`` command."""
+"""Reports of runs: summary files, report.md and report.html, and the ``report`` command.
+
+A multi-task job counts as its runs (tasks x repeats): ``expand`` makes them, once, and everything
+here counts them.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..records import Job
 from .prices import PRICES_FILE, PriceError, load_prices
-from .summary import SUMMARY_CSV, SUMMARY_JSONL, summary_row, verdict_line, write_summary
+from .runs import Run, expand
+from .summary import (
+    SUMMARY_CSV,
+    SUMMARY_JSONL,
+    TASKS_CSV,
+    TASKS_JSONL,
+    progress_line,
+    verdict_line,
+    write_atomic,
+    write_summary,
+)
 
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 
 
-def write_reports(root: Path, jobs: list[Job], prices_path: str | Path | None = None) -> list[Path]:
+@dataclass(frozen=True)
+class Live:
+    """The runs are still going: how many jobs and runs there will be, where known."""
+
+    jobs: int | None = None
+    runs: int | None = None
+
+
+def write_reports(root: Path, jobs: list[Job], runs: list[Run], prices_path: str | Path | None = None,
+                  progress: str | None = None) -> list[Path]:
     """report.md and report.html in ``root``; returns their paths."""
     from .render import render
 
     prices = load_prices(prices_path)
     paths = [root / REPORT_MD, root / REPORT_HTML]
-    for path in paths:
-        path.write_text(render(path.name, root, jobs, prices), encoding="utf-8")
+    for path, text in zip(paths, render([path.name for path in paths], root, jobs, runs, prices, progress)):
+        write_atomic(path, text)
     return paths
 
 
-def write_all(root: Path, jobs: list[Job], prices: str | Path | None = None) -> list[Path]:
-    """The summary files and both reports in ``root``; returns the paths written."""
-    return [*write_summary(root, jobs), *write_reports(root, jobs, prices)]
+def write_all(root: Path, jobs: list[Job], runs: list[Run] | None = None, prices: str | Path | None = None,
+              live: Live | None = None) -> list[Path]:
+    """The summary files and both reports in ``root`` (``runs``: ``expand(jobs)``); with ``live``,
+    marked as in progress. Returns the paths written."""
+    runs = expand(jobs, live=live is not None) if runs is None else runs
+    progress = progress_line(jobs, runs, live.jobs, live.runs) if live else None
+    return [*write_summary(root, jobs, runs), *write_reports(root, jobs, runs, prices, progress)]
 
 
 __all__ = [
-    "PRICES_FILE", "REPORT_HTML", "REPORT_MD", "SUMMARY_CSV", "SUMMARY_JSONL", "PriceError", "load_prices",
-    "summary_row", "verdict_line", "write_all", "write_reports", "write_summary",
+    "PRICES_FILE", "REPORT_HTML", "REPORT_MD", "SUMMARY_CSV", "SUMMARY_JSONL", "TASKS_CSV", "TASKS_JSONL", "Live",
+    "PriceError", "Run", "expand", "load_prices", "verdict_line", "write_all", "write_reports", "write_summary",
 ]

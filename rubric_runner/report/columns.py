@@ -1,18 +1,25 @@
 """The reports' tables, declared once: each column's header, its text, its HTML cell and sort key.
 
-``report.md`` shows a column's ``text``; ``report.html`` shows ``html`` (or ``text``), escaped, or
-the template's cell named by ``cell`` (a status badge, links, a verdict trail), and sorts by ``sort``
-(a number right-aligns the cell). ``md`` and ``web`` say which report has the column.
+``report.md`` shows a column's ``text``; ``report.html`` shows ``html`` (or ``text``), escaped, as a
+badge or a link, or the ``markup`` it draws itself (a verdict trail), and sorts by ``sort`` (a number
+right-aligns the cell). ``md`` and ``web`` say which report has the column. A column added to a
+table here shows in both reports; a new table is a ``Table`` in ``render.tables`` and a line in each
+template.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
-from ..records import Job, LimitHit
-from .summary import summary_row
+from markupsafe import Markup, escape
+
+from ..records import LimitHit, Outcome, Status
+from .runs import Run
+from .stats import group_key
+from .summary import run_row
 
 
 def fmt_rate(part: int, whole: int) -> str:
@@ -46,31 +53,110 @@ def _or(value: float | None, missing: float) -> float:
 
 @dataclass(frozen=True)
 class Column:
-    """One column of a report table; each function takes the table's row."""
+    """One column of a report table; each function takes the table's row.
+
+    ``badge`` (a CSS class: satisfied, partial, unsatisfied, error, running) shows the HTML cell as a
+    badge; ``link`` makes it a link (say, to the runs table filtered: ``#runs?group=2&task=t3``);
+    ``markup`` draws the HTML cell itself (already escaped); ``tasks_only`` columns show only when
+    some run is a task of a task set, or the runs have different tasks.
+    """
 
     header: str
     text: Callable[[Any], Any] = lambda row: ""
     sort: Callable[[Any], Any] | None = None
     html: Callable[[Any], Any] | None = None
-    cell: str | None = None
+    badge: Callable[[Any], str | None] | None = None
+    link: Callable[[Any], str | None] | None = None
+    markup: Callable[[Any], str] | None = None
     md: bool = True
     web: bool = True
+    tasks_only: bool = False
 
-    def html_text(self, row: Any) -> Any:
-        """What the HTML cell shows (the template escapes it)."""
-        return (self.html or self.text)(row)
+    def md_cell(self, row: Any) -> str:
+        """The Markdown cell: no pipe or newline breaks the row."""
+        return str(self.text(row)).replace("|", "\\|").replace("\n", " ")
 
-    def sort_key(self, row: Any) -> Any:
-        """The HTML cell's sort key, or None."""
-        return self.sort(row) if self.sort else None
+    def html_cell(self, row: Any) -> str:
+        """The HTML ``<td>``: escaped text, as a badge or a link, a sort key (a number right-aligns it)."""
+        if self.markup is not None:
+            content = self.markup(row)
+        else:
+            content = escape(self.html(row) if self.html else self.text(row))
+            badge = self.badge(row) if self.badge else None
+            if badge:
+                content = f'<span class="status {badge}">{content}</span>'
+            link = self.link(row) if self.link else None
+            if link:
+                content = f'<a href="{escape(link)}">{content}</a>'
+        sort = self.sort(row) if self.sort else None
+        number = ' class="num"' if isinstance(sort, (int, float)) else ""
+        key = "" if sort is None else f' data-sort="{escape(sort)}"'
+        return f"<td{number}{key}>{content}</td>"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of a report: its ``id`` (the HTML element's, and the hash of a filtered link:
+    ``#runs?status=failed``), columns and rows; ``filters`` gives a row's values for the table's
+    filters (say ``group``, ``status``, ``task``), and a ``paged`` table shows a page of rows at a time,
+    with those filters and a text search.
+
+    The rows are drawn here rather than in the templates: a report of 10,000 runs has 150,000 cells.
+    """
+
+    id: str
+    columns: tuple[Column, ...]
+    rows: list[Any]
+    filters: Callable[[Any], dict[str, Any]] = lambda row: {}
+    options: dict[str, list[tuple[Any, str]]] = field(default_factory=dict)
+    """Per filter: the (value, label) choices of its menu, or none for a box that takes a value as typed."""
+    paged: bool = False
+
+    def md_columns(self) -> list[Column]:
+        """The columns report.md shows."""
+        return [c for c in self.columns if c.md]
+
+    def web_columns(self) -> list[Column]:
+        """The columns report.html shows."""
+        return [c for c in self.columns if c.web]
+
+    def md_body(self) -> str:
+        """The Markdown table's rows, a line each."""
+        columns = self.md_columns()
+        return "".join("| " + " | ".join(c.md_cell(row) for c in columns) + " |\n" for row in self.rows)
+
+    def html_body(self) -> Markup:
+        """The HTML table's ``<tr>`` elements, each with its filters' values as ``data-*`` attributes."""
+        columns = self.web_columns()
+        rows = []
+        for row in self.rows:
+            data = "".join(f' data-{key}="{escape(value)}"' for key, value in self.filters(row).items())
+            rows.append(f"<tr{data}>{''.join(c.html_cell(row) for c in columns)}</tr>")
+        return Markup("\n".join(rows))
+
+
+def filtered(**values: Any) -> str:
+    """A link to the runs table with its filters set."""
+    return "#runs?" + urlencode({key: value for key, value in values.items() if value is not None})
+
+
+def outcome(status: str | None) -> str:
+    """The CSS class of a status or verdict: satisfied, unsatisfied, error or running."""
+    if status == Status.RUNNING:
+        return "running"
+    return Status(status).outcome if status in Status._value2member_map_ else Outcome.ERROR
 
 
 GROUP_COLUMNS = (
     Column("worker", lambda g: g["worker"]),
     Column("grader", lambda g: g["grader"]),
     Column("rubric", lambda g: g["rubric"]),
+    Column("tasks", lambda g: g["tasks"], sort=lambda g: g["tasks"]),
     Column("runs", lambda g: g["runs"], sort=lambda g: g["runs"]),
     Column("satisfied", lambda g: fmt_rate(g["satisfied"], g["runs"]), sort=lambda g: g["satisfied_rate"]),
+    Column("pass@k", lambda g: fmt_rate(g["pass_at_k"], g["tasks"]), sort=lambda g: g["pass_at_k"] / g["tasks"]),
+    Column("pass^k", lambda g: fmt_rate(g["pass_hat_k"], g["tasks"]), sort=lambda g: g["pass_hat_k"] / g["tasks"]),
+    Column("k", lambda g: g["k"]),
     Column("mean iterations to satisfy", lambda g: fmt_num(g["mean_iterations"]), sort=lambda g: _or(g["mean_iterations"], -1)),
     Column("runs by iterations to satisfy", lambda g: fmt_iterations(g["iterations"])),
     Column("statuses", lambda g: fmt_counts(g["outcomes"])),
@@ -80,32 +166,40 @@ GROUP_COLUMNS = (
     Column("est. USD/run", lambda g: fmt_num(g["cost_per_run"], 4), sort=lambda g: _or(g["cost_per_run"], -1)),
     Column("est. USD", lambda g: fmt_num(g["cost"], 4), sort=lambda g: _or(g["cost"], -1)),
     Column("wall s/run", lambda g: fmt_num(g["wall_per_run"]), sort=lambda g: g["wall_per_run"]),
-    Column("runs", cell="links", md=False),
+    Column("", lambda g: f"{g['runs']} run{'' if g['runs'] == 1 else 's'}", link=lambda g: filtered(group=g["group"]), md=False),
 )
-"""The groups table: one row per (worker, grader, rubric), a ``stats.by_group`` entry with ``links``."""
+"""The groups table: one row per (worker, grader, rubric), a ``stats.by_group`` entry; a run is a task x repeat."""
 
 
 @dataclass(frozen=True)
 class RunRow:
     """A run as the runs table shows it."""
 
-    index: int
-    job: Job
+    run: Run
     row: dict[str, Any]
     cost: float | None
+    group: int
+
+    @property
+    def index(self) -> int:
+        """The run's number: ``report.html#run-3`` opens run 3's trail."""
+        return self.run.index
 
 
-def run_rows(jobs: list[Job], cost: Callable[[Job], float | None]) -> list[RunRow]:
-    """The runs table's rows, in job order."""
-    return [RunRow(index, job, summary_row(job), cost(job)) for index, job in enumerate(jobs)]
+def run_rows(runs: list[Run], groups: list[dict[str, Any]], cost: Callable[[Run], float | None]) -> list[RunRow]:
+    """The runs table's rows, in job and task order."""
+    number = {(g["worker"], g["grader"], g["rubric"]): g["group"] for g in groups}
+    return [RunRow(run, run_row(run), cost(run), number[group_key(run.record)]) for run in runs]
 
 
 RUN_COLUMNS = (
     Column("job", lambda r: r.row["job"]),
+    Column("task", lambda r: r.run.task, tasks_only=True),
+    Column("repeat", lambda r: "-" if r.row["repeat"] is None else r.row["repeat"], sort=lambda r: _or(r.row["repeat"], -1), tasks_only=True),
     Column("worker", lambda r: r.row["worker"]),
     Column("grader", lambda r: r.row["grader"]),
     Column("rubric", lambda r: r.row["rubric"]),
-    Column("status", lambda r: r.row["status"], sort=lambda r: r.row["status"], cell="status"),
+    Column("status", lambda r: r.row["status"], sort=lambda r: r.row["status"], badge=lambda r: outcome(r.row["status"])),
     Column("iterations", lambda r: r.row["iterations"], sort=lambda r: r.row["iterations"]),
     Column("worker tokens", lambda r: r.row["worker_tokens"], sort=lambda r: r.row["worker_tokens"],
            html=lambda r: f"{r.row['worker_tokens']:,}"),
@@ -113,11 +207,23 @@ RUN_COLUMNS = (
            html=lambda r: f"{r.row['grader_tokens']:,}"),
     Column("est. USD", lambda r: fmt_num(r.cost, 4), sort=lambda r: _or(r.cost, -1)),
     Column("wall s", lambda r: fmt_num(r.row["wall_seconds"]), sort=lambda r: r.row["wall_seconds"] or 0),
-    Column("stopped by", lambda r: fmt_limit(r.job.record.limit)),
+    Column("stopped by", lambda r: fmt_limit(r.run.record.limit)),
     Column("error", lambda r: r.row["error"] or "", web=False),
-    Column("verdict trail", cell="trail", md=False),
+    Column("verdict trail", markup=lambda r: trail_cell(r.index, len(r.run.record.evaluations)), md=False),
 )
 """The runs table: one row per run (a ``RunRow``)."""
+
+
+def trail_cell(index: int, passes: int) -> str:
+    """A run's trail, closed: the page draws it from its JSON when opened (``#run-3`` opens run 3's)."""
+    summary = f"{passes} grading pass{'' if passes == 1 else 'es'}" if passes else "no grading pass"
+    return f'<details id="run-{index}" data-run="{index}"><summary>{summary}</summary></details>'
+
+
+def run_filters(row: RunRow) -> dict[str, Any]:
+    """What the runs table's filters match: the run's group, status and task."""
+    return {"group": row.group, "status": row.row["status"], "task": row.run.task}
+
 
 CRITERIA_COLUMNS = (
     Column("criterion", lambda c: c["name"]),
@@ -125,3 +231,40 @@ CRITERIA_COLUMNS = (
     Column("final pass", lambda c: fmt_rate(*c["final"]), sort=lambda c: c["final"][0] / c["final"][1]),
 )
 """A group's criteria table: one row per criterion name."""
+
+
+def _matrix_badge(cell: dict[str, Any] | None) -> str | None:
+    if cell is None:
+        return None
+    if cell["satisfied"] == cell["runs"]:
+        return Outcome.SATISFIED
+    return "partial" if cell["satisfied"] else outcome(cell["worst"])
+
+
+def matrix_columns(models: list[str]) -> tuple[Column, ...]:
+    """The task x model matrix's columns: the task, one per model (satisfied of its runs), and which models missed it."""
+
+    def model(i: int) -> Column:
+        def cell(row: dict[str, Any]) -> dict[str, Any] | None:
+            return row["cells"][i]
+
+        return Column(
+            models[i], lambda row: fmt_share(cell(row)), sort=lambda row: cell(row)["satisfied"] / cell(row)["runs"] if cell(row) else -1,
+            badge=lambda row: _matrix_badge(cell(row)),
+            link=lambda row: filtered(group=cell(row)["group"], task=row["task"]) if cell(row) else None,
+        )
+
+    return (
+        Column("rubric", lambda row: row["rubric"]),
+        Column("task", lambda row: row["task"]),
+        *(model(i) for i in range(len(models))),
+        Column("missed by", lambda row: ", ".join(row["missed_by"]) or "-"),
+    )
+
+
+def fmt_share(cell: dict[str, Any] | None) -> str:
+    """``2/3``: satisfied runs of a task by a model (``1/3, 2 undone``: two not finished, see
+    ``stats.UNDONE``), or ``-`` where it has no run."""
+    if not cell:
+        return "-"
+    return f"{cell['satisfied']}/{cell['runs']}" + (f", {cell['undone']} undone" if cell["undone"] else "")

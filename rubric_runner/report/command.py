@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from ..records import ExitCode, collect, sweep_exit_code
-from . import PriceError, verdict_line, write_all
+from . import PriceError, expand, verdict_line, write_all
 
 
 def main(args: argparse.Namespace) -> int:
-    """Write the summary files and reports of a sweep or run dir; exit 4 below ``--fail-under``."""
+    """Write the summary files and reports of a sweep or run dir; exit 4 below ``--fail-under`` (a
+    fraction of runs: tasks x repeats)."""
     usage_error = args.parser.error
     if args.fail_under is not None and not 0 <= args.fail_under <= 1:
         usage_error(f"--fail-under must be a fraction from 0 to 1, got {args.fail_under}")
@@ -18,12 +19,13 @@ def main(args: argparse.Namespace) -> int:
     jobs = collect(args.dir)
     if not jobs:
         usage_error(f"no runs under {args.dir}: no dir holds a result.json or a .hydra/ config")
+    runs = expand(jobs)
     try:
-        paths = write_all(args.dir, jobs, args.prices)
+        paths = write_all(args.dir, jobs, runs, args.prices)
     except PriceError as exc:
         usage_error(str(exc))
-    code = sweep_exit_code([job.record.status for job in jobs], args.fail_under) if args.fail_under is not None else ExitCode.SATISFIED
-    print(f"report: {verdict_line(jobs, args.fail_under)} -> exit {int(code)}")
+    code = sweep_exit_code([run.record.status for run in runs], args.fail_under) if args.fail_under is not None else ExitCode.SATISFIED
+    print(f"report: {verdict_line(jobs, runs, args.fail_under)} -> exit {int(code)}")
     for path in paths:
         print(f"  {path}")
     return code

@@ -1,9 +1,10 @@
 """report.md and report.html, rendered from Jinja2 templates (HTML autoescaped) over ``columns``.
 
 report.html is one self-contained page (inline CSS, JS and SVG) that opens offline: a chart of
-satisfied rate and mean iterations per (worker, grader, rubric), the groups table, per-criterion
-pass rates, and every run with its verdict trail in a ``<details>`` element (``report.html#run-3``
-opens run 3's). Tables sort by a click on their headers.
+satisfied rate and mean iterations per (worker, grader, rubric), the groups table, the task x model
+matrix, per-criterion pass rates, and every run with its verdict trail, drawn when opened from the
+page's JSON (``report.html#run-3`` opens run 3's). Tables sort by a click on their headers; the
+matrix and the runs table show a page at a time, filtered (``report.html#runs?status=failed``).
 """
 
 from __future__ import annotations
@@ -13,25 +14,29 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
 from ..budget import spend_lines
-from ..records import Job, Outcome, Status
-from .columns import CRITERIA_COLUMNS, GROUP_COLUMNS, RUN_COLUMNS, fmt_iterations, fmt_num, fmt_rate, run_rows
+from ..records import Job
+from .columns import (
+    CRITERIA_COLUMNS,
+    GROUP_COLUMNS,
+    RUN_COLUMNS,
+    Table,
+    fmt_iterations,
+    fmt_num,
+    fmt_rate,
+    matrix_columns,
+    run_filters,
+    run_rows,
+)
 from .prices import run_cost
-from .stats import by_group, stats
+from .runs import Run
+from .stats import by_group, matrix, stats, task_key
 from .summary import verdict_line
+from .trails import script_json, trail
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-
-
-def outcome(status: str | None) -> str:
-    """The CSS class of a status or verdict: satisfied, unsatisfied or error."""
-    return Status(status).outcome if status in Status._value2member_map_ else Outcome.ERROR
-
-
-def _cell(value: Any) -> str:
-    """A Markdown table cell: no pipe or newline breaks the row."""
-    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 @cache
@@ -39,8 +44,7 @@ def environment() -> Environment:
     """The templates: HTML autoescaped, Markdown as written."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]),
                       keep_trailing_newline=True)
-    env.filters["cell"] = _cell
-    env.globals.update(fmt_num=fmt_num, outcome=outcome, is_number=lambda v: isinstance(v, (int, float)))
+    env.globals.update(fmt_num=fmt_num)
     return env
 
 
@@ -76,14 +80,41 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def render(template: str, root: Path, jobs: list[Job], prices: dict[str, dict[str, float]]) -> str:
-    """One report (``report.md`` or ``report.html``) of ``jobs``, found under ``root``."""
-    groups = by_group(jobs, prices)
-    for group in groups:
-        group["links"] = [(index, jobs[index].job) for index in group["runs_index"]]
-    return environment().get_template(template).render(
-        root=root, verdict=verdict_line(jobs, None), overall=stats([job.record for job in jobs], prices),
-        groups=groups, runs=run_rows(jobs, lambda job: run_cost(job.record, prices)), chart=chart(groups),
-        group_columns=GROUP_COLUMNS, run_columns=RUN_COLUMNS, criteria_columns=CRITERIA_COLUMNS,
-        spend=spend_lines([job.record for job in jobs]),
-    )
+def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> dict[str, Table]:
+    """The reports' tables: ``groups``, ``matrix`` (when there are tasks or models to compare) and ``runs``."""
+    has_tasks = any(run.record.task_id for run in runs) or len({task_key(run) for run in runs}) > 1
+    models, task_rows = matrix(runs, groups)
+    found = {
+        "groups": Table("groups", GROUP_COLUMNS, groups),
+        "matrix": Table("matrix", matrix_columns(models), task_rows, filters=lambda row: {"task": row["task"]},
+                        options={"task": []}, paged=True),
+        "runs": Table(
+            "runs", tuple(c for c in RUN_COLUMNS if has_tasks or not c.tasks_only),
+            run_rows(runs, groups, lambda run: run_cost(run.record, prices)), filters=run_filters,
+            options={
+                "group": [(g["group"], f"{g['worker']} / {g['grader']} / {g['rubric']}") for g in groups],
+                "status": [(status, status) for status in sorted({run.record.status.value for run in runs})],
+                "task": [],
+            },
+            paged=True,
+        ),
+    }
+    if not has_tasks and len(models) < 2:
+        del found["matrix"]
+    return found
+
+
+def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], prices: dict[str, dict[str, float]],
+           progress: str | None = None) -> list[str]:
+    """The reports (``report.md``, ``report.html``) of ``jobs`` and their ``runs``, found under ``root``;
+    ``progress`` says how far they have come while they still run."""
+    groups = by_group(runs, prices)
+    context = {
+        "root": root, "verdict": verdict_line(jobs, runs, None), "progress": progress, "overall": stats(runs, prices),
+        "groups": groups, "tables": tables(runs, groups, prices), "chart": chart(groups),
+        "criteria": [(g, Table(f"criteria-{g['group']}", CRITERIA_COLUMNS, g["criteria"])) for g in groups],
+        "spend": spend_lines([job.record for job in jobs]),
+    }
+    if any(name.endswith(".html") for name in templates):
+        context["trails"] = Markup(script_json([trail(run.record) for run in runs]))
+    return [environment().get_template(name).render(context) for name in templates]

@@ -1,8 +1,10 @@
-"""The numbers the reports show: per (worker, grader, rubric) group and over all runs.
+"""The numbers the reports show, over runs (a task x repeat each): per (worker, grader, rubric)
+group, over all runs, and per task and model.
 
-Per group: satisfied rate, iterations to satisfy (mean and distribution), final statuses and
-grading verdicts, per-criterion pass rates (criteria matched by name), tokens of worker and grader,
-an estimated cost from the price table, and wall time.
+Per group: tasks and runs, satisfied rate, pass@k and pass^k over the tasks (k: runs per task),
+iterations to satisfy (mean and distribution), final statuses and grading verdicts, per-criterion
+pass rates (criteria matched by name), tokens of worker and grader, an estimated cost from the price
+table, and wall time.
 """
 
 from __future__ import annotations
@@ -10,8 +12,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..records import Job, RunRecord, Status
+from ..records import RunRecord, Status
 from .prices import ROLES, price_of, run_cost
+from .runs import Run
+
+
+UNDONE = frozenset({Status.RUNNING, Status.NOT_RUN, Status.BUDGET_EXCEEDED, Status.INTERRUPTED})
+"""Runs left to finish later (still going, kept from it by a budget, or interrupted): the matrix does
+not count them as a model missing the task."""
 
 
 def _graded(record: RunRecord) -> list[Any]:
@@ -45,8 +53,28 @@ def group_key(record: RunRecord) -> tuple[str, str, str]:
     return record.worker.model or "?", record.grader.model or "?", f"{rubric} (turn {record.turn})" if record.turn else rubric
 
 
-def stats(records: list[RunRecord], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
+def task_key(run: Run) -> tuple[str, str]:
+    """(rubric, task) of a run: what makes two runs the same task (a follow-up turn's rubric as in its group)."""
+    return group_key(run.record)[2], run.task
+
+
+def _per_task(runs: list[Run]) -> dict[str, Any]:
+    """Tasks, pass@k (satisfied at least once), pass^k (satisfied every time), and k (runs per task)."""
+    by_task: dict[tuple[str, str], list[bool]] = {}
+    for run in runs:
+        by_task.setdefault(task_key(run), []).append(run.record.status is Status.SATISFIED)
+    sizes = sorted({len(outcomes) for outcomes in by_task.values()})
+    return {
+        "tasks": len(by_task),
+        "pass_at_k": sum(any(v) for v in by_task.values()),
+        "pass_hat_k": sum(all(v) for v in by_task.values()),
+        "k": str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}",
+    }
+
+
+def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The numbers the reports show for a set of runs (labelled with the first run's group)."""
+    records = [run.record for run in runs]
     satisfied = [r for r in records if r.status is Status.SATISFIED]
     iterations = [r.iterations for r in satisfied]
     costs = [run_cost(r, prices) for r in records]
@@ -58,6 +86,7 @@ def stats(records: list[RunRecord], prices: dict[str, dict[str, float]]) -> dict
         "worker": worker,
         "grader": grader,
         "rubric": rubric,
+        **_per_task(runs),
         "runs": len(records),
         "satisfied": len(satisfied),
         "satisfied_rate": len(satisfied) / len(records),
@@ -77,12 +106,42 @@ def stats(records: list[RunRecord], prices: dict[str, dict[str, float]]) -> dict
     }
 
 
-def by_group(jobs: list[Job], prices: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
-    """One ``stats`` per (worker, grader, rubric), sorted, each with its runs' indexes as ``runs_index``."""
-    groups: dict[tuple[str, str, str], list[int]] = {}
-    for index, job in enumerate(jobs):
-        groups.setdefault(group_key(job.record), []).append(index)
-    return [
-        {**stats([jobs[i].record for i in indexes], prices), "runs_index": indexes}
-        for _, indexes in sorted(groups.items())
-    ]
+def by_group(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    """One ``stats`` per (worker, grader, rubric), sorted; each with its number as ``group``."""
+    groups: dict[tuple[str, str, str], list[Run]] = {}
+    for run in runs:
+        groups.setdefault(group_key(run.record), []).append(run)
+    return [{**stats(members, prices), "group": number} for number, (_, members) in enumerate(sorted(groups.items()))]
+
+
+def matrix(runs: list[Run], groups: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The task x model matrix: (models, rows). A model is a worker, or a grader when only graders
+    differ, or both; a row is a task (``rubric``, ``task``) with one cell per model (``None`` where the
+    model did not run it: else ``satisfied``, ``undone`` (see ``UNDONE``) and ``runs`` of its runs,
+    their ``worst`` status, and the ``group`` they belong to), and ``missed_by``: the models that did
+    not satisfy it in every run they finished."""
+    workers, graders = {g["worker"] for g in groups}, {g["grader"] for g in groups}
+
+    def model(worker: str, grader: str) -> str:
+        if len(workers) == 1 and len(graders) > 1:
+            return grader
+        return worker if len(graders) == 1 else f"{worker} / {grader}"
+
+    number = {(g["worker"], g["grader"], g["rubric"]): g["group"] for g in groups}
+    models = list(dict.fromkeys(model(g["worker"], g["grader"]) for g in groups))
+    column = {name: i for i, name in enumerate(models)}
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        key = group_key(run.record)
+        rubric, task = task_key(run)
+        row = rows.setdefault((rubric, task), {"rubric": rubric, "task": task, "cells": [None] * len(models)})
+        i = column[model(*key[:2])]
+        cell = row["cells"][i] = row["cells"][i] or {"satisfied": 0, "undone": 0, "runs": 0, "worst": Status.SATISFIED,
+                                                      "group": number[key]}
+        cell["satisfied"] += run.record.status is Status.SATISFIED
+        cell["undone"] += run.record.status in UNDONE
+        cell["runs"] += 1
+        cell["worst"] = max(cell["worst"], run.record.status, key=lambda status: status.severity)
+    for row in rows.values():
+        row["missed_by"] = [models[i] for i, cell in enumerate(row["cells"]) if cell and cell["satisfied"] + cell["undone"] < cell["runs"]]
+    return models, list(rows.values())

@@ -1,30 +1,39 @@
-"""``summary.jsonl`` and ``summary.csv``: one row per run, and the one-line verdict of a set of runs."""
+"""The summary files and the one-line verdict of a set of runs.
+
+``summary.jsonl`` / ``summary.csv``: one row per job; ``summary_tasks.jsonl`` / ``summary_tasks.csv``:
+one row per run (a task x repeat of a job, or a single-task job).
+"""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..records import Job, Status, satisfied_rate
+from ..records import Job, RunRecord, Status, satisfied_rate
+from .runs import Run, expand
 
 SUMMARY_JSONL = "summary.jsonl"
 SUMMARY_CSV = "summary.csv"
+TASKS_JSONL = "summary_tasks.jsonl"
+TASKS_CSV = "summary_tasks.csv"
 SUMMARY_FIELDS = (
-    "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations",
+    "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations", "runs", "satisfied",
+    "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
+)
+TASK_FIELDS = (
+    "job", "task_id", "repeat", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
 )
 
 
-def summary_row(job: Job) -> dict[str, Any]:
-    """One summary row: what ran, how it ended, tokens, wall time, where its record is."""
-    record = job.record
+def _record_row(record: RunRecord) -> dict[str, Any]:
     usage, error = record.usage, record.error
     return {
-        "job": job.job,
-        "overrides": list(record.overrides),
         "worker": record.worker.model,
         "grader": record.grader.model,
         "rubric": record.rubric.name,
@@ -35,37 +44,95 @@ def summary_row(job: Job) -> dict[str, Any]:
         "worker_tokens": usage["worker"].total_tokens if "worker" in usage else 0,
         "grader_tokens": usage["grader"].total_tokens if "grader" in usage else 0,
         "cache_hits": sum(counts.cached_calls for counts in usage.values()),
-        "reused": job.reused,
         "wall_seconds": record.wall_seconds,
         "error": f"{error.type}: {error.message}" if error else "",
         "run_dir": record.run_dir,
     }
 
 
-def write_summary(root: Path, jobs: list[Job]) -> list[Path]:
-    """``summary.jsonl`` and ``summary.csv`` in ``root``: one row per job; returns their paths."""
-    rows = [summary_row(job) for job in jobs]
-    with open(root / SUMMARY_JSONL, "w", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    with open(root / SUMMARY_CSV, "w", encoding="utf-8", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=SUMMARY_FIELDS)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({**row, "overrides": " ".join(row["overrides"])})
-    return [root / SUMMARY_JSONL, root / SUMMARY_CSV]
+def run_row(run: Run) -> dict[str, Any]:
+    """One run's row: its job, task and repeat, what ran, how it ended, tokens, wall time, where it is."""
+    row = _record_row(run.record)
+    return {key: row.get(key) for key in TASK_FIELDS} | {
+        "job": run.job.job, "task_id": run.record.task_id, "repeat": run.record.repeat, "reused": int(run.reused),
+    }
 
 
-def verdict_line(jobs: list[Job], fail_under: float | None) -> str:
-    """One line: how many runs ended how, the satisfied rate, and the threshold if any."""
-    statuses: list[Status] = [job.record.status for job in jobs]
+def job_row(job: Job, runs: list[Run]) -> dict[str, Any]:
+    """One job's row: as its record says (a multi-task job's status is its worst task's), with its
+    ``runs`` and how many of them ended ``satisfied``."""
+    row = _record_row(job.record)
+    return {key: row.get(key) for key in SUMMARY_FIELDS} | {
+        "job": job.job, "overrides": list(job.record.overrides), "reused": job.reused,
+        "runs": len(runs), "satisfied": sum(run.record.status is Status.SATISFIED for run in runs),
+    }
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all: a reader (or a second writer) never sees half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=fields)
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({**row, "overrides": " ".join(row["overrides"])} if "overrides" in row else row)
+    return out.getvalue()
+
+
+def write_summary(root: Path, jobs: list[Job], runs: list[Run] | None = None) -> list[Path]:
+    """The per-job and per-run summary files in ``root`` (``runs``: ``expand(jobs)``); returns their paths."""
+    runs = expand(jobs) if runs is None else runs
+    by_job: dict[int, list[Run]] = {}
+    for run in runs:
+        by_job.setdefault(id(run.job), []).append(run)
+    job_rows = [job_row(job, by_job.get(id(job), [])) for job in jobs]
+    run_rows = [run_row(run) for run in runs]
+    files = {
+        SUMMARY_JSONL: _jsonl(job_rows), SUMMARY_CSV: _csv(job_rows, SUMMARY_FIELDS),
+        TASKS_JSONL: _jsonl(run_rows), TASKS_CSV: _csv(run_rows, TASK_FIELDS),
+    }
+    for name, text in files.items():
+        write_atomic(root / name, text)
+    return [root / name for name in files]
+
+
+def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None) -> str:
+    """One line: how many runs ended how (in how many jobs, when that differs), the satisfied rate,
+    and the threshold if any."""
+    statuses: list[Status] = [run.record.status for run in runs]
     counts = Counter(status.value for status in statuses)
     parts = ", ".join(f"{n} {status}" for status, n in counts.most_common())
-    line = f"{len(jobs)} run{'' if len(jobs) == 1 else 's'}: {parts}; satisfied rate {satisfied_rate(statuses):.1%}"
-    rows = [summary_row(job) for job in jobs]
-    cache_hits, reused = sum(row["cache_hits"] for row in rows), sum(row["reused"] for row in rows)
+    line = f"{len(runs)} run{'' if len(runs) == 1 else 's'}"
+    if len(jobs) != len(runs):
+        line += f" in {len(jobs)} job{'' if len(jobs) == 1 else 's'}"
+    line += f": {parts}; satisfied rate {satisfied_rate(statuses):.1%}"
+    cache_hits = sum(counts.cached_calls for run in runs for counts in run.record.usage.values())
+    reused = sum(run.reused for run in runs)
     if cache_hits or reused:
         line += f"; cache hits {cache_hits}, reused {reused}"
     if fail_under is not None:
         line += f" (fail_under {fail_under:.1%})"
     return line
+
+
+def progress_line(jobs: list[Job], runs: list[Run], jobs_total: int | None, runs_total: int | None) -> str:
+    """``3 of 6 jobs done, 47 runs done`` (of one job: ``47 of 120 runs done``): how far a sweep or a
+    run still going has come."""
+    def done(items: list[Any], total: int | None, noun: str) -> str:
+        finished = sum(item.record.status is not Status.RUNNING for item in items)
+        if total:
+            return f"{finished} of {max(total, len(items))} {noun}s done"
+        return f"{finished} {noun}{'' if finished == 1 else 's'} done"
+
+    if len(jobs) == 1 and jobs_total == 1:
+        return done(runs, runs_total, "run")
+    return f"{done(jobs, jobs_total, 'job')}, {done(runs, runs_total, 'run')}"

@@ -1,0 +1,52 @@
+"""Each run's verdict trail for report.html, as data the page draws when a trail is opened: its
+grading passes with the gaps of each, and the worker's answer at each pass (the page shows how it
+changed after each ``needs_revision``, a word diff it computes then).
+
+Every text is cut to a bound (answers already are, in the record), so a run adds at most a bounded
+number of bytes to the page.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..records import RunRecord
+
+TEXT_CHARS = 2000
+"""The most characters of an explanation, gap, error or final answer a trail shows."""
+
+
+def _cut(text: str | None, limit: int = TEXT_CHARS) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[:limit] + "\u2026"
+
+
+def trail(record: RunRecord) -> dict[str, Any]:
+    """A run's trail: ``passes`` (verdict, explanation, criteria passed of total, failing criteria with
+    their gaps), ``attempts`` (the answer each pass graded), ``error``, ``answer``, where it ran."""
+    passes = []
+    for evaluation in record.evaluations:
+        failing = [[c.name, _cut(c.gap)] for c in evaluation.criteria if not c.passed]
+        passes.append({
+            "result": evaluation.result,
+            "explanation": _cut(evaluation.explanation),
+            "passed": [len(evaluation.criteria) - len(failing), len(evaluation.criteria)],
+            "failing": failing,
+        })
+    error = record.error
+    return {
+        "passes": passes,
+        "attempts": record.attempts,
+        "error": _cut(f"{error.type}: {error.message}") if error else "",
+        "answer": _cut(record.final_answer),
+        "run_dir": record.run_dir or "",
+        "overrides": " ".join(record.overrides),
+    }
+
+
+def script_json(data: Any) -> str:
+    """JSON that is safe inside a ``<script type="application/json">`` element: no ``<``, ``>`` or
+    ``&`` can end the element or open a comment."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

@@ -1,0 +1,91 @@
+"""Reports while runs go on: a sweep's, refreshed as each job ends; a multi-task run's own, refreshed
+as its tasks end; and refreshes from several processes at once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from conftest import ROOT, cli_process, verdict, write_script
+from many_runs import write_task_sweep
+
+OK = verdict("satisfied", ("c", True))
+
+
+def _wait_for(proc, condition, what, seconds=120):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline and proc.poll() is None, f"never saw: {what}"
+        time.sleep(0.1)
+
+
+def _text(path):
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def test_sweep_report_is_refreshed_as_each_job_ends(tmp_path):
+    quick = write_script(tmp_path / "quick.yaml", [{"content": "a haiku"}], [OK])
+    slow = write_script(tmp_path / "slow.yaml", [{"content": "a haiku", "latency": 10}], [OK])
+    sweep_dir = tmp_path / "sweep"
+    with cli_process("-m", "worker=scripted", "grader=scripted", "run.console=false", f"worker.script={quick},{slow}",
+                     "grader.script=${worker.script}", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path) as proc:
+        _wait_for(proc, lambda: "In progress" in _text(sweep_dir / "report.html"), "an in-progress report")
+        html, md = _text(sweep_dir / "report.html"), _text(sweep_dir / "report.md")
+        assert "In progress: 1 of 2 jobs done, 1 run done." in html and "**In progress: 1 of 2 jobs done, 1 run done.**" in md
+        assert [json.loads(line)["status"] for line in _text(sweep_dir / "summary.jsonl").splitlines()] == ["satisfied"]
+        stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert "In progress" not in _text(sweep_dir / "report.html") and "2 runs: 2 satisfied" in _text(sweep_dir / "report.md")
+
+
+def test_multi_task_run_refreshes_its_own_report_while_it_runs(tmp_path):
+    script = write_script(tmp_path / "s.yaml", [{"content": "answer", "latency": 1.5}], [OK])
+    data = tmp_path / "tasks.jsonl"
+    data.write_text("".join(json.dumps({"id": f"t{i}", "task": f"do {i}"}) + "\n" for i in range(8)))
+    run_dir = tmp_path / "run"
+    with cli_process("worker=scripted", "grader=scripted", "run.console=false", f"worker.script={script}",
+                     f"grader.script={script}", f"rubric.dataset={data}", "run.concurrency=1",
+                     f"hydra.run.dir={run_dir}", cwd=tmp_path) as proc:
+        _wait_for(proc, lambda: "In progress" in _text(run_dir / "report.md"), "an in-progress report of the run")
+        md = _text(run_dir / "report.md")
+        done = int(md.split("**In progress: ")[1].split(" of 8 runs done.**")[0])
+        assert 1 <= done < 8
+        rows = [json.loads(line) for line in _text(run_dir / "summary_tasks.jsonl").splitlines()]
+        assert [r["status"] for r in rows].count("satisfied") == done and {r["status"] for r in rows} <= {"satisfied", "running"}
+        stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    md = _text(run_dir / "report.md")
+    assert "In progress" not in md and "8 runs in 1 job: 8 satisfied" in md
+
+
+REFRESH = """
+import sys
+from pathlib import Path
+from rubric_runner.report import live
+live.REFRESH_SECONDS = live.REFRESH_SPACING = 0
+for _ in range(int(sys.argv[2])):
+    live.refresh_sweep(Path(sys.argv[1]), None, None, 2)
+"""
+
+
+def test_refreshes_from_several_processes_at_once_leave_whole_files(tmp_path):
+    sweep_dir = tmp_path / "sweep"
+    write_task_sweep(sweep_dir, jobs=2, tasks=200)
+    procs = [subprocess.Popen([sys.executable, "-c", REFRESH, str(sweep_dir), "6"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    seen = 0
+    while any(p.poll() is None for p in procs):
+        html, jsonl = _text(sweep_dir / "report.html"), _text(sweep_dir / "summary_tasks.jsonl")
+        if seen or html:  # once written, a reader always finds the whole file
+            assert html.rstrip().endswith("</html>")
+            assert len([json.loads(line) for line in jsonl.splitlines()]) == 400
+            seen += 1
+    assert [p.wait() for p in procs] == [0, 0, 0], [p.stderr.read() for p in procs]
+    assert seen, "no report was read while the refreshes ran"
+    assert not list(sweep_dir.glob(".*.tmp")), "a temp file was left behind"
+    assert "In progress: 2 of 2 jobs done, 400 runs done." in _text(sweep_dir / "report.html")
