@@ -25,23 +25,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
 BUNDLED_PLUGINS = "syllables,textstats"
 """The plugins shipped in plugins/ (installed by scripts/setup): the haiku and summary rubrics use them."""
-SHARED_GROUPS = {"tests/test_docs.py": "venv", "tests/test_plugin_install.py": "venv"}
-"""Test modules that must not run at the same time as each other, by the group they share: both pip-install
-(and uninstall) the README's plugin into the running venv."""
-
-if "PYTEST_XDIST_WORKER" in os.environ:  # a sandbox another worker started is that worker's to look for
-    from hostile import XDIST_CONTROLLER_ENV
-
-    os.environ.setdefault(XDIST_CONTROLLER_ENV, str(os.getppid()))
-
-
-def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (``--dist loadgroup``) each module runs on one worker, so that its module-scoped
-    fixtures are made once; the modules of a ``SHARED_GROUPS`` group share one worker."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            module = item.path.relative_to(ROOT).as_posix()
-            item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(module, module)))
 
 
 @pytest.fixture(autouse=True)

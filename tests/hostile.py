@@ -31,8 +31,6 @@ NEVER = "<never returned>"
 SECRET_TEXT = "-----BEGIN FAKE PRIVATE KEY----- hostile matrix"
 FAKE_KEY = "sk-hostile-matrix-FAKE-0123456789abcdef"
 SANDBOX_PROCESS = b"rubric_runner/sandbox/child.py"
-XDIST_CONTROLLER_ENV = "RUBRIC_TESTS_XDIST_CONTROLLER"
-"""Set by tests/conftest.py under pytest-xdist: the pid of the process that started the workers."""
 SLEEPER = 'os.execv(sys.executable, [sys.executable, "-c", "import time\\nwhile True: time.sleep(1)", TARGET["marker"]])'
 
 CASES = {
@@ -186,7 +184,7 @@ def f():
 
 
 def processes_with(needle: bytes) -> list[int]:
-    """Pids whose command line contains ``needle``, but for those another pytest-xdist worker started."""
+    """Pids whose command line contains ``needle``."""
     found = []
     for entry in os.listdir("/proc"):
         try:
@@ -194,30 +192,7 @@ def processes_with(needle: bytes) -> list[int]:
                 found.append(int(entry))
         except OSError:
             continue
-    return [pid for pid in found if not started_by_another_worker(pid)]
-
-
-def _ancestry(pid: int) -> list[int]:
-    """``pid``, its parent, its parent's parent, ... up to pid 1 (shorter when one of them has ended)."""
-    chain = [pid]
-    while chain[-1] > 1:
-        try:
-            chain.append(int(Path(f"/proc/{chain[-1]}/stat").read_text().rsplit(")", 1)[1].split()[1]))
-        except (OSError, IndexError, ValueError):
-            break
-    return chain
-
-
-def started_by_another_worker(pid: int) -> bool:
-    """Whether ``pid`` descends from another pytest-xdist worker than the one this process belongs to:
-    that worker's test checks it. A process this one started, or an orphan, is this one's to check."""
-    controller = int(os.environ.get(XDIST_CONTROLLER_ENV, "0"))
-    if not controller:
-        return False
-    mine = set(_ancestry(os.getpid()))
-    chain = _ancestry(pid)
-    shared = next((i for i, ancestor in enumerate(chain) if ancestor in mine), 0)
-    return shared > 0 and chain[shared] == controller
+    return found
 
 
 def gone(needles: list[bytes], seconds: float) -> list[int]:

@@ -191,8 +191,7 @@ class OrdinaryUser:
 
     def env(self, path: str) -> dict[str, str]:
         """A login-like environment for this user."""
-        xdist = {name: os.environ[name] for name in (hostile.XDIST_CONTROLLER_ENV,) if name in os.environ}
-        return {"PATH": path, "HOME": str(self.home), "LANG": "C.UTF-8", **xdist}
+        return {"PATH": path, "HOME": str(self.home), "LANG": "C.UTF-8"}
 
 
 @pytest.fixture(scope="session")
