@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..records import Job
+from ..records.store import gc_paused
 from .prices import PRICES_FILE, PriceError, load_prices
 from .runs import Run, expand
 from .summary import (
@@ -47,6 +48,7 @@ def write_reports(root: Path, jobs: list[Job], runs: list[Run], prices_path: str
     return paths
 
 
+@gc_paused()
 def write_all(root: Path, jobs: list[Job], runs: list[Run] | None = None, prices: str | Path | None = None,
               live: Live | None = None) -> list[Path]:
     """The summary files and both reports in ``root`` (``runs``: ``expand(jobs)``); with ``live``,
