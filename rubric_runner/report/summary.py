@@ -82,16 +82,21 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(row, ensure_ascii=False)`` without making an encoder for each row."""
+
+
 def _jsonl(rows: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    return "".join(_JSON.encode(row) + "\n" for row in rows)
 
 
 def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
     out = io.StringIO(newline="")
-    writer = csv.DictWriter(out, fieldnames=fields)
-    writer.writeheader()
+    writer = csv.writer(out)
+    writer.writerow(fields)
     for row in rows:
-        writer.writerow({**row, "overrides": " ".join(row["overrides"])} if "overrides" in row else row)
+        row = {**row, "overrides": " ".join(row["overrides"])} if "overrides" in row else row
+        writer.writerow([row[field] for field in fields])
     return out.getvalue()
 
 
