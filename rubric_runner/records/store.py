@@ -176,8 +176,9 @@ def record_dirs(run_dir: Path) -> list[Path]:
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: while thousands of records are read and reported on, each
-    full collection would walk every one of them again (they need none: nothing in them is a cycle)."""
+    """No cyclic garbage collection inside (in the whole process, for that long): while thousands of
+    records are read and reported on, each full collection would walk every one of them again, and
+    they need none (records and report rows hold no reference cycles)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

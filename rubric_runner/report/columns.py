@@ -21,7 +21,6 @@ from ..records import LimitHit, Outcome, RunRecord, Status
 from .judge import Judgement, Rate, grader_key, grader_label, judge_groups, ranked
 from .runs import Run
 from .stats import group_key
-from .summary import run_row
 
 
 def fmt_rate(part: int, whole: int) -> str:
@@ -137,15 +136,15 @@ class Table:
     def md_body(self) -> str:
         """The Markdown table's rows, a line each."""
         columns = self.md_columns()
-        return "".join("| " + " | ".join(c.md_cell(row) for c in columns) + " |\n" for row in self.rows)
+        return "".join(["| " + " | ".join([c.md_cell(row) for c in columns]) + " |\n" for row in self.rows])
 
     def html_body(self) -> Markup:
         """The HTML table's ``<tr>`` elements, each with its filters' values as ``data-*`` attributes."""
         columns = self.web_columns()
         rows = []
         for row in self.rows:
-            data = "".join(f' data-{key}="{_escape(value)}"' for key, value in self.filters(row).items())
-            rows.append(f"<tr{data}>{''.join(c.html_cell(row) for c in columns)}</tr>")
+            data = "".join([f' data-{key}="{_escape(value)}"' for key, value in self.filters(row).items()])
+            rows.append(f"<tr{data}>{''.join([c.html_cell(row) for c in columns])}</tr>")
         return Markup("\n".join(rows))
 
 
@@ -200,10 +199,11 @@ class RunRow:
         return self.run.index
 
 
-def run_rows(runs: list[Run], groups: list[dict[str, Any]], cost: Callable[[Run], float | None]) -> list[RunRow]:
-    """The runs table's rows, in job and task order."""
+def run_rows(runs: list[Run], rows: list[dict[str, Any]], groups: list[dict[str, Any]],
+             cost: Callable[[Run], float | None]) -> list[RunRow]:
+    """The runs table's rows, in job and task order (``rows``: the ``summary.run_row`` of each run)."""
     number = {(g["worker"], g["grader"], g["rubric"]): g["group"] for g in groups}
-    return [RunRow(run, run_row(run), cost(run), number[group_key(run.record)]) for run in runs]
+    return [RunRow(run, row, cost(run), number[group_key(run.record)]) for run, row in zip(runs, rows, strict=True)]
 
 
 RUN_COLUMNS = (
