@@ -11,25 +11,18 @@ import pytest
 from browser import Elements, browse
 from conftest import run_cli
 from rubric_runner.cli import run_command
-from sweeps import A, B, run_six_job_sweep
+from sweeps import PRICES, A, B
 
 def report_main(argv):
     """``rubric-runner report ARGV`` in-process."""
     return run_command(["report", *argv])
 
 
-PRICES = {"scripted:alpha": (100, 400), "scripted:beta": (200, 800), "demo": (50, 100)}
-"""USD per 1M input/output tokens; ``demo`` (a bare model id) prices the grader ``scripted:demo``."""
-
-
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("report")
-    prices = tmp / "prices.yaml"
-    prices.write_text("".join(f"{model}: {{input: {i}, output: {o}}}\n" for model, (i, o) in PRICES.items()))
-    proc, sweep_dir = run_six_job_sweep(tmp, f"sweep.prices={prices}")
+@pytest.fixture
+def sweep(six_job_sweep):
+    proc, sweep_dir, tmp = six_job_sweep
     assert proc.returncode == 3, proc.stderr
-    return sweep_dir, prices
+    return sweep_dir, tmp / "prices.yaml"
 
 
 def records_of(sweep_dir, jobs):
