@@ -267,6 +267,20 @@ def test_progress_line_on_a_terminal_and_quiet_in_a_pipe(tmp_path):
     assert "tasks 3 x repeats 1: 3/3 satisfied" in piped.stdout
 
 
+def test_regrades_started_in_one_second_get_dirs_of_their_own(tmp_path, monkeypatch):
+    from rubric_runner import regrade
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime(2026, 12, 1, 10, 0, 0, tzinfo=tz)
+
+    monkeypatch.setattr(regrade, "datetime", Frozen)
+    made = [regrade._new_regrade_dir(tmp_path / "regrades") for _ in range(3)]
+    assert [path.name for path in made] == ["20261201T100000", "20261201T100000-2", "20261201T100000-3"]
+    assert all(path.is_dir() for path in made)
+
+
 def test_regrade_applies_the_grader_settings_of_a_run(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "an answer"}], grader=[OK])
     contradicting = verdict("satisfied", ("c", True))
