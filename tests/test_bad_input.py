@@ -117,12 +117,13 @@ def _in_process(case: str, tmp, capsys) -> SimpleNamespace:
 def _in_cli(argv: list[str], cwd, capsys, monkeypatch) -> SimpleNamespace:
     """``rubric-runner ARGV`` run from ``cwd`` in this process (``cli.run_command``)."""
     monkeypatch.chdir(cwd)
-    handlers = list(logging.getLogger().handlers)
+    loggers = (logging.getLogger(), logging.getLogger("hydra"))
+    handlers = [list(logger.handlers) for logger in loggers]
     try:
         code = run_command(argv)
     except SystemExit as exc:  # argparse's usage errors
         code = exc.code
-    assert logging.getLogger().handlers == handlers, "Hydra set up logging: run this case in SUBPROCESS"
+    assert [logger.handlers for logger in loggers] == handlers, "Hydra set up logging: run this case in SUBPROCESS"
     out = capsys.readouterr()
     return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
 

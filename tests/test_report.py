@@ -90,7 +90,7 @@ def test_report_command_rewrites_everything_and_gates(sweep, tmp_path):
     for name in ("summary.jsonl", "summary.csv", "report.md", "report.html"):
         # the same files, but for the run dirs: where the runs are now
         assert (copy / name).read_text().replace(str(copy), str(sweep_dir)) == (sweep_dir / name).read_text(), name
-    assert run_cli("report", str(copy), "--fail-under", "0.5", cwd=tmp_path).returncode == 0
+    assert report_main([str(copy), "--fail-under", "0.5"]) == 0
 
 
 def test_report_on_a_single_run_dir_with_default_prices(sweep, tmp_path):

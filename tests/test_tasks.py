@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+import rubric_runner
 from conftest import cli_process, compose_config, on_terminal, read_events, run_cli, scripted_overrides, verdict, write_script
+from rubric_runner.cli import run_command
 from rubric_runner.config import DATA_DIR
 from rubric_runner.records import RunRecord
 from rubric_runner.runner import execute as run
@@ -175,11 +177,9 @@ def test_regrade_with_another_grader_keeps_the_old_record(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "three lines"}], grader=[OK])
     strict = write_script(tmp_path / "strict.yaml", worker=[], grader=[verdict("needs_revision", ("c", False))])
     run_dir = tmp_path / "run"
-    first = run_cli(*scripted_overrides(script), f"hydra.run.dir={run_dir}", cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
+    assert rubric_runner.run(scripted_overrides(script), run_dir).exit_code == 0
     before = (run_dir / "result.json").read_text()
-    proc = run_cli("regrade", str(run_dir), f"grader.script={strict}", cwd=tmp_path)
-    assert proc.returncode == 1, proc.stderr
+    assert run_command(["regrade", str(run_dir), f"grader.script={strict}"]) == 1
     (regrade_dir,) = (run_dir / "regrades").iterdir()
     record = json.loads((regrade_dir / "result.json").read_text())
     assert record["status"] == "max_iterations_reached" and record["regraded_from"] == str(run_dir)
@@ -287,7 +287,7 @@ def test_regrade_applies_the_grader_settings_of_a_run(tmp_path):
     contradicting["tool_calls"][0]["args"]["criteria"][0] = {"name": "c", "passed": False, "gap": "g"}
     stubborn = write_script(tmp_path / "stubborn.yaml", worker=[], grader=[contradicting] * 5)
     run_dir = tmp_path / "run"
-    assert run_cli(*scripted_overrides(script), f"hydra.run.dir={run_dir}", cwd=tmp_path).returncode == 0
+    assert rubric_runner.run(scripted_overrides(script), run_dir).exit_code == 0
     proc = run_cli("regrade", str(run_dir), f"grader.script={stubborn}", "grader.max_model_calls=2", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
     (regrade_dir,) = (run_dir / "regrades").iterdir()
