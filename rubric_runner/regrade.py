@@ -175,6 +175,21 @@ def ranking_lines(records: list[RunRecord], prices: dict[str, dict[str, float]])
     return lines
 
 
+def _new_regrade_dir(parent: Path) -> Path:
+    """A new dir in ``parent`` named by the time, ``-2``, ``-3``, ... added when another regrade made one in
+    the same second (making it is atomic, so regrades started at once never share one)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    out_dir, number = parent / stamp, 1
+    while True:
+        try:
+            out_dir.mkdir()
+            return out_dir
+        except FileExistsError:
+            number += 1
+            out_dir = parent / f"{stamp}-{number}"
+
+
 def main(args: argparse.Namespace) -> int:
     """``rubric-runner regrade DIR [-m] [OVERRIDES...]``: new records in ``DIR/regrades/<time>/`` (with
     ``-m``, one numbered dir per grader, and the reports ranking them)."""
@@ -197,7 +212,7 @@ def main(args: argparse.Namespace) -> int:
     if not any(task_dirs(run_dir) for run_dir in runs):
         print(f"error: RUN_DIR: {root} holds no saved transcript (give the dir of a run or sweep that has run)", file=sys.stderr)
         return ExitCode.USAGE
-    out_dir = root / REGRADES_DIR / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    out_dir = _new_regrade_dir(root / REGRADES_DIR)
     console = Console()
     records = []
     for index, (combination, sources) in enumerate(zip(combinations, configs)):

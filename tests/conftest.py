@@ -48,6 +48,17 @@ def fake_keys(monkeypatch):
     return FAKE_KEYS
 
 
+@pytest.fixture(scope="session")
+def six_job_sweep(tmp_path_factory):
+    """``sweeps.run_six_job_sweep`` run once for the tests that only read it (a test that changes it
+    works on a copy): (completed process, sweep dir, the dir it ran in)."""
+    from sweeps import run_six_job_sweep
+
+    tmp = tmp_path_factory.mktemp("six_job_sweep")
+    proc, sweep_dir = run_six_job_sweep(tmp)
+    return proc, sweep_dir, tmp
+
+
 def compose_config(overrides: list[str] | None = None):
     """The config ``python -m rubric_runner OVERRIDES`` would run with."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

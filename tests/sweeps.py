@@ -11,6 +11,8 @@ from conftest import run_cli, verdict, write_script
 A, B = "Has a title", "Cites a source"
 SCRIPTED = ("worker=scripted", "grader=scripted", "run.console=false")
 STATUSES = ["satisfied", "satisfied", "satisfied", "error", "max_iterations_reached", "max_iterations_reached"]
+PRICES = {"scripted:alpha": (100, 400), "scripted:beta": (200, 800), "demo": (50, 100)}
+"""USD per 1M input/output tokens; ``demo`` (a bare model id) prices the grader ``scripted:demo``."""
 
 
 def write_scripts(folder: Path) -> tuple[Path, Path, Path]:
@@ -31,18 +33,21 @@ def write_scripts(folder: Path) -> tuple[Path, Path, Path]:
 
 
 def run_six_job_sweep(tmp: Path, *extra: str):
-    """Basic launcher: scripts good/revise/stuck x workers alpha/beta (jobs 0-5); job 3 crashes.
+    """Basic launcher: scripts good/revise/stuck x workers alpha/beta (jobs 0-5), priced by ``tmp/prices.yaml``
+    (``PRICES``); job 3 crashes.
 
     Job 3's run dir already holds a directory named events.jsonl, so the job function raises
     before run() can record anything, and Hydra's sweeper re-raises that after the batch.
     Returns (completed process, sweep dir); the statuses are ``STATUSES``.
     """
     good, revise, stuck = write_scripts(tmp / "scripts")
+    prices = tmp / "prices.yaml"
+    prices.write_text("".join(f"{model}: {{input: {i}, output: {o}}}\n" for model, (i, o) in PRICES.items()))
     sweep_dir = tmp / "sweep"
     (sweep_dir / "3" / "events.jsonl").mkdir(parents=True)
     proc = run_cli(
         "-m", *SCRIPTED, f"worker.script={good},{revise},{stuck}", "grader.script=${worker.script}",
-        "worker.model=scripted:alpha,scripted:beta", "grader.max_iterations=2", *extra,
+        "worker.model=scripted:alpha,scripted:beta", "grader.max_iterations=2", f"sweep.prices={prices}", *extra,
         f"hydra.sweep.dir={sweep_dir}", cwd=tmp,
     )
     return proc, sweep_dir

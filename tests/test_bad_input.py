@@ -1,10 +1,12 @@
-"""Malformed command lines, each as a real ``python -m rubric_runner`` subprocess: exit code 2, one line
-on stderr naming the key and the fix, no traceback. A command line Hydra cannot compose leaves no run
-dir; one rejected after composing leaves a run dir whose result.json says status error, ConfigError."""
+"""Malformed command lines: exit code 2, one line on stderr naming the key and the fix, no traceback. A
+command line Hydra cannot compose leaves no run dir; one rejected after composing leaves a run dir whose
+result.json says status error, ConfigError. Some of each kind run as a real ``python -m rubric_runner``
+subprocess, the others in this process (``SUBPROCESS``)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import compose_config, run_cli
+from rubric_runner.cli import run_command
 from rubric_runner.runner import execute as run
 
 SCRIPTED = ("worker=scripted", "grader=scripted")
@@ -84,6 +87,14 @@ IN_PROCESS = {"unknown-tool", "tool-setting-unknown", "tool-setting-wrong-type",
 would add only the import of the agent's libraries). Every case Hydra itself rejects runs as a real
 subprocess, and so do the run's rejections of a key given with ``+`` and of an API key in config, where
 the files Hydra saved before the run refused must be scrubbed."""
+SUBPROCESS = {"unknown-worker-preset", "override-syntax", "yaml-error-config-dir", "run-dir-not-writable",
+              "unknown-key-appended", "api-key-in-kwargs", "api-key-appended",
+              "sweep-bad-second-value", "sweep-bad-first-value", "sweep-bad-type", "sweep-fail-under",
+              "regrade-unknown-preset", "continue-no-record", "neither-command-nor-override",
+              "dataset-bad-json", "preview-chars-negative", "two-missing-keys"}
+"""Cases run as a real subprocess: a few of each kind, and every one that gets as far as Hydra setting up
+logging (a job, a sweep, a run dir claimed after composing). The other cases of ``CASES`` and ``COMMANDS``
+run ``cli.run_command`` in this process."""
 
 
 def _arguments(case: str, tmp) -> list[str]:
@@ -103,6 +114,20 @@ def _in_process(case: str, tmp, capsys) -> SimpleNamespace:
     return SimpleNamespace(returncode=result.exit_code, stdout=out.out, stderr=out.err)
 
 
+def _in_cli(argv: list[str], cwd, capsys, monkeypatch) -> SimpleNamespace:
+    """``rubric-runner ARGV`` run from ``cwd`` in this process (``cli.run_command``)."""
+    monkeypatch.chdir(cwd)
+    loggers = (logging.getLogger(), logging.getLogger("hydra"))
+    handlers = [list(logger.handlers) for logger in loggers]
+    try:
+        code = run_command(argv)
+    except SystemExit as exc:  # argparse's usage errors
+        code = exc.code
+    assert [logger.handlers for logger in loggers] == handlers, "Hydra set up logging: run this case in SUBPROCESS"
+    out = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+
+
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
     """Every subprocess case, run a few at a time."""
@@ -113,13 +138,18 @@ def outcomes(tmp_path_factory):
         return run_cli(*_arguments(case, tmp), cwd=tmp)
 
     with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {case: pool.submit(invoke, case) for case in CASES if case not in IN_PROCESS}
+        futures = {case: pool.submit(invoke, case) for case in CASES if case in SUBPROCESS}
     return {case: (future.result(), root / case) for case, future in futures.items()}
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input(outcomes, case, tmp_path, capsys):
-    proc, tmp = (_in_process(case, tmp_path, capsys), tmp_path) if case in IN_PROCESS else outcomes[case]
+def test_bad_input(outcomes, case, tmp_path, capsys, monkeypatch):
+    if case in IN_PROCESS:
+        proc, tmp = _in_process(case, tmp_path, capsys), tmp_path
+    elif case in SUBPROCESS:
+        proc, tmp = outcomes[case]
+    else:
+        proc, tmp = _in_cli(_arguments(case, tmp_path), tmp_path, capsys, monkeypatch), tmp_path
     _, key, stage = CASES[case]
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
@@ -193,26 +223,34 @@ DETAILS = {  # what else the line must say
 }
 
 
+def _command(case: str, tmp) -> list[str]:
+    _user_files(tmp)
+    args = [arg.replace("{tmp}", str(tmp)) for arg in COMMANDS[case][0]]
+    if args[0] not in ("regrade", "resume", "continue", "frobnicate"):
+        args.append(f"hydra.sweep.dir={tmp}/sweep" if args[0] == "-m" else f"hydra.run.dir={tmp}/run")
+    return args
+
+
 @pytest.fixture(scope="module")
 def command_outcomes(tmp_path_factory):
+    """Every subprocess case, run a few at a time."""
     root = tmp_path_factory.mktemp("bad_commands")
 
     def invoke(case):
         tmp = root / case
-        _user_files(tmp)
-        args = [arg.replace("{tmp}", str(tmp)) for arg in COMMANDS[case][0]]
-        if args[0] not in ("regrade", "resume", "continue", "frobnicate"):
-            args.append(f"hydra.sweep.dir={tmp}/sweep" if args[0] == "-m" else f"hydra.run.dir={tmp}/run")
-        return run_cli(*args, cwd=tmp), tmp
+        return run_cli(*_command(case, tmp), cwd=tmp), tmp
 
     with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {case: pool.submit(invoke, case) for case in COMMANDS}
+        futures = {case: pool.submit(invoke, case) for case in COMMANDS if case in SUBPROCESS}
     return {case: future.result() for case, future in futures.items()}
 
 
 @pytest.mark.parametrize("case", list(COMMANDS))
-def test_bad_command(command_outcomes, case):
-    proc, tmp = command_outcomes[case]
+def test_bad_command(command_outcomes, case, tmp_path, capsys, monkeypatch):
+    if case in SUBPROCESS:
+        proc, tmp = command_outcomes[case]
+    else:
+        proc, tmp = _in_cli(_command(case, tmp_path), tmp_path, capsys, monkeypatch), tmp_path
     _, key, stage = COMMANDS[case]
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr

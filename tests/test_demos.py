@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-from conftest import compose_config, read_events, run_cli
+import rubric_runner
+from conftest import compose_config, read_events
+from rubric_runner.cli import run_command
 from rubric_runner.runner import execute as run
 
 
@@ -71,16 +73,17 @@ def test_code_tasks_run_offline_with_real_test_runs(tmp_path):
 
 
 @pytest.mark.parametrize("rubric", ["code", "haiku", "summary"])
-def test_regrading_a_demo_grades_its_final_answer_again(tmp_path, rubric):
+def test_regrading_a_demo_grades_its_final_answer_again(tmp_path, capsys, rubric):
     run_dir = tmp_path / "run"
-    assert run_cli("worker=scripted", "grader=scripted", f"rubric={rubric}", f"hydra.run.dir={run_dir}", cwd=tmp_path).returncode == 0
+    assert rubric_runner.run(["worker=scripted", "grader=scripted", f"rubric={rubric}"], run_dir).exit_code == 0
     cursors = sorted(p.read_text() for p in (run_dir / "scripted-cursors").rglob("*.tsv"))
     for _ in range(2):  # every regrade tells the same story: the run's own cursors are left as they were
-        proc = run_cli("regrade", str(run_dir), cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr
-        assert "-- grading pass 1\n" in proc.stdout
-        assert re.search(r"\n   grader called \w+ -> .*\n   verdict: satisfied - Regraded: ", proc.stdout)
-        lines = proc.stdout.splitlines()
+        capsys.readouterr()
+        assert run_command(["regrade", str(run_dir)]) == 0
+        out = capsys.readouterr().out
+        assert "-- grading pass 1\n" in out
+        assert re.search(r"\n   grader called \w+ -> .*\n   verdict: satisfied - Regraded: ", out)
+        lines = out.splitlines()
         assert "run: satisfied" in lines
         # the answer's hidden check passed and the grader agreed: no error to count against it
         assert lines[lines.index("graders ranked by error against hidden verification:") + 1].startswith(

@@ -1,4 +1,5 @@
-"""SIGINT / SIGTERM mid-run in a real subprocess, then resume from the SQLite checkpoint."""
+"""SIGINT / SIGTERM mid-run in a real subprocess, then resume from the SQLite checkpoint (with
+``rubric-runner resume``, or from Python with ``run.resume=true``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+import rubric_runner
 from conftest import cli_process, run_cli, verdict, write_script
+from rubric_runner.records import saved_overrides
 
 SLOW_CODE = "import time\ntime.sleep(2)\n"
 GOOD_CODE = "def find_duplicates(lst):\n    seen, dups = [], []\n    for x in lst:\n        if x in seen and x not in dups:\n            dups.append(x)\n        seen.append(x)\n    return dups\n"
@@ -75,8 +78,8 @@ def test_interrupt_then_resume(tmp_path, point, after_event, signum):
     assert record["status"] == "interrupted" and record["exit_code"] == 130
     assert _events(run_dir)[-1]["event"] == "run_end"
 
-    resumed = run_cli("resume", str(run_dir), cwd=tmp_path)
-    assert resumed.returncode == 0, (point, resumed.stdout, resumed.stderr)
+    resumed = rubric_runner.run([*saved_overrides(run_dir), "run.resume=true"], run_dir)
+    assert resumed.exit_code == 0, (point, resumed.error)
     record = json.loads((run_dir / "result.json").read_text())
     assert record["status"] == "satisfied" and record["resumed"] == 1
     # every scripted turn was used exactly once: no completed call or grading pass was repeated
@@ -89,9 +92,8 @@ def test_interrupt_then_resume(tmp_path, point, after_event, signum):
 def test_resuming_a_complete_run_changes_nothing(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[verdict("satisfied", ("c", True))])
     run_dir = tmp_path / "run"
-    args = ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}", f"hydra.run.dir={run_dir}"]
-    first = run_cli(*args, cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
+    args = ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}"]
+    assert rubric_runner.run(args, run_dir).exit_code == 0
     before = (run_dir / "result.json").read_text()
     again = run_cli("resume", str(run_dir), cwd=tmp_path)
     assert again.returncode == 0 and "already complete: satisfied" in again.stdout

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import rubric_runner
 from browser import Page, browse
 from conftest import run_cli, verdict, write_script
 from rubric_runner.cli import run_command
@@ -153,9 +154,9 @@ JUDGES = DATA_DIR / "scripts" / "judges"
 def demo(tmp_path_factory) -> Path:
     """The offline HumanEval demo over its first five problems (hidden verification in the sandbox)."""
     root = tmp_path_factory.mktemp("humaneval")
-    proc = run_cli("rubric=humaneval", "worker=scripted", "grader=scripted", "rubric.tasks=[0:5]", "run.console=false",
-                   f"hydra.run.dir={root / 'run'}", cwd=root)
-    assert proc.returncode == 1, proc.stderr  # two tasks end failed
+    record = rubric_runner.run(["rubric=humaneval", "worker=scripted", "grader=scripted", "rubric.tasks=[0:5]",
+                                "run.console=false"], root / "run")
+    assert record.exit_code == 1  # two tasks end failed
     return root / "run"
 
 
@@ -215,7 +216,7 @@ def test_regrade_with_several_graders_ranks_them_on_the_same_transcripts(demo, t
                                                                             ("3", "strict.yaml")]
 
 
-def test_a_sweep_dir_is_regraded_job_by_job_and_its_regrades_are_not_its_runs(tmp_path):
+def test_a_sweep_dir_is_regraded_job_by_job_and_its_regrades_are_not_its_runs(tmp_path, capsys):
     # each transcript is its own thread: a scripted grader replays its script from the top for each;
     # a satisfied verdict runs the suite first, as rubric=code's criteria ask
     run_suite = {"tool_calls": [{"name": "run_test_suite", "args": {"code": "def find_duplicates(lst):\n    return []\n"}}]}
@@ -236,8 +237,9 @@ def test_a_sweep_dir_is_regraded_job_by_job_and_its_regrades_are_not_its_runs(tm
     assert ranking[0].startswith(f"  1. grader.script={ok}: error 0/2 (0.0%")
     assert ranking[1].startswith(f"  2. grader.script={revise}: error 2/2 (100.0%")
     assert "false rejection 2/2" in ranking[1]
-    report = run_cli("report", str(sweep_dir), cwd=tmp_path)
-    assert "report: 2 runs: 2 satisfied" in report.stdout, report.stdout + report.stderr
+    capsys.readouterr()
+    assert run_command(["report", str(sweep_dir)]) == 0
+    assert "report: 2 runs: 2 satisfied" in capsys.readouterr().out
 
 
 # --- the judgement in the summary files and in both reports ---

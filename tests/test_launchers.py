@@ -54,9 +54,8 @@ def normalized(sweep_dir: Path, tmp: Path) -> tuple[list[dict[str, Any]], list[d
 
 
 @pytest.fixture(scope="module")
-def basic(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("basic")
-    proc, sweep_dir = run_six_job_sweep(tmp)
+def basic(six_job_sweep):
+    proc, sweep_dir, tmp = six_job_sweep
     assert proc.returncode == 3, proc.stderr
     rows, records = normalized(sweep_dir, tmp)
     assert [row["status"] for row in rows] == STATUSES

@@ -12,6 +12,7 @@ import yaml
 
 from conftest import (compose_config, read_events, run_cli, run_scripted, scripted_overrides, verdict, write_dataset,
                       write_script)
+from rubric_runner.cli import run_command
 from rubric_runner.config import ConfigError, validate
 from rubric_runner.records import ExitCode, Status, read_record
 from rubric_runner.runner import execute
@@ -121,8 +122,7 @@ def test_a_budget_for_eight_of_twenty_tasks_then_resume_with_a_larger_one(tmp_pa
     summary = [e for e in read_events(run_dir) if e["event"] == "run_end"]
     assert summary and summary[0]["status"] == "budget_exceeded"
 
-    report = run_cli("report", str(run_dir), cwd=tmp_path)
-    assert report.returncode == 0, report.stderr
+    assert run_command(["report", str(run_dir)]) == 0
     text = (run_dir / "report.md").read_text()
     assert f"Run budget: spent {budget.spent_tokens:,}/1,600 tokens (reached)." in text
     assert f"Left undone by the budget: {len(not_run)} task(s) not run, {len(cut)} cut short" in text

@@ -132,27 +132,23 @@ def test_coverage_matches_criteria_to_lines_by_their_words():
         "lines": 1, "criteria": 2, "uncovered": [], "other": ["Code is fast"]}
 
 
-def test_console_labels_the_scripted_role_only(tmp_path, fake_keys):
+def test_console_labels_the_scripted_role_only(tmp_path, fake_keys, capsys):
+    import rubric_runner
+
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "a\nb\nc"}], grader=[])
     worker = FakeServer("openai", [text("a\nb\nc")])
     ok = wire_verdict("satisfied", *((c, True) for c in HAIKU))
     grader = FakeServer("openai", [ok])
     with worker, grader:
-        proc = subprocess.run(
-            [sys.executable, "-m", "rubric_runner", *model_overrides("worker", worker), "grader=scripted",
-             f"grader.script={script}", f"hydra.run.dir={tmp_path / 'a'}"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        )
-        assert proc.returncode == 3, proc.stderr  # grader_error: the script has no grader turn left
-        header = proc.stdout.splitlines()[0]
+        record = rubric_runner.run([*model_overrides("worker", worker), "grader=scripted", f"grader.script={script}"],
+                                   tmp_path / "a")
+        assert record.exit_code == 3, record.error  # grader_error: the script has no grader turn left
+        header = capsys.readouterr().out.splitlines()[0]
         assert header.startswith("rubric_runner: worker=openai:local-model grader=scripted:demo (scripted: replays a script")
-        proc = subprocess.run(
-            [sys.executable, "-m", "rubric_runner", "worker=scripted", f"worker.script={script}",
-             *model_overrides("grader", grader), f"hydra.run.dir={tmp_path / 'b'}"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        )
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+        record = rubric_runner.run(["worker=scripted", f"worker.script={script}", *model_overrides("grader", grader)],
+                                   tmp_path / "b")
+    assert record.exit_code == 0, record.error
+    lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("rubric_runner: worker=scripted:demo (scripted: replays a script, no provider is called) grader=openai:local-model rubric=haiku")
     assert "grader.structured_output=auto -> tool (probe: tool works)" in lines
     assert "-- grading pass 1" in lines and "status: satisfied after 1 grading pass(es)" in lines
@@ -193,17 +189,19 @@ def test_a_task_takes_its_unfinished_calls_off_the_live_line():
     assert console.live._calls == {}
 
 
-def test_regrade_checks_evidence_too(tmp_path):
-    from conftest import run_cli
+def test_regrade_checks_evidence_too(tmp_path, capsys):
+    import rubric_runner
+    from rubric_runner.cli import run_command
 
     ok = verdict("satisfied", *((c, True) for c in CODE))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[TESTS, ok])
     run_dir = tmp_path / "run"
-    assert run_cli(*scripted_overrides(script, "rubric=code"), f"hydra.run.dir={run_dir}", cwd=tmp_path).returncode == 0
+    assert rubric_runner.run(scripted_overrides(script, "rubric=code"), run_dir).exit_code == 0
     stubborn = write_script(tmp_path / "stubborn.yaml", worker=[], grader=[ok, ok])
-    proc = run_cli("regrade", str(run_dir), f"grader.script={stubborn}", cwd=tmp_path)
-    assert proc.returncode == 1, proc.stderr
-    assert "verdict sent back: it rests on run_test_suite" in proc.stdout and "! unsupported" in proc.stdout
+    capsys.readouterr()
+    assert run_command(["regrade", str(run_dir), f"grader.script={stubborn}"]) == 1
+    out = capsys.readouterr().out
+    assert "verdict sent back: it rests on run_test_suite" in out and "! unsupported" in out
     (regrade_dir,) = (run_dir / "regrades").iterdir()
     record = json.loads((regrade_dir / "result.json").read_text())
     assert record["status"] == "unsupported" and record["evaluations"][0]["unsupported"] == {"missing": ["run_test_suite"]}

@@ -11,25 +11,18 @@ import pytest
 from browser import Elements, browse
 from conftest import run_cli
 from rubric_runner.cli import run_command
-from sweeps import A, B, run_six_job_sweep
+from sweeps import PRICES, A, B
 
 def report_main(argv):
     """``rubric-runner report ARGV`` in-process."""
     return run_command(["report", *argv])
 
 
-PRICES = {"scripted:alpha": (100, 400), "scripted:beta": (200, 800), "demo": (50, 100)}
-"""USD per 1M input/output tokens; ``demo`` (a bare model id) prices the grader ``scripted:demo``."""
-
-
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("report")
-    prices = tmp / "prices.yaml"
-    prices.write_text("".join(f"{model}: {{input: {i}, output: {o}}}\n" for model, (i, o) in PRICES.items()))
-    proc, sweep_dir = run_six_job_sweep(tmp, f"sweep.prices={prices}")
+@pytest.fixture
+def sweep(six_job_sweep):
+    proc, sweep_dir, tmp = six_job_sweep
     assert proc.returncode == 3, proc.stderr
-    return sweep_dir, prices
+    return sweep_dir, tmp / "prices.yaml"
 
 
 def records_of(sweep_dir, jobs):
@@ -97,7 +90,7 @@ def test_report_command_rewrites_everything_and_gates(sweep, tmp_path):
     for name in ("summary.jsonl", "summary.csv", "report.md", "report.html"):
         # the same files, but for the run dirs: where the runs are now
         assert (copy / name).read_text().replace(str(copy), str(sweep_dir)) == (sweep_dir / name).read_text(), name
-    assert run_cli("report", str(copy), "--fail-under", "0.5", cwd=tmp_path).returncode == 0
+    assert report_main([str(copy), "--fail-under", "0.5"]) == 0
 
 
 def test_report_on_a_single_run_dir_with_default_prices(sweep, tmp_path):

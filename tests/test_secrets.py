@@ -80,8 +80,10 @@ def test_error_bodies_are_redacted_not_dropped(runs):
     assert "[REDACTED]" in proc.stderr
 
 
-def test_no_key_in_a_sweep_its_summary_reports_cache_and_regrades(tmp_path):
+def test_no_key_in_a_sweep_its_summary_reports_cache_and_regrades(tmp_path, monkeypatch, capsys):
     import json
+
+    from rubric_runner.cli import run_command
 
     data = tmp_path / "tasks.jsonl"
     data.write_text("".join(json.dumps({"id": f"t{i}", "task": f"task {i}"}) + "\n" for i in range(2)))
@@ -93,21 +95,21 @@ def test_no_key_in_a_sweep_its_summary_reports_cache_and_regrades(tmp_path):
         common = [*model_overrides("worker", worker, max_retries=0), *model_overrides("grader", grader, max_retries=0)]
         sweep = run_cli("-m", *common, f"rubric.dataset={data}", "run.repeats=1,2", "run.concurrency=1",
                         f"run.cache={cache}", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path, env=FAKE_KEYS)
-        outputs.append(sweep)
+        outputs.append(sweep.stdout + sweep.stderr)
         assert sweep.returncode == 3, sweep.stderr  # job 0 has a task the provider refused
         assert worker.requests[0].key in FAKE_KEYS.values()
-        regrade = run_cli("regrade", str(sweep_dir / "1"), cwd=tmp_path, env=FAKE_KEYS)
-        outputs.append(regrade)
-        assert regrade.returncode == 0, regrade.stderr
-    report = run_cli("report", str(sweep_dir), cwd=tmp_path, env=FAKE_KEYS)
-    outputs.append(report)
-    assert report.returncode == 0, report.stderr
+        for name, value in FAKE_KEYS.items():
+            monkeypatch.setenv(name, value)
+        capsys.readouterr()
+        assert run_command(["regrade", str(sweep_dir / "1")]) == 0
+    assert run_command(["report", str(sweep_dir)]) == 0
+    outputs.append("".join(capsys.readouterr()))
     files = [path for path in tmp_path.rglob("*") if path.is_file() and path != data]
     names = {path.name for path in files}
     assert {"summary.jsonl", "summary.csv", "report.md", "report.html", "cache.sqlite", "multirun.yaml"} <= names
     assert len(list(sweep_dir.glob("1/regrades/*/tasks/*/result.json"))) == 4
     for secret in FAKE_KEYS.values():
-        for proc in outputs:
-            assert secret not in proc.stdout + proc.stderr
+        for output in outputs:
+            assert secret not in output
         for path in files:
             assert secret.encode() not in path.read_bytes(), path

@@ -20,12 +20,13 @@ from conftest import ROOT, cli_process, compose_config, run_cli, write_script
 from rubric_runner.config import ConfigError, validate
 from rubric_runner.records import Status, collect, sweep_exit_code
 from rubric_runner.report import write_summary
-from sweeps import SCRIPTED, STATUSES, read_rows, run_six_job_sweep, write_scripts
+from sweeps import SCRIPTED, STATUSES, read_rows, write_scripts
 
 
-@pytest.fixture(scope="module")
-def basic_sweep(tmp_path_factory):
-    return run_six_job_sweep(tmp_path_factory.mktemp("basic"))
+@pytest.fixture
+def basic_sweep(six_job_sweep):
+    proc, sweep_dir, _ = six_job_sweep
+    return proc, sweep_dir
 
 
 def test_basic_sweep_writes_a_row_per_job_and_exits_3(basic_sweep):

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+import rubric_runner
 from conftest import cli_process, compose_config, on_terminal, read_events, run_cli, scripted_overrides, verdict, write_script
+from rubric_runner.cli import run_command
 from rubric_runner.config import DATA_DIR
 from rubric_runner.records import RunRecord
 from rubric_runner.runner import execute as run
@@ -175,11 +177,9 @@ def test_regrade_with_another_grader_keeps_the_old_record(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "three lines"}], grader=[OK])
     strict = write_script(tmp_path / "strict.yaml", worker=[], grader=[verdict("needs_revision", ("c", False))])
     run_dir = tmp_path / "run"
-    first = run_cli(*scripted_overrides(script), f"hydra.run.dir={run_dir}", cwd=tmp_path)
-    assert first.returncode == 0, first.stderr
+    assert rubric_runner.run(scripted_overrides(script), run_dir).exit_code == 0
     before = (run_dir / "result.json").read_text()
-    proc = run_cli("regrade", str(run_dir), f"grader.script={strict}", cwd=tmp_path)
-    assert proc.returncode == 1, proc.stderr
+    assert run_command(["regrade", str(run_dir), f"grader.script={strict}"]) == 1
     (regrade_dir,) = (run_dir / "regrades").iterdir()
     record = json.loads((regrade_dir / "result.json").read_text())
     assert record["status"] == "max_iterations_reached" and record["regraded_from"] == str(run_dir)
@@ -267,13 +267,27 @@ def test_progress_line_on_a_terminal_and_quiet_in_a_pipe(tmp_path):
     assert "tasks 3 x repeats 1: 3/3 satisfied" in piped.stdout
 
 
+def test_regrades_started_in_one_second_get_dirs_of_their_own(tmp_path, monkeypatch):
+    from rubric_runner import regrade
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime(2026, 12, 1, 10, 0, 0, tzinfo=tz)
+
+    monkeypatch.setattr(regrade, "datetime", Frozen)
+    made = [regrade._new_regrade_dir(tmp_path / "regrades") for _ in range(3)]
+    assert [path.name for path in made] == ["20261201T100000", "20261201T100000-2", "20261201T100000-3"]
+    assert all(path.is_dir() for path in made)
+
+
 def test_regrade_applies_the_grader_settings_of_a_run(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "an answer"}], grader=[OK])
     contradicting = verdict("satisfied", ("c", True))
     contradicting["tool_calls"][0]["args"]["criteria"][0] = {"name": "c", "passed": False, "gap": "g"}
     stubborn = write_script(tmp_path / "stubborn.yaml", worker=[], grader=[contradicting] * 5)
     run_dir = tmp_path / "run"
-    assert run_cli(*scripted_overrides(script), f"hydra.run.dir={run_dir}", cwd=tmp_path).returncode == 0
+    assert rubric_runner.run(scripted_overrides(script), run_dir).exit_code == 0
     proc = run_cli("regrade", str(run_dir), f"grader.script={stubborn}", "grader.max_model_calls=2", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
     (regrade_dir,) = (run_dir / "regrades").iterdir()

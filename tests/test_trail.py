@@ -7,7 +7,9 @@ import json
 import pytest
 from langchain_core.messages import ToolMessage
 
+import rubric_runner
 from conftest import read_events, run_cli, run_scripted, verdict, write_script
+from rubric_runner.cli import run_command
 from rubric_runner.console import EXCERPT_LINES, EXCERPT_WIDTH
 from rubric_runner.scripted import ScriptedChatModel
 
@@ -114,12 +116,13 @@ def test_the_trail_shows_a_bounded_excerpt_of_each_attempt(tmp_path, capsys):
     assert [m["data"]["content"] for m in messages if m["type"] == "ai"] == [first, second]  # the full text
 
 
-def test_a_regrade_records_and_shows_a_refused_call_too(tmp_path):
+def test_a_regrade_records_and_shows_a_refused_call_too(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    assert run_cli(*TRAIL, "rubric=code", f"hydra.run.dir={run_dir}", cwd=tmp_path).returncode == 0
-    proc = run_cli("regrade", str(run_dir), "~grader.tools.run_test_suite", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    assert rubric_runner.run([*TRAIL, "rubric=code"], run_dir).exit_code == 0
+    capsys.readouterr()
+    assert run_command(["regrade", str(run_dir), "~grader.tools.run_test_suite"]) == 0
+    out = capsys.readouterr().out
     (regrade_dir,) = (run_dir / "regrades").iterdir()
     (event,) = [e for e in read_events(regrade_dir) if e["event"] == "tool_call_refused"]
     assert (event["agent"], event["tool"]) == ("grader", "run_test_suite") and "seen = []" in event["input"]
-    assert f"   grader called run_test_suite -> refused: {event['told']}\n" in proc.stdout
+    assert f"   grader called run_test_suite -> refused: {event['told']}\n" in out

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import rubric_runner
-from conftest import cli_process, run_cli, scripted_overrides, verdict, write_script
+from conftest import cli_process, scripted_overrides, verdict, write_script
 from rubric_runner.cli import run_command
 from rubric_runner.records import collect
 from rubric_runner.report import expand
@@ -170,7 +170,7 @@ def test_continue_refuses_what_it_cannot_continue(tmp_path, capsys):
 SLOW = 2.0
 
 
-def test_interrupt_during_a_follow_up_then_resume(tmp_path):
+def test_interrupt_during_a_follow_up_then_resume(tmp_path, capsys):
     script = write_script(
         tmp_path / "s.yaml",
         worker=[{"content": "draft"}, {"content": "slow revision", "latency": SLOW}, {"content": "final"}],
@@ -191,11 +191,11 @@ def test_interrupt_during_a_follow_up_then_resume(tmp_path):
     assert _record(turn_dir)["status"] == "interrupted"
     assert _record(turn_dir)["evaluations"] == []  # the first turn's verdict is not this turn's
 
-    refused = run_cli("continue", str(run_dir), "Another message", cwd=tmp_path)
-    assert refused.returncode == 2 and f"resume it first: rubric-runner resume {turn_dir}" in refused.stderr
+    capsys.readouterr()
+    assert run_command(["continue", str(run_dir), "Another message"]) == 2
+    assert f"resume it first: rubric-runner resume {turn_dir}" in capsys.readouterr().err
 
-    resumed = run_cli("resume", str(turn_dir), cwd=tmp_path)
-    assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+    assert run_command(["resume", str(turn_dir)]) == 0
     turn = _record(turn_dir)
     assert turn["status"] == "satisfied" and turn["resumed"] == 1 and turn["turn"] == 2
     assert [e["result"] for e in turn["evaluations"]] == ["needs_revision", "satisfied"]
