@@ -1,4 +1,5 @@
-"""Records of many runs written directly (no run takes place), for reports at scale."""
+"""Records of many runs written directly (no run takes place), for reports at scale: sweeps of
+multi-task jobs and of single-task jobs."""
 
 from __future__ import annotations
 
@@ -65,3 +66,18 @@ def write_task_sweep(root: Path, jobs: int, tasks: int, repeats: int = 1) -> Non
         parent.aggregate_tasks(records, repeats=repeats)
         parent.exit_code = int(parent.status.exit_code)
         (job_dir / RESULT_FILE).write_text(parent.model_dump_json())
+
+
+def write_run_sweep(root: Path, jobs: int, workers: int = 4) -> None:
+    """A sweep dir of ``jobs`` single-task jobs, as a Hydra multirun over workers x tasks writes them:
+    job ``i`` is worker ``scripted:w<i % workers>`` on task ``i // workers``."""
+    for job in range(jobs):
+        job_dir = root / str(job)
+        worker, task = job % workers, job // workers
+        common = {"worker": ModelInfo(model=f"scripted:w{worker}"), "grader": GraderInfo(model="scripted:judge", max_iterations=3),
+                  "rubric": RubricInfo(name="code", task=f"Write solve() for case {task}."),
+                  "overrides": [f"worker.model=scripted:w{worker}", f"rubric.task=Write solve() for case {task}."]}
+        record = _task_record(job_dir, worker, task, 0, common)
+        record.task_id, record.repeat, record.run_dir = None, None, str(job_dir)
+        job_dir.mkdir(parents=True)
+        (job_dir / RESULT_FILE).write_text(record.model_dump_json())

@@ -17,6 +17,7 @@ from .models import (
     RubricInfo,
     RunRecord,
     TaskRow,
+    TaskTally,
     Unsupported,
     Usage,
     Verification,
@@ -48,7 +49,7 @@ from .store import (
 
 __all__ = [
     "ATTEMPT_CHARS", "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult", "Coverage", "Criterion",
-    "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "Unsupported",
+    "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "TaskTally", "Unsupported",
     "Usage", "Verification", "Verifications", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
     "CHECKPOINT_FILE", "EVENTS_FILE", "REGRADES_DIR", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE", "TURNS_DIR",
     "UNFINISHED", "Job", "collect", "crash_record", "find_run_dirs", "load_record", "read_record", "record_dirs",
