@@ -137,6 +137,13 @@ class Recorder(BaseCallbackHandler):
                 self.attempt = str(message.text)
         self.log.info("token_usage", agent=agent, cache_hit=cached, **(usage or {}))
 
+    def forget_calls(self) -> None:
+        """The task is over: calls that started but never ended (refused by a limit, cut off) leave the live line."""
+        with self._lock:
+            unfinished, self._agents = list(self._agents), {}
+        for run_id in unfinished:
+            self.console.model_call_ended(run_id)
+
     def on_llm_error(self, error, *, run_id, **kwargs) -> None:
         self.console.model_call_ended(run_id)
         with self._lock:

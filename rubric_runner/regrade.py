@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 import time
@@ -166,13 +165,12 @@ def regrade_with(out_dir: Path, root: Path, sources: list[tuple[Path, Config]], 
 
 def ranking_lines(records: list[RunRecord], prices: dict[str, dict[str, float]]) -> list[str]:
     """The graders ranked by their errors against the answers' hidden verification; none when nothing was verified."""
-    from .report.judge import grader_key, judge_groups, ranked
+    from .report.judge import grader_key, grader_label, judge_groups, ranked
 
     ranking = ranked(judge_groups(records, grader_key, prices))
     lines = ["graders ranked by error against hidden verification:"] if ranking else []
-    for place, ((model, overrides), j) in enumerate(ranking, 1):
-        label = re.sub(r"\\(.)", r"\1", overrides) or model  # Hydra escapes a swept value's ${...}
-        lines.append(f"  {place}. {label}: error {j.error}; false satisfied {j.false_satisfied}; "
+    for place, (key, j) in enumerate(ranking, 1):
+        lines.append(f"  {place}. {grader_label(key)}: error {j.error}; false satisfied {j.false_satisfied}; "
                      f"false rejection {j.false_rejection}; unverifiable {j.unverifiable}")
     return lines
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from .events import event_log
 from .extensions import notify_run_end
 from .records import EVENTS_FILE, RESULT_FILE, RunRecord, now, write_record
 from .redaction import redact_override
+from .runtime import run_coroutine
 from .sandbox import isolation_setting
 from .signals import StopRequest
 from .tracing import flush as flush_traces
@@ -134,7 +134,7 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
                          rubric_carried_over=carried)
                 console.turn(follow_up.number, str(follow_up.previous), carried)
             with isolation_setting(config.sandbox.isolation, sandbox_notices(log, console)):
-                single = asyncio.run(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
+                single = run_coroutine(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
             if single is None:
                 record.aggregate_tally(session.tally, config.run.repeats)
             elif session.reused:

@@ -6,7 +6,10 @@ shared by them and is back as it was once none is active.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import contextlib
+import contextvars
 import gc
 import threading
 from collections.abc import Callable, Iterator
@@ -82,3 +85,23 @@ def tasks_running() -> Iterator[None]:
     """What many concurrent tasks need to stay cheap, for the length of a run's tasks."""
     with FROZEN_HEAP.held(), NO_THREAD_HOPS_WITHOUT_TRACING.held():
         yield
+
+
+_LOOPS = threading.local()
+
+
+def run_coroutine(coroutine: Any) -> Any:
+    """Run ``coroutine`` to its end on this thread's one event loop, kept from run to run.
+
+    Provider clients keep HTTP connections in a client shared per process (LangChain's OpenAI and
+    Anthropic classes cache one per base URL and timeout), bound to the loop that opened them: a
+    second run in the process (the jobs of a basic sweep, ``rubric_runner.run`` called twice) on a
+    new loop would find them closed. Each call runs in a copy of the caller's context, as
+    ``asyncio.run`` does.
+    """
+    runner = getattr(_LOOPS, "runner", None)
+    if runner is None:
+        runner = _LOOPS.runner = asyncio.Runner()
+        if threading.current_thread() is threading.main_thread():
+            atexit.register(runner.close)
+    return runner.run(coroutine, context=contextvars.copy_context())

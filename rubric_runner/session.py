@@ -302,6 +302,7 @@ class Session:
                 raise
             raise guard.expire() from None
         finally:
+            recorder.forget_calls()  # a call a limit refused, or one cut off by the deadline, never ends
             values = (await self.agent.aget_state(run_config)).values
             messages = values.get("messages", [])
             write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})

@@ -317,9 +317,22 @@ class ChosenStrategy(AgentMiddleware):
         return await self.chosen.awrap_model_call(request, handler)
 
 
+PROBED: dict[tuple[str, str], tuple[str | None, dict[str, str]]] = {}
+"""What ``probe_server`` found, by base URL and model: the jobs of a sweep in one process probe a server once."""
+
+
 def probe_server(model: Any) -> tuple[str | None, dict[str, str]]:
     """Ask an OpenAI-compatible server for each strategy's request shape, once each, in order of
-    preference; the first that works is chosen. Returns ``(strategy or None, what each probe found)``."""
+    preference; the first that works is chosen. Returns ``(strategy or None, what each probe found)``,
+    remembered for the process by base URL and model."""
+    key = (str(model.openai_api_base or ""), str(model.model_name))
+    if key not in PROBED:
+        PROBED[key] = _probe(model)
+    strategy, found = PROBED[key]
+    return strategy, dict(found)
+
+
+def _probe(model: Any) -> tuple[str | None, dict[str, str]]:
     import openai
 
     client = model.root_client.with_options(max_retries=0)

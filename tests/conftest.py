@@ -34,6 +34,8 @@ def offline_env(monkeypatch):
         for name in names:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", BUNDLED_PLUGINS)
+    # each test's fake servers are new, though a port may be one an earlier test's server had
+    monkeypatch.setattr("rubric_runner.strategies.PROBED", {})
 
 
 @pytest.fixture

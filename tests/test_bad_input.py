@@ -76,9 +76,14 @@ CASES = {
 
 
 IN_PROCESS = {"unknown-tool", "tool-setting-unknown", "tool-setting-wrong-type", "tool-setting-out-of-range",
-              "script-missing", "missing-api-key"}
-"""Cases found only once the agent is being built: run through ``runner.run`` (the subprocess would add
-only import time); the rest, and every case Hydra itself rejects, run as real subprocesses."""
+              "script-missing", "missing-api-key", "max-iterations-zero", "max-iterations-negative",
+              "max-model-calls-zero", "rubric-text-empty", "task-missing", "tool-settings-not-a-mapping",
+              "test-suite-missing", "unknown-provider", "model-without-provider", "model-without-id",
+              "base-url-not-a-url", "base-url-wrong-scheme"}
+"""Cases the run itself rejects, once Hydra has composed them: run through ``runner.run`` (a subprocess
+would add only the import of the agent's libraries). Every case Hydra itself rejects runs as a real
+subprocess, and so do the run's rejections of a key given with ``+`` and of an API key in config, where
+the files Hydra saved before the run refused must be scrubbed."""
 
 
 def _arguments(case: str, tmp) -> list[str]:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from browser import Page, browse
 from conftest import run_cli, verdict, write_script
+from rubric_runner.cli import run_command
 from rubric_runner.config import DATA_DIR
 from rubric_runner.records import (
     CheckOutcome,
@@ -21,7 +26,7 @@ from rubric_runner.records import (
     load_record,
 )
 from rubric_runner.report import load_prices
-from rubric_runner.report.judge import Rate, grader_key, judge, judge_groups, ranked
+from rubric_runner.report.judge import SUMMARY_FIELDS, Rate, grader_key, judge, judge_groups, ranked
 
 PRICES = {"w:model": {"input": 1.0, "output": 2.0}, "g:model": {"input": 10.0, "output": 20.0}}
 OUTCOME = {True: CheckOutcome.PASSED, False: CheckOutcome.FAILED, None: CheckOutcome.UNVERIFIABLE}
@@ -190,6 +195,24 @@ def test_regrade_with_several_graders_ranks_them_on_the_same_transcripts(demo, t
         # the same answers, verified once by the original run: the regrade re-ran no check
         assert all(r.verification == originals[Path(r.run_dir).name].verification for r in regraded)
     assert {"report.md", "report.html", "summary.jsonl"} <= {path.name for path in out_dir.iterdir()}
+    # the reports of the regrade rank the graders as the command did, each rate with its count and interval
+    text = (out_dir / "report.md").read_text()
+    graders = _md_table(text, "### Graders across workers, fewest errors first")
+    assert [(g["rank"], g["grader"].rsplit("/", 1)[1], g["error"], g["false satisfied"], g["false rejection"])
+            for g in graders] == [
+        ("1", "careful.yaml", "0/5 (0.0%, 95% CI 0.0-43.4%)", "0/2 (0.0%, 95% CI 0.0-65.8%)", "0/3 (0.0%, 95% CI 0.0-56.1%)"),
+        ("2", "lenient.yaml", "2/5 (40.0%, 95% CI 11.8-76.9%)", "2/2 (100.0%, 95% CI 34.2-100.0%)", "0/3 (0.0%, 95% CI 0.0-56.1%)"),
+        ("3", "strict.yaml", "3/5 (60.0%, 95% CI 23.1-88.2%)", "0/2 (0.0%, 95% CI 0.0-65.8%)", "3/3 (100.0%, 95% CI 43.9-100.0%)"),
+    ]
+    # measured on the same answers, every grader shows the original run's lift
+    assert {(g["first pass"], g["final pass"], g["lift"], g["workers"]) for g in graders} == {
+        ("2/5 (40.0%, 95% CI 11.8-76.9%)", "3/5 (60.0%, 95% CI 23.1-88.2%)", "+20.0 pts (fixed 1, broken 0)", "scripted:demo")}
+    judges = _md_table(text, "## Graders against hidden verification")
+    assert sorted((j["grader"].rsplit("/", 1)[1], j["satisfied & failed"], j["rejected & passed"]) for j in judges) == [
+        ("careful.yaml", "0", "0"), ("lenient.yaml", "2", "0"), ("strict.yaml", "0", "3")]
+    shown = _html_table(out_dir, "graders?sort=false+satisfied&order=descending", tmp_path / "p", "graders", list(graders[0]))
+    assert [(g["rank"], g["grader"].rsplit("/", 1)[1]) for g in shown] == [("2", "lenient.yaml"), ("1", "careful.yaml"),
+                                                                            ("3", "strict.yaml")]
 
 
 def test_a_sweep_dir_is_regraded_job_by_job_and_its_regrades_are_not_its_runs(tmp_path):
@@ -215,3 +238,94 @@ def test_a_sweep_dir_is_regraded_job_by_job_and_its_regrades_are_not_its_runs(tm
     assert "false rejection 2/2" in ranking[1]
     report = run_cli("report", str(sweep_dir), cwd=tmp_path)
     assert "report: 2 runs: 2 satisfied" in report.stdout, report.stdout + report.stderr
+
+
+# --- the judgement in the summary files and in both reports ---
+
+LENIENT_1_OF_2 = "1/2 (50.0%, 95% CI 9.5-90.5%)"
+"""The demo's false-satisfied rate: of the two final answers that fail check(), the grader accepted one."""
+
+
+def _md_table(text: str, heading: str) -> list[dict[str, str]]:
+    """The first Markdown table after ``heading``, a dict per row keyed by its header."""
+    lines = text.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    table = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        table.append([c.strip() for c in line.strip().strip("|").split(" | ")])
+    header, rows = table[0], table[2:]
+    return [dict(zip(header, row, strict=True)) for row in rows]
+
+
+def _html_table(root: Path, view: str, profile: Path, table: str, headers: list[str]) -> list[dict[str, str]]:
+    """A table of ``report.html#view`` as headless chromium leaves it, a dict per row."""
+    page = Page(browse(f"{(root / 'report.html').as_uri()}#{view}", profile, "--dump-dom"))
+    return [dict(zip(headers, row, strict=True)) for row in page.tables[table]]
+
+
+def test_summaries_count_the_false_satisfied_and_the_lift(demo):
+    [row] = [json.loads(line) for line in (demo / "summary.jsonl").read_text().splitlines()]
+    judged = {key: row[key] for key in SUMMARY_FIELDS}
+    tokens = row["worker_tokens"] + row["grader_tokens"]
+    assert judged == {
+        "verified_runs": 5, "satisfied_passed": 2, "satisfied_failed": 1, "rejected_passed": 1, "rejected_failed": 1,
+        "unverifiable": 0, "false_satisfied_rate": 0.5, "false_rejection_rate": pytest.approx(1 / 3), "error_rate": 0.4,
+        "first_passed": 2, "final_passed": 3, "first_pass_rate": 0.4, "final_pass_rate": 0.6, "lift": 0.2,
+        "tokens_per_success": pytest.approx(tokens / 3), "usd_per_success": None,  # scripted models have no price
+    }
+    [csv_row] = csv.DictReader(io.StringIO((demo / "summary.csv").read_text()))
+    assert [csv_row[key] for key in ("satisfied_failed", "rejected_failed", "false_satisfied_rate", "lift", "usd_per_success")] == [
+        "1", "1", "0.5", "0.2", ""]
+    tasks = [json.loads(line) for line in (demo / "summary_tasks.jsonl").read_text().splitlines()]
+    assert [(t["task_id"], t["status"], t["verified_first"], t["verified_final"]) for t in tasks] == [
+        ("HumanEval-0", "satisfied", True, True), ("HumanEval-1", "satisfied", False, True),
+        ("HumanEval-2", "failed", True, True), ("HumanEval-3", "satisfied", False, False),
+        ("HumanEval-4", "failed", False, False)]
+    task_csv = list(csv.DictReader(io.StringIO((demo / "summary_tasks.csv").read_text())))
+    assert [(t["task_id"], t["verified_first"], t["verified_final"]) for t in task_csv][1] == ("HumanEval-1", "False", "True")
+
+
+def test_report_md_shows_each_rate_with_its_count_and_interval(demo):
+    text = (demo / "report.md").read_text()
+    assert "false satisfied = of the final answers that failed the hidden checks, those the grader accepted (its leniency)" in text
+    [judges] = _md_table(text, "## Graders against hidden verification")
+    assert {k: judges[k] for k in ("worker", "grader", "rubric", "verified")} == {
+        "worker": "scripted:demo", "grader": "scripted:demo", "rubric": "humaneval", "verified": "5"}
+    assert [judges[k] for k in ("satisfied & passed", "satisfied & failed", "rejected & passed", "rejected & failed",
+                                "unverifiable")] == ["2", "1", "1", "1", "0"]
+    assert judges["false satisfied"] == LENIENT_1_OF_2
+    assert judges["false rejection"] == "1/3 (33.3%, 95% CI 6.1-79.2%)"
+    assert judges["error"] == "2/5 (40.0%, 95% CI 11.8-76.9%)"
+    assert (judges["first pass"], judges["final pass"]) == ("2/5 (40.0%, 95% CI 11.8-76.9%)", "3/5 (60.0%, 95% CI 23.1-88.2%)")
+    assert judges["lift"] == "+20.0 pts (fixed 1, broken 0)"
+    tokens = sum(load_record(p).usage[role].total_tokens for p in (demo / "tasks").iterdir() for role in ("worker", "grader"))
+    assert (judges["tokens/verified success"], judges["est. USD/verified success"]) == (f"{tokens / 3:,.0f}", "n/a")
+    [graders] = _md_table(text, "### Graders across workers, fewest errors first")
+    assert (graders["rank"], graders["grader"], graders["workers"]) == ("1", "scripted:demo", "scripted:demo")
+    assert {k: v for k, v in graders.items() if k not in ("rank", "workers")} == {
+        k: v for k, v in judges.items() if k not in ("worker", "rubric")}
+
+
+def test_report_html_shows_the_judges_in_chromium(demo, tmp_path):
+    headers = list(_md_table((demo / "report.md").read_text(), "## Graders against hidden verification")[0])
+    [judges] = _html_table(demo, "judges", tmp_path / "p", "judges", headers)
+    assert (judges["satisfied & failed"], judges["false satisfied"]) == ("1", LENIENT_1_OF_2)
+    assert judges["lift"] == "+20.0 pts (fixed 1, broken 0)"
+    assert judges["final pass"] == "3/5 (60.0%, 95% CI 23.1-88.2%)"
+
+
+def test_without_verification_the_summaries_are_empty_and_the_tables_absent(demo, tmp_path):
+    run_dir = _copy(demo, tmp_path)
+    for path in (run_dir / "tasks").glob("*/result.json"):
+        record = json.loads(path.read_text())
+        del record["verification"]
+        path.write_text(json.dumps(record))
+    assert run_command(["report", str(run_dir)]) == 0
+    [row] = [json.loads(line) for line in (run_dir / "summary.jsonl").read_text().splitlines()]
+    assert {key: row[key] for key in SUMMARY_FIELDS} == dict.fromkeys(SUMMARY_FIELDS)
+    assert {(t["verified_first"], t["verified_final"]) for t in map(json.loads, (run_dir / "summary_tasks.jsonl").open())} == {
+        (None, None)}
+    assert "hidden verification" not in (run_dir / "report.md").read_text()
+    assert 'id="judges"' not in (run_dir / "report.html").read_text()

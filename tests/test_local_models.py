@@ -7,6 +7,7 @@ import inspect
 import json
 import subprocess
 import sys
+import uuid
 
 import code_task_solutions
 import pytest
@@ -170,6 +171,26 @@ def test_live_line_while_a_model_call_runs(tmp_path):
     piped = subprocess.run([sys.executable, "-m", "rubric_runner", *overrides, f"hydra.run.dir={tmp_path / 'pipe'}"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert piped.returncode == 0 and "model call" not in piped.stderr + piped.stdout
+
+
+def test_a_task_takes_its_unfinished_calls_off_the_live_line():
+    """A call a limit refused never ends (no callback says so): when its task ends, the recorder forgets it."""
+    import structlog
+
+    from rubric_runner.console import Console, LiveLine
+    from rubric_runner.recorder import Recorder
+    from rubric_runner.records import RunRecord
+
+    console = Console()
+    console.live = LiveLine()  # as on a terminal
+    recorder = Recorder(structlog.get_logger(), RunRecord(), console, 200)
+    refused, returned = uuid.uuid4(), uuid.uuid4()
+    for run_id in (refused, returned):
+        recorder.on_chat_model_start({}, [[]], run_id=run_id)
+    recorder.on_llm_error(RuntimeError("x"), run_id=returned)
+    assert list(console.live._calls) == [refused]
+    recorder.forget_calls()
+    assert console.live._calls == {}
 
 
 def test_regrade_checks_evidence_too(tmp_path):

@@ -27,7 +27,7 @@ def test_run_checkpoints_read_back_by_langgraphs_async_sqlite_saver(tmp_path):
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "answer"}], grader=[OK])
-    record, run_dir = _run(tmp_path, script)
+    record, run_dir = _run(tmp_path, script, "run.keep_checkpoints=all")  # every step's checkpoint, to list
     assert record.status == "satisfied"
 
     config = {"configurable": {"thread_id": record.thread_id, "checkpoint_ns": ""}}

@@ -102,14 +102,16 @@ def test_server_errors_quote_the_body_and_name_the_fix(tmp_path, fake_keys):
             assert any(e["event"] == "grader_text" and e["text"] == said for e in read_events(run_dir))
 
 
+HAIKU_OK = verdict("satisfied", ("The poem has three lines", True), ("Lines follow a 5-7-5 syllable pattern", True),
+                   ("The theme is spring", True))
+
+
 def test_auto_probes_once_per_run(tmp_path, fake_keys):
     """Two tasks, one grader server: one round of probes, before any task runs; the record says what they found."""
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"id": name, "task": "Write a haiku."}) + "\n" for name in ("a", "b")))
     worker = FakeServer("openai", [text("x"), text("y")])
-    haiku_ok = verdict("satisfied", ("The poem has three lines", True), ("Lines follow a 5-7-5 syllable pattern", True),
-                       ("The theme is spring", True))
-    grader = FakeServer("openai", [haiku_ok, haiku_ok], behaviour=LLAMA_CPP_FUNCTIONS)
+    grader = FakeServer("openai", [HAIKU_OK, HAIKU_OK], behaviour=LLAMA_CPP_FUNCTIONS)
     with worker, grader:
         result, run_dir = run_in_process(
             tmp_path, f"rubric.dataset={tasks}", *model_overrides("worker", worker),
@@ -123,6 +125,19 @@ def test_auto_probes_once_per_run(tmp_path, fake_keys):
     for name in ("a-r0", "b-r0"):
         record = json.loads((run_dir / "tasks" / name / "result.json").read_text())
         assert record["grader"]["strategy"] == "named"
+
+
+def test_runs_in_one_process_probe_a_server_once(tmp_path, fake_keys):
+    """The jobs of a basic sweep run in one process: the second run reuses what the first probe found."""
+    worker = FakeServer("openai", [text("x"), text("y")])
+    grader = FakeServer("openai", [HAIKU_OK, HAIKU_OK], behaviour=LLAMA_CPP_FUNCTIONS)
+    with worker, grader:
+        records = [run_in_process(tmp_path / name, "rubric=haiku", *model_overrides("worker", worker),
+                                  *model_overrides("grader", grader, **NO_RETRY))[0] for name in ("one", "two")]
+    assert [r.status for r in records] == ["satisfied", "satisfied"]
+    assert len(grader.probes) == 2  # one round: the tool probe refused, the named one works
+    assert [(r.grader.strategy, r.grader.probe) for r in records] == [
+        ("named", {"tool": "HTTP 500: (empty error message)", "named": "works"})] * 2
 
 
 def test_auto_with_no_working_shape_says_what_it_tried(tmp_path, fake_keys):

@@ -53,7 +53,7 @@ def write_all(root: Path, jobs: list[Job], runs: list[Run] | None = None, prices
     marked as in progress. Returns the paths written."""
     runs = expand(jobs, live=live is not None) if runs is None else runs
     progress = progress_line(jobs, runs, live.jobs, live.runs) if live else None
-    return [*write_summary(root, jobs, runs), *write_reports(root, jobs, runs, prices, progress)]
+    return [*write_summary(root, jobs, runs, prices), *write_reports(root, jobs, runs, prices, progress)]
 
 
 __all__ = [

@@ -16,7 +16,8 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup, escape
 
-from ..records import LimitHit, Outcome, Status
+from ..records import LimitHit, Outcome, RunRecord, Status
+from .judge import Judgement, Rate, grader_key, grader_label, judge_groups, ranked
 from .runs import Run
 from .stats import group_key
 from .summary import run_row
@@ -268,3 +269,72 @@ def fmt_share(cell: dict[str, Any] | None) -> str:
     if not cell:
         return "-"
     return f"{cell['satisfied']}/{cell['runs']}" + (f", {cell['undone']} undone" if cell["undone"] else "")
+
+
+def fmt_lift(judgement: Judgement) -> str:
+    """``+20.0 pts (fixed 1, broken 0)``: the final pass rate minus the first, in percentage points."""
+    return f"{100 * judgement.lift:+.1f} pts (fixed {judgement.fixed}, broken {judgement.broken})"
+
+
+def _count(header: str, count: Callable[[Judgement], int]) -> Column:
+    return Column(header, lambda row: count(row["judgement"]), sort=lambda row: count(row["judgement"]))
+
+
+def _rate(header: str, rate: Callable[[Judgement], Rate]) -> Column:
+    return Column(header, lambda row: str(rate(row["judgement"])), sort=lambda row: _or(rate(row["judgement"]).value, -1))
+
+
+JUDGEMENT_COLUMNS = (
+    _count("verified", lambda j: j.runs),
+    _count("satisfied & passed", lambda j: j.satisfied_passed),
+    _count("satisfied & failed", lambda j: j.satisfied_failed),
+    _count("rejected & passed", lambda j: j.rejected_passed),
+    _count("rejected & failed", lambda j: j.rejected_failed),
+    _count("unverifiable", lambda j: j.unverifiable),
+    _rate("false satisfied", lambda j: j.false_satisfied),
+    _rate("false rejection", lambda j: j.false_rejection),
+    _rate("error", lambda j: j.error),
+    _rate("first pass", lambda j: j.first),
+    _rate("final pass", lambda j: j.final),
+    Column("lift", lambda row: fmt_lift(row["judgement"]), sort=lambda row: row["judgement"].lift),
+    Column("tokens/verified success", lambda row: fmt_num(row["judgement"].tokens_per_success, 0),
+           sort=lambda row: _or(row["judgement"].tokens_per_success, -1)),
+    Column("est. USD/verified success", lambda row: fmt_num(row["judgement"].cost_per_success, 4),
+           sort=lambda row: _or(row["judgement"].cost_per_success, -1)),
+)
+"""A judgement's columns (``judge.Judgement``, a row's ``judgement``): the confusion matrix, the rates
+with their counts and Wilson intervals, the lift, the spend per verified success."""
+
+JUDGE_COLUMNS = (
+    Column("worker", lambda row: row["worker"]),
+    Column("grader", lambda row: row["grader"]),
+    Column("rubric", lambda row: row["rubric"]),
+    *JUDGEMENT_COLUMNS,
+)
+"""The judges table: one row per (worker, grader, rubric) with a verified run."""
+
+GRADER_COLUMNS = (
+    Column("rank", lambda row: row["rank"], sort=lambda row: row["rank"]),
+    Column("grader", lambda row: row["grader"]),
+    Column("workers", lambda row: row["workers"]),
+    *JUDGEMENT_COLUMNS,
+)
+"""The graders table: one row per grader across workers and rubrics, fewest errors first (``judge.ranked``)."""
+
+
+def judge_rows(records: list[RunRecord], prices: dict[str, dict[str, float]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The judges table's rows and the graders table's; none when no run was verified. A grader is a
+    ``judge.grader_key``: graders of one model in a regrade stay apart."""
+    def key(record: RunRecord) -> tuple[str, tuple[str, str], str]:
+        worker, _, rubric = group_key(record)
+        return worker, grader_key(record), rubric
+
+    judged = judge_groups(records, key, prices)
+    judges = [{"worker": worker, "grader": grader_label(grader), "rubric": rubric, "judgement": judgement}
+              for (worker, grader, rubric), judgement in judged.items()]
+    graders = [
+        {"rank": rank, "grader": grader_label(grader), "judgement": judgement,
+         "workers": ", ".join(sorted({worker for worker, of, _ in judged if of == grader}))}
+        for rank, (grader, judgement) in enumerate(ranked(judge_groups(records, grader_key, prices)), 1)
+    ]
+    return judges, graders

@@ -9,8 +9,10 @@ pass and never in the matrix. A verdict other than ``satisfied`` is a rejection.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ..records import CheckOutcome, RunRecord, Status
 from .prices import ROLES, run_cost
@@ -100,7 +102,7 @@ class Judgement:
     @property
     def lift(self) -> float | None:
         """The loop's lift: final pass rate minus first pass rate."""
-        return self.final.value - self.first.value if self.runs else None
+        return (self.final_passed - self.first_passed) / self.runs if self.runs else None
 
     @property
     def tokens_per_success(self) -> float | None:
@@ -147,6 +149,36 @@ def grader_key(record: RunRecord) -> tuple[str, str]:
     """Who judged a run: the grader's model, and for a regrade its overrides (two graders of one model,
     e.g. with other prompts, rank apart)."""
     return record.grader.model or "?", " ".join(record.overrides) if record.regraded_from else ""
+
+
+def grader_label(key: tuple[str, str]) -> str:
+    """A ``grader_key`` as shown: a regrade's overrides (unescaped as typed), else the grader's model."""
+    model, overrides = key
+    return re.sub(r"\\(.)", r"\1", overrides) or model  # Hydra escapes a swept value's ${...}
+
+
+SUMMARY_FIELDS = (
+    "verified_runs", "satisfied_passed", "satisfied_failed", "rejected_passed", "rejected_failed", "unverifiable",
+    "false_satisfied_rate", "false_rejection_rate", "error_rate", "first_passed", "final_passed", "first_pass_rate",
+    "final_pass_rate", "lift", "tokens_per_success", "usd_per_success",
+)
+"""A judgement's columns in the summary files: the matrix's counts, the rates as fractions, the lift,
+the spend per verified success."""
+
+
+def summary_fields(judgement: Judgement | None) -> dict[str, Any]:
+    """A judgement as the summary files' ``SUMMARY_FIELDS``; each None when nothing was verified."""
+    if judgement is None:
+        return dict.fromkeys(SUMMARY_FIELDS)
+    j = judgement
+    return {
+        "verified_runs": j.runs, "satisfied_passed": j.satisfied_passed, "satisfied_failed": j.satisfied_failed,
+        "rejected_passed": j.rejected_passed, "rejected_failed": j.rejected_failed, "unverifiable": j.unverifiable,
+        "false_satisfied_rate": j.false_satisfied.value, "false_rejection_rate": j.false_rejection.value,
+        "error_rate": j.error.value, "first_passed": j.first_passed, "final_passed": j.final_passed,
+        "first_pass_rate": j.first.value, "final_pass_rate": j.final.value, "lift": j.lift,
+        "tokens_per_success": j.tokens_per_success, "usd_per_success": j.cost_per_success,
+    }
 
 
 def judge_groups(records: Iterable[RunRecord], key: Callable[[RunRecord], Hashable],

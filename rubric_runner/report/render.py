@@ -20,12 +20,15 @@ from ..budget import spend_lines
 from ..records import Job
 from .columns import (
     CRITERIA_COLUMNS,
+    GRADER_COLUMNS,
     GROUP_COLUMNS,
+    JUDGE_COLUMNS,
     RUN_COLUMNS,
     Table,
     fmt_iterations,
     fmt_num,
     fmt_rate,
+    judge_rows,
     matrix_columns,
     run_filters,
     run_rows,
@@ -81,7 +84,8 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> dict[str, Table]:
-    """The reports' tables: ``groups``, ``matrix`` (when there are tasks or models to compare) and ``runs``."""
+    """The reports' tables: ``groups``, ``matrix`` (when there are tasks or models to compare), ``runs``,
+    and ``judges`` and ``graders`` (when some run was verified)."""
     has_tasks = any(run.record.task_id for run in runs) or len({task_key(run) for run in runs}) > 1
     models, task_rows = matrix(runs, groups)
     found = {
@@ -101,6 +105,9 @@ def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict
     }
     if not has_tasks and len(models) < 2:
         del found["matrix"]
+    judges, graders = judge_rows([run.record for run in runs], prices)
+    if judges:
+        found.update(judges=Table("judges", JUDGE_COLUMNS, judges), graders=Table("graders", GRADER_COLUMNS, graders))
     return found
 
 

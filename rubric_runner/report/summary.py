@@ -1,7 +1,8 @@
 """The summary files and the one-line verdict of a set of runs.
 
-``summary.jsonl`` / ``summary.csv``: one row per job; ``summary_tasks.jsonl`` / ``summary_tasks.csv``:
-one row per run (a task x repeat of a job, or a single-task job).
+``summary.jsonl`` / ``summary.csv``: one row per job, with its grader's figures against hidden
+verification (``judge.SUMMARY_FIELDS``); ``summary_tasks.jsonl`` / ``summary_tasks.csv``: one row per
+run (a task x repeat of a job, or a single-task job), with its answers' verification.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Job, RunRecord, Status, satisfied_rate
+from .judge import SUMMARY_FIELDS as JUDGE_FIELDS
+from .judge import judge, summary_fields
+from .prices import load_prices
 from .runs import Run, expand
 
 SUMMARY_JSONL = "summary.jsonl"
@@ -23,11 +27,12 @@ TASKS_JSONL = "summary_tasks.jsonl"
 TASKS_CSV = "summary_tasks.csv"
 SUMMARY_FIELDS = (
     "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations", "runs", "satisfied",
-    "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
+    "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir", *JUDGE_FIELDS,
 )
 TASK_FIELDS = (
     "job", "task_id", "repeat", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
+    "verified_first", "verified_final",
 )
 
 
@@ -47,6 +52,8 @@ def _record_row(record: RunRecord) -> dict[str, Any]:
         "wall_seconds": record.wall_seconds,
         "error": f"{error.type}: {error.message}" if error else "",
         "run_dir": record.run_dir,
+        "verified_first": record.verified("first"),
+        "verified_final": record.verified("final"),
     }
 
 
@@ -58,14 +65,14 @@ def run_row(run: Run) -> dict[str, Any]:
     }
 
 
-def job_row(job: Job, runs: list[Run]) -> dict[str, Any]:
+def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
     """One job's row: as its record says (a multi-task job's status is its worst task's), with its
-    ``runs`` and how many of them ended ``satisfied``."""
+    ``runs``, how many of them ended ``satisfied``, and its grader's figures against verification."""
     row = _record_row(job.record)
     return {key: row.get(key) for key in SUMMARY_FIELDS} | {
         "job": job.job, "overrides": list(job.record.overrides), "reused": job.reused,
         "runs": len(runs), "satisfied": sum(run.record.status is Status.SATISFIED for run in runs),
-    }
+    } | summary_fields(judge([run.record for run in runs], prices))
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -88,13 +95,16 @@ def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
     return out.getvalue()
 
 
-def write_summary(root: Path, jobs: list[Job], runs: list[Run] | None = None) -> list[Path]:
-    """The per-job and per-run summary files in ``root`` (``runs``: ``expand(jobs)``); returns their paths."""
+def write_summary(root: Path, jobs: list[Job], runs: list[Run] | None = None,
+                  prices_path: str | Path | None = None) -> list[Path]:
+    """The per-job and per-run summary files in ``root`` (``runs``: ``expand(jobs)``; costs from the
+    price table at ``prices_path``, else conf/prices.yaml); returns their paths."""
     runs = expand(jobs) if runs is None else runs
+    prices = load_prices(prices_path)
     by_job: dict[int, list[Run]] = {}
     for run in runs:
         by_job.setdefault(id(run.job), []).append(run)
-    job_rows = [job_row(job, by_job.get(id(job), [])) for job in jobs]
+    job_rows = [job_row(job, by_job.get(id(job), []), prices) for job in jobs]
     run_rows = [run_row(run) for run in runs]
     files = {
         SUMMARY_JSONL: _jsonl(job_rows), SUMMARY_CSV: _csv(job_rows, SUMMARY_FIELDS),

@@ -29,7 +29,8 @@ def _isolate(libc, exposed):
         return False
     libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
     covered = [path for path in WORLD_WRITABLE if os.path.isdir(path)]
-    _cover_and_expose(libc, covered, [sys.base_prefix, *exposed])
+    # the interpreter's own dir too (a venv's bin/), so code that starts sys.executable finds it
+    _cover_and_expose(libc, covered, [sys.base_prefix, os.path.dirname(sys.executable), *exposed])
     return True
 
 
