@@ -86,8 +86,8 @@ class Session:
         self.agent: Any = None
         self.saver: Any = None
         self.active: dict[str, tuple[RunRecord, Callable[[], None]]] = {}
-        self.reused: set[str] = set()
-        """The tasks kept as they were, as ``<id>-r<k>``."""
+        self.reused = 0
+        """How many tasks were kept as they were: complete in the run before."""
         self.tally = TaskTally(0)
         self.single: RunRecord | None = None
         """The record of the task that ended last: a single-task run's own."""
@@ -164,7 +164,7 @@ class Session:
             for index, (task, repeat) in enumerate(keys):
                 record = self._previous(task, repeat) if self.config.run.resume else None
                 if record is not None and record.status is not Status.NOT_RUN and record.status.terminal:
-                    self.reused.add(f"{task.id}-r{repeat}")
+                    self.reused += 1
                     self._end(index, record, reused=True)  # complete: kept as it is
                 else:  # a task the budget kept from starting starts afresh
                     pending.append((index, task, repeat, None if record is None or record.status is Status.NOT_RUN else record))
