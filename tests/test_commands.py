@@ -57,3 +57,14 @@ def test_listing_imports_no_agent_or_provider_code():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "[]"
+
+
+def test_help_and_cfg_import_no_record_models_or_agent_code():
+    code = (
+        "import sys\nfrom rubric_runner.cli import run_command\n"
+        "assert run_command(['--help']) == 0 and run_command(['--cfg', 'job']) == 0\n"
+        "print(sorted(m for m in ('rubric_runner.records.models', 'pydantic.main', 'deepagents', 'langgraph') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[]"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..config import CONF_DIR
-from ..records import ExitCode, find_run_dirs
+from ..records import ExitCode
 
 HELP = """rubric_runner: run deepagents' RubricMiddleware loop from config.
 
@@ -57,6 +57,8 @@ def run_dir_argument(value: str) -> Path:
 
 def runs_dir_argument(value: str) -> Path:
     """A ``RUN_DIR`` argument that may also be a sweep dir: a run dir, or a dir with run dirs below it."""
+    from ..records import find_run_dirs
+
     path = Path(value)
     if path.is_dir() and not find_run_dirs(path):
         raise argparse.ArgumentTypeError(f"{value} holds no .hydra/overrides.yaml, nor any run dir below it "

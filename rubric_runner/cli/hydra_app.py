@@ -13,7 +13,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra import version
 from hydra._internal.callbacks import Callbacks
@@ -31,9 +31,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..config import CONF_DIR, ConfigError, register_configs
 from ..hydra_errors import describe
-from ..records import RESULT_FILE, ExitCode, Status, find_run_dirs, read_record, saved_overrides
+from ..records import ExitCode, Status
 from ..redaction import config_secrets, redact, scrub_text_file, secret_values
-from ..sweep import SweepSummary
+
+if TYPE_CHECKING:
+    from ..sweep import SweepSummary
 
 CONFIG_NAME = "config"
 TASK_NAME = "cli"
@@ -124,6 +126,7 @@ def _check_sweep(hydra: Hydra, cfg: DictConfig, summary: SweepSummary | None) ->
     sweep's own settings are sound, and the sweep dir holds no other sweep's runs (unless resumed). Raises
     what a single run would."""
     from ..budget import check_usd_prices
+    from ..records import find_run_dirs
 
     task_overrides = OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False)
     for overrides in _job_overrides(task_overrides):
@@ -138,6 +141,8 @@ def _check_sweep(hydra: Hydra, cfg: DictConfig, summary: SweepSummary | None) ->
 
 def _sweep(hydra: Hydra, overrides: list[str], argv: list[str]) -> int:
     """Compose and check the sweep, run it (as ``Hydra.multirun`` does), and conclude it whatever happened."""
+    from ..sweep import SweepSummary
+
     try:
         cfg = hydra.compose_config(CONFIG_NAME, overrides, with_log_configuration=True, run_mode=RunMode.MULTIRUN)
         callbacks = Callbacks(cfg)
@@ -210,6 +215,8 @@ def run_hydra(argv: list[str]) -> int:
 
 def resume(args: argparse.Namespace) -> int:
     """``rubric-runner resume RUN_DIR [OVERRIDES...]``: continue a run (or a follow-up turn) with its own overrides."""
+    from ..records import RESULT_FILE, read_record, saved_overrides
+
     record = read_record(args.run_dir / RESULT_FILE)
     if record is not None and record.turn:
         from .follow_up import resume_turn

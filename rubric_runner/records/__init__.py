@@ -1,57 +1,35 @@
-"""Run records: the typed models, the status and exit-code owner, and reading and writing them."""
+"""Run records: the typed models, the status and exit-code owner, and reading and writing them.
 
-from .models import (
-    ATTEMPT_CHARS,
-    SCHEMA_VERSION,
-    Aggregate,
-    BudgetInfo,
-    CheckOutcome,
-    CheckResult,
-    Coverage,
-    Criterion,
-    ErrorInfo,
-    Evaluation,
-    GraderInfo,
-    LimitHit,
-    ModelInfo,
-    RubricInfo,
-    RunRecord,
-    TaskRow,
-    TaskTally,
-    Unsupported,
-    Usage,
-    Verification,
-    Verifications,
-    now,
-)
-from .status import ExitCode, Outcome, Status, satisfied_rate, sweep_exit_code
-from .store import (
-    CHECKPOINT_FILE,
-    EVENTS_FILE,
-    REGRADES_DIR,
-    RESULT_FILE,
-    TASKS_DIR,
-    TRANSCRIPT_FILE,
-    TURNS_DIR,
-    UNFINISHED,
-    Job,
-    collect,
-    crash_record,
-    find_run_dirs,
-    load_record,
-    read_record,
-    record_dirs,
-    saved_overrides,
-    turn_dirs,
-    write_json,
-    write_record,
-)
+Each name is imported from its module when first used, so that what needs only a status or a file
+name (the CLI's ``--help`` and ``--cfg``) does not build the pydantic models.
+"""
 
-__all__ = [
-    "ATTEMPT_CHARS", "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult", "Coverage", "Criterion",
-    "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "TaskTally", "Unsupported",
-    "Usage", "Verification", "Verifications", "now", "ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code",
-    "CHECKPOINT_FILE", "EVENTS_FILE", "REGRADES_DIR", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE", "TURNS_DIR",
-    "UNFINISHED", "Job", "collect", "crash_record", "find_run_dirs", "load_record", "read_record", "record_dirs",
-    "saved_overrides", "turn_dirs", "write_json", "write_record",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_NAMES = {
+    "models": (
+        "ATTEMPT_CHARS", "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult", "Coverage", "Criterion",
+        "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "TaskTally",
+        "Unsupported", "Usage", "Verification", "Verifications", "now",
+    ),
+    "status": ("ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code"),
+    "store": (
+        "CHECKPOINT_FILE", "EVENTS_FILE", "REGRADES_DIR", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE", "TURNS_DIR",
+        "UNFINISHED", "Job", "collect", "crash_record", "find_run_dirs", "load_record", "read_record", "record_dirs",
+        "saved_overrides", "turn_dirs", "write_json", "write_record",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _NAMES.items() for name in names}
+
+__all__ = list(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_MODULE_OF[name]}", __name__), name)
+    globals()[name] = value
+    return value

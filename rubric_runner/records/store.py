@@ -7,9 +7,12 @@ cause, filled from the config Hydra saved for the run.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,39 +116,76 @@ def load_record(run_dir: Path) -> RunRecord:
     return record
 
 
-def _is_run_dir(path: Path) -> bool:
-    return (path / RESULT_FILE).is_file() or (path / HYDRA_DIR / "overrides.yaml").is_file()
+def _is_run_dir(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, RESULT_FILE)) or os.path.isfile(os.path.join(path, HYDRA_DIR, "overrides.yaml"))
 
 
-def _natural_key(path: Path) -> list[Any]:
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+def _natural_key(path: str) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
+
+
+def _entries(path: str | Path) -> list[os.DirEntry]:
+    """What is in dir ``path``; nothing when it is not a readable dir."""
+    if not os.path.isdir(path):  # most runs have no turns, most dirs no tasks: cheaper than a failed scandir
+        return []
+    try:
+        with os.scandir(path) as entries:
+            return list(entries)
+    except OSError:
+        return []
+
+
+def _run_dirs_below(path: str, relative: str, found: list[tuple[str, str]]) -> None:
+    for entry in _entries(path):
+        if not entry.is_dir(follow_symlinks=False) or entry.name.startswith(".") or entry.name == REGRADES_DIR:
+            continue
+        name = f"{relative}/{entry.name}" if relative else entry.name
+        if _is_run_dir(entry.path):
+            found.append((name, entry.path))
+        else:
+            _run_dirs_below(entry.path, name, found)
+
+
+def _jobs_below(root: Path) -> list[tuple[str, Path]]:
+    """``find_run_dirs``, each run dir with its path relative to ``root`` (``.`` for ``root``)."""
+    if _is_run_dir(str(root)):
+        return [(".", root)]
+    found: list[tuple[str, str]] = []
+    _run_dirs_below(str(root), "", found)
+    return [(job, Path(path)) for job, path in sorted(found, key=lambda item: _natural_key(item[0]))]
 
 
 def find_run_dirs(root: Path) -> list[Path]:
     """``root`` if it is a run dir, else every run dir below it (a sweep's jobs), in job order; the
     regrades of a sweep below it are not its runs."""
-    if _is_run_dir(root):
-        return [root]
-    found = []
-    for dirpath, dirnames, _ in os.walk(root):
-        path = Path(dirpath)
-        if path != root and _is_run_dir(path):
-            found.append(path)
-            dirnames.clear()
-        else:
-            dirnames[:] = [name for name in dirnames if not name.startswith(".") and name != REGRADES_DIR]
-    return sorted(found, key=lambda p: _natural_key(p.relative_to(root)))
+    return [path for _, path in _jobs_below(root)]
 
 
 def turn_dirs(record_dir: Path) -> list[Path]:
     """The dirs of the follow-up turns on a record's thread, in turn order."""
-    found = [path for path in (record_dir / TURNS_DIR).glob("*") if path.name.isdigit() and (path / RESULT_FILE).is_file()]
-    return sorted(found, key=lambda path: int(path.name))
+    found = [entry for entry in _entries(record_dir / TURNS_DIR)
+             if entry.name.isdigit() and os.path.isfile(os.path.join(entry.path, RESULT_FILE))]
+    return [record_dir / TURNS_DIR / entry.name for entry in sorted(found, key=lambda entry: int(entry.name))]
 
 
 def record_dirs(run_dir: Path) -> list[Path]:
     """The dirs of a run's own records: the run dir, and each task dir of a multi-task run."""
-    return [run_dir, *sorted(path for path in (run_dir / TASKS_DIR).glob("*") if path.is_dir())]
+    names = sorted(entry.name for entry in _entries(run_dir / TASKS_DIR) if entry.is_dir())
+    return [run_dir, *(run_dir / TASKS_DIR / name for name in names)]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside (in the whole process, for that long): while thousands of
+    records are read and reported on, each full collection would walk every one of them again, and
+    they need none (records and report rows hold no reference cycles)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass
@@ -158,6 +198,7 @@ class Job:
     reused: int = 0
 
 
+@gc_paused()
 def collect(root: str | Path, since: str | None = None) -> list[Job]:
     """Every run under ``root``, each followed by its follow-up turns (their jobs end in ``turns/<n>``);
     each record's ``run_dir`` says where it is now (should it have moved).
@@ -167,12 +208,13 @@ def collect(root: str | Path, since: str | None = None) -> list[Job]:
     """
     root = Path(root)
     jobs = []
-    for run_dir in find_run_dirs(root):
+    for job, run_dir in _jobs_below(root):
         turns = [turn for record_dir in record_dirs(run_dir) for turn in turn_dirs(record_dir)]
         for path in [run_dir, *turns]:
             record = load_record(path)
             record.run_dir = str(path)
             ended = record.ended_at
             reused = record.aggregate.reused if record.aggregate else 0
-            jobs.append(Job(path.relative_to(root).as_posix(), record, reused or int(bool(since and ended and ended < since))))
+            name = job if path is run_dir else path.relative_to(root).as_posix()
+            jobs.append(Job(name, record, reused or int(bool(since and ended and ended < since))))
     return jobs

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..records import Job
+from ..records.store import gc_paused
 from .prices import PRICES_FILE, PriceError, load_prices
 from .runs import Run, expand
 from .summary import (
@@ -18,6 +20,7 @@ from .summary import (
     TASKS_CSV,
     TASKS_JSONL,
     progress_line,
+    run_row,
     verdict_line,
     write_atomic,
     write_summary,
@@ -36,24 +39,27 @@ class Live:
 
 
 def write_reports(root: Path, jobs: list[Job], runs: list[Run], prices_path: str | Path | None = None,
-                  progress: str | None = None) -> list[Path]:
-    """report.md and report.html in ``root``; returns their paths."""
+                  progress: str | None = None, rows: list[dict[str, Any]] | None = None) -> list[Path]:
+    """report.md and report.html in ``root`` (``rows``: the ``run_row`` of each run); returns their paths."""
     from .render import render
 
     prices = load_prices(prices_path)
+    rows = [run_row(run) for run in runs] if rows is None else rows
     paths = [root / REPORT_MD, root / REPORT_HTML]
-    for path, text in zip(paths, render([path.name for path in paths], root, jobs, runs, prices, progress)):
+    for path, text in zip(paths, render([path.name for path in paths], root, jobs, runs, rows, prices, progress)):
         write_atomic(path, text)
     return paths
 
 
+@gc_paused()
 def write_all(root: Path, jobs: list[Job], runs: list[Run] | None = None, prices: str | Path | None = None,
               live: Live | None = None) -> list[Path]:
     """The summary files and both reports in ``root`` (``runs``: ``expand(jobs)``); with ``live``,
     marked as in progress. Returns the paths written."""
     runs = expand(jobs, live=live is not None) if runs is None else runs
     progress = progress_line(jobs, runs, live.jobs, live.runs) if live else None
-    return [*write_summary(root, jobs, runs, prices), *write_reports(root, jobs, runs, prices, progress)]
+    rows = [run_row(run) for run in runs]
+    return [*write_summary(root, jobs, runs, prices, rows), *write_reports(root, jobs, runs, prices, progress, rows)]
 
 
 __all__ = [

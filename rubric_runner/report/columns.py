@@ -9,6 +9,7 @@ template.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,6 @@ from ..records import LimitHit, Outcome, RunRecord, Status
 from .judge import Judgement, Rate, grader_key, grader_label, judge_groups, ranked
 from .runs import Run
 from .stats import group_key
-from .summary import run_row
 
 
 def fmt_rate(part: int, whole: int) -> str:
@@ -82,17 +82,29 @@ class Column:
         if self.markup is not None:
             content = self.markup(row)
         else:
-            content = escape(self.html(row) if self.html else self.text(row))
+            content = _escape(self.html(row) if self.html else self.text(row))
             badge = self.badge(row) if self.badge else None
             if badge:
                 content = f'<span class="status {badge}">{content}</span>'
             link = self.link(row) if self.link else None
             if link:
-                content = f'<a href="{escape(link)}">{content}</a>'
+                content = f'<a href="{_escape(link)}">{content}</a>'
         sort = self.sort(row) if self.sort else None
-        number = ' class="num"' if isinstance(sort, (int, float)) else ""
-        key = "" if sort is None else f' data-sort="{escape(sort)}"'
-        return f"<td{number}{key}>{content}</td>"
+        if sort is None:
+            return f"<td>{content}</td>"
+        if isinstance(sort, (int, float)):
+            return f'<td class="num" data-sort="{sort}">{content}</td>'
+        return f'<td data-sort="{_escape(sort)}">{content}</td>'
+
+
+_HTML_SPECIAL = re.compile(r"[&<>'\"]")
+"""What ``escape`` replaces: a text without any of these is its own escape."""
+
+
+def _escape(value: Any) -> str:
+    """``escape(value)``, without its cost where there is nothing to escape (most of a big table's cells)."""
+    text = value if isinstance(value, str) else str(value)
+    return escape(value) if _HTML_SPECIAL.search(text) else text
 
 
 @dataclass(frozen=True)
@@ -124,15 +136,15 @@ class Table:
     def md_body(self) -> str:
         """The Markdown table's rows, a line each."""
         columns = self.md_columns()
-        return "".join("| " + " | ".join(c.md_cell(row) for c in columns) + " |\n" for row in self.rows)
+        return "".join(["| " + " | ".join([c.md_cell(row) for c in columns]) + " |\n" for row in self.rows])
 
     def html_body(self) -> Markup:
         """The HTML table's ``<tr>`` elements, each with its filters' values as ``data-*`` attributes."""
         columns = self.web_columns()
         rows = []
         for row in self.rows:
-            data = "".join(f' data-{key}="{escape(value)}"' for key, value in self.filters(row).items())
-            rows.append(f"<tr{data}>{''.join(c.html_cell(row) for c in columns)}</tr>")
+            data = "".join([f' data-{key}="{_escape(value)}"' for key, value in self.filters(row).items()])
+            rows.append(f"<tr{data}>{''.join([c.html_cell(row) for c in columns])}</tr>")
         return Markup("\n".join(rows))
 
 
@@ -187,10 +199,11 @@ class RunRow:
         return self.run.index
 
 
-def run_rows(runs: list[Run], groups: list[dict[str, Any]], cost: Callable[[Run], float | None]) -> list[RunRow]:
-    """The runs table's rows, in job and task order."""
+def run_rows(runs: list[Run], rows: list[dict[str, Any]], groups: list[dict[str, Any]],
+             cost: Callable[[Run], float | None]) -> list[RunRow]:
+    """The runs table's rows, in job and task order (``rows``: the ``summary.run_row`` of each run)."""
     number = {(g["worker"], g["grader"], g["rubric"]): g["group"] for g in groups}
-    return [RunRow(run, run_row(run), cost(run), number[group_key(run.record)]) for run in runs]
+    return [RunRow(run, row, cost(run), number[group_key(run.record)]) for run, row in zip(runs, rows, strict=True)]
 
 
 RUN_COLUMNS = (

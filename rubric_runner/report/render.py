@@ -83,9 +83,10 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> dict[str, Table]:
-    """The reports' tables: ``groups``, ``matrix`` (when there are tasks or models to compare), ``runs``,
-    and ``judges`` and ``graders`` (when some run was verified)."""
+def tables(runs: list[Run], rows: list[dict[str, Any]], groups: list[dict[str, Any]],
+           prices: dict[str, dict[str, float]]) -> dict[str, Table]:
+    """The reports' tables: ``groups``, ``matrix`` (when there are tasks or models to compare), ``runs``
+    (``rows``: the ``run_row`` of each run), and ``judges`` and ``graders`` (when some run was verified)."""
     has_tasks = any(run.record.task_id for run in runs) or len({task_key(run) for run in runs}) > 1
     models, task_rows = matrix(runs, groups)
     found = {
@@ -94,7 +95,7 @@ def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict
                         options={"task": []}, paged=True),
         "runs": Table(
             "runs", tuple(c for c in RUN_COLUMNS if has_tasks or not c.tasks_only),
-            run_rows(runs, groups, lambda run: run_cost(run.record, prices)), filters=run_filters,
+            run_rows(runs, rows, groups, lambda run: run_cost(run.record, prices)), filters=run_filters,
             options={
                 "group": [(g["group"], f"{g['worker']} / {g['grader']} / {g['rubric']}") for g in groups],
                 "status": [(status, status) for status in sorted({run.record.status.value for run in runs})],
@@ -111,14 +112,14 @@ def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict
     return found
 
 
-def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], prices: dict[str, dict[str, float]],
-           progress: str | None = None) -> list[str]:
-    """The reports (``report.md``, ``report.html``) of ``jobs`` and their ``runs``, found under ``root``;
-    ``progress`` says how far they have come while they still run."""
+def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], rows: list[dict[str, Any]],
+           prices: dict[str, dict[str, float]], progress: str | None = None) -> list[str]:
+    """The reports (``report.md``, ``report.html``) of ``jobs`` and their ``runs`` (``rows``: the
+    ``run_row`` of each), found under ``root``; ``progress`` says how far they have come while they still run."""
     groups = by_group(runs, prices)
     context = {
         "root": root, "verdict": verdict_line(jobs, runs, None), "progress": progress, "overall": stats(runs, prices),
-        "groups": groups, "tables": tables(runs, groups, prices), "chart": chart(groups),
+        "groups": groups, "tables": tables(runs, rows, groups, prices), "chart": chart(groups),
         "criteria": [(g, Table(f"criteria-{g['group']}", CRITERIA_COLUMNS, g["criteria"])) for g in groups],
         "spend": spend_lines([job.record for job in jobs]),
     }

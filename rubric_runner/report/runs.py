@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..records import TASKS_DIR, UNFINISHED, Job, RunRecord, Status, load_record
+from ..records.store import gc_paused
 
 TASK_CHARS = 80
 """A single-task job's task is named by its task message, cut to this many characters."""
@@ -72,6 +73,7 @@ def _mark_running(record: RunRecord, live: bool) -> None:
         record.status, record.error, record.exit_code = Status.RUNNING, None, None
 
 
+@gc_paused()
 def expand(jobs: list[Job], live: bool = False) -> list[Run]:
     """Every run of ``jobs``: each task x repeat of a multi-task job, each single-task job itself.
 

@@ -82,33 +82,38 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(row, ensure_ascii=False)`` without making an encoder for each row."""
+
+
 def _jsonl(rows: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    return "".join(_JSON.encode(row) + "\n" for row in rows)
 
 
 def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
     out = io.StringIO(newline="")
-    writer = csv.DictWriter(out, fieldnames=fields)
-    writer.writeheader()
+    writer = csv.writer(out)
+    writer.writerow(fields)
     for row in rows:
-        writer.writerow({**row, "overrides": " ".join(row["overrides"])} if "overrides" in row else row)
+        row = {**row, "overrides": " ".join(row["overrides"])} if "overrides" in row else row
+        writer.writerow([row[field] for field in fields])
     return out.getvalue()
 
 
 def write_summary(root: Path, jobs: list[Job], runs: list[Run] | None = None,
-                  prices_path: str | Path | None = None) -> list[Path]:
-    """The per-job and per-run summary files in ``root`` (``runs``: ``expand(jobs)``; costs from the
-    price table at ``prices_path``, else conf/prices.yaml); returns their paths."""
+                  prices_path: str | Path | None = None, rows: list[dict[str, Any]] | None = None) -> list[Path]:
+    """The per-job and per-run summary files in ``root`` (``runs``: ``expand(jobs)``; ``rows``: their
+    ``run_row``; costs from the price table at ``prices_path``, else conf/prices.yaml); returns their paths."""
     runs = expand(jobs) if runs is None else runs
     prices = load_prices(prices_path)
     by_job: dict[int, list[Run]] = {}
     for run in runs:
         by_job.setdefault(id(run.job), []).append(run)
     job_rows = [job_row(job, by_job.get(id(job), []), prices) for job in jobs]
-    run_rows = [run_row(run) for run in runs]
+    rows = [run_row(run) for run in runs] if rows is None else rows
     files = {
         SUMMARY_JSONL: _jsonl(job_rows), SUMMARY_CSV: _csv(job_rows, SUMMARY_FIELDS),
-        TASKS_JSONL: _jsonl(run_rows), TASKS_CSV: _csv(run_rows, TASK_FIELDS),
+        TASKS_JSONL: _jsonl(rows), TASKS_CSV: _csv(rows, TASK_FIELDS),
     }
     for name, text in files.items():
         write_atomic(root / name, text)
