@@ -384,16 +384,35 @@ def _kib(field: str) -> int:
 
 
 def measured_task_run(run_dir: str, tasks: int, *extra: str) -> dict:
-    """``scripted_task_run`` after a warm-up, with its wall time and this process's RSS before and at peak."""
+    """``scripted_task_run`` after a warm-up, with its wall time and this process's RSS before and at
+    peak; and the part of each spent on the tasks (``Session.run_tasks``: running them, or skipping
+    them on resume), before the run's record and its final reports are written."""
+    from rubric_runner.session import Session
+
     run_dir = Path(run_dir)
     scripted_task_run(run_dir.parent / f"warm-{time.monotonic_ns()}", 4, 4)  # imports and first-use caches
     baseline = _kib("VmRSS:")
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak (VmHWM) to the current RSS
+    tasks_part: dict = {}
+    run_tasks = Session.run_tasks
+
+    async def timed(self, *args):
+        tasks_started = time.perf_counter()
+        try:
+            return await run_tasks(self, *args)
+        finally:
+            tasks_part.update(tasks_s=time.perf_counter() - tasks_started, tasks_peak_kib=_kib("VmHWM:"))
+
+    Session.run_tasks = timed
     started = time.perf_counter()
-    record = scripted_task_run(run_dir, tasks, 32, *extra)
+    try:
+        record = scripted_task_run(run_dir, tasks, 32, *extra)
+    finally:
+        Session.run_tasks = run_tasks
     wall = time.perf_counter() - started
     assert record.aggregate is not None and record.aggregate.satisfied == tasks, record.aggregate
-    return {"wall_s": round(wall, 3), "baseline_kib": baseline, "peak_kib": _kib("VmHWM:"), "reused": record.aggregate.reused}
+    return {"wall_s": round(wall, 3), "tasks_s": round(tasks_part["tasks_s"], 3), "baseline_kib": baseline,
+            "tasks_peak_kib": tasks_part["tasks_peak_kib"], "peak_kib": _kib("VmHWM:"), "reused": record.aggregate.reused}
 
 
 def _in_fresh_process(function: str, *args) -> dict:
@@ -428,7 +447,9 @@ def _unstart(run_dir: Path, every: int) -> int:
 
 def bench_scale(tmp: Path, tasks: int) -> dict:
     """A ``tasks``-task scripted run at concurrency 32 (wall, peak RSS, bytes per task), memory growth per
-    task against a run a tenth its size, and resuming it when finished and when half-finished."""
+    task against a run a tenth its size (at the peak of the whole run, and of its tasks alone: before
+    the run's final reports read every task record), and resuming it when finished and when
+    half-finished (the whole resumed run, and skipping or re-running its tasks alone)."""
     small = max(tasks // 10, 1)
     run_dir = tmp / f"scale-{tasks}"
     rows: dict = {"tasks": tasks, "concurrency": 32}
@@ -440,14 +461,18 @@ def bench_scale(tmp: Path, tasks: int) -> dict:
     growth, growth_small = (probe["peak_kib"] - probe["baseline_kib"]) * 1024, (probe_small["peak_kib"] - probe_small["baseline_kib"]) * 1024
     rows["growth_bytes_per_task"] = round(growth / tasks)
     rows[f"marginal_growth_bytes_per_task_{small}_to_{tasks}"] = round((growth - growth_small) / (tasks - small))
+    during, during_small = (probe["tasks_peak_kib"] - probe["baseline_kib"]) * 1024, (probe_small["tasks_peak_kib"] - probe_small["baseline_kib"]) * 1024
+    rows[f"marginal_growth_during_tasks_bytes_per_task_{small}_to_{tasks}"] = round((during - during_small) / (tasks - small))
     rows.update(disk_per_task(run_dir, tasks))
     resumed = _in_fresh_process("measured_task_run", str(run_dir), tasks, "run.resume=true")
     assert resumed["reused"] == tasks, resumed
     rows["resume_finished_wall_s"] = resumed["wall_s"]
+    rows["resume_finished_tasks_s"] = resumed["tasks_s"]
     rerun = _unstart(run_dir, 2)
     half = _in_fresh_process("measured_task_run", str(run_dir), tasks, "run.resume=true")
     assert half["reused"] == tasks - rerun, half
     rows["resume_half_finished_wall_s"] = half["wall_s"]
+    rows["resume_half_finished_tasks_s"] = half["tasks_s"]
     rows["resume_half_finished_rerun_tasks"] = rerun
     rows["target"] = "marginal growth <= 10 KB per task; resume_finished_wall_s <= 3 s"
     return rows

@@ -134,15 +134,15 @@ def execute(cfg: DictConfig, run_dir: str | Path, overrides: list[str] | None = 
                          rubric_carried_over=carried)
                 console.turn(follow_up.number, str(follow_up.previous), carried)
             with isolation_setting(config.sandbox.isolation, sandbox_notices(log, console)):
-                results = run_coroutine(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
-            if session.multi:
-                record.aggregate_tasks(results, config.run.repeats, session.reused)
+                single = run_coroutine(session.run_tasks(tasks, lambda saver: factory.build(session.on_evaluation, saver)))
+            if single is None:
+                record.aggregate_tally(session.tally, config.run.repeats)
             elif session.reused:
-                log.info("run_already_complete", status=results[0].status)
-                console.line(f"already complete: {results[0].status} (nothing to resume)")
-                return results[0]
+                log.info("run_already_complete", status=single.status)
+                console.line(f"already complete: {single.status} (nothing to resume)")
+                return single
             else:
-                record = results[0]
+                record = single
             record.budgets = budgets.infos()
         except ConfigError as exc:
             record.fail(exc)

@@ -29,6 +29,7 @@ from .records import (
     Evaluation,
     RunRecord,
     Status,
+    TaskTally,
     Verifications,
     now,
     read_record,
@@ -85,7 +86,11 @@ class Session:
         self.agent: Any = None
         self.saver: Any = None
         self.active: dict[str, tuple[RunRecord, Callable[[], None]]] = {}
-        self.reused: set[str] = set()
+        self.reused = 0
+        """How many tasks were kept as they were: complete in the run before."""
+        self.tally = TaskTally(0)
+        self.single: RunRecord | None = None
+        """The record of the task that ended last: a single-task run's own."""
         self.total = self.done = self.satisfied = self.tokens = 0
         self.reports: RunReports | None = None
         """A multi-task run's own reports, refreshed as its tasks end."""
@@ -141,42 +146,63 @@ class Session:
         finally:
             scrub_sqlite(path)
 
-    async def run_tasks(self, tasks: list[Task], build_agent: Callable[[Any], Any]) -> list[RunRecord]:
-        """Run every task and repeat, at most ``run.concurrency`` at once."""
+    async def run_tasks(self, tasks: list[Task], build_agent: Callable[[Any], Any]) -> RunRecord | None:
+        """Run every task and repeat, at most ``run.concurrency`` at once; each task counts into ``tally``
+        as it ends and is not kept. Returns a single-task run's record (None for a multi-task run).
+
+        Each task runs in an asyncio task of its own, let go when it ends (with the context it set:
+        its recorder, its record), so what the run holds does not grow with the tasks done.
+        """
         async with self._checkpointer() as saver:
             self.saver, self.agent = saver, build_agent(saver)
-            limit = asyncio.Semaphore(self.config.run.concurrency)
-
-            async def bounded(task: Task, repeat: int, previous: RunRecord | None) -> RunRecord:
-                async with limit:
-                    return await self.run_task(task, repeat, previous)
-
             keys = [(task, repeat) for task in tasks for repeat in range(self.config.run.repeats)]
-            previous: dict[tuple[str, int], RunRecord] = {}
-            if self.config.run.resume:  # each task's record of the run before; what it spent counts against the budgets
-                for task, repeat in keys:
-                    record = read_record(self.task_dir(task, repeat) / RESULT_FILE)
-                    if record is not None:
-                        previous[task.id, repeat] = record
-                        self.budgets.book(record, self.task_dir(task, repeat))
-            jobs = [bounded(task, repeat, previous.get((task.id, repeat))) for task, repeat in keys]
-            self.total = len(jobs)
+            self.total = len(keys)
+            self.tally = TaskTally(self.total)
             if self.multi:
                 self.reports = RunReports(self.run_dir, self.total, self.config.sweep.prices)
+            pending = []
+            for index, (task, repeat) in enumerate(keys):
+                record = self._previous(task, repeat) if self.config.run.resume else None
+                if record is not None and record.status is not Status.NOT_RUN and record.status.terminal:
+                    self.reused += 1
+                    self._end(index, record, reused=True)  # complete: kept as it is
+                else:  # a task the budget kept from starting starts afresh
+                    pending.append((index, task, repeat, None if record is None or record.status is Status.NOT_RUN else record))
+            work = iter(pending)
+
+            async def worker() -> None:
+                for index, task, repeat, previous in work:
+                    self._end(index, await asyncio.create_task(self.run_task(task, repeat, previous)))
+
             with tasks_running():
-                return list(await asyncio.gather(*jobs))
+                await asyncio.gather(*(worker() for _ in range(min(self.config.run.concurrency, len(pending)))))
+        return None if self.multi else self.single
+
+    def _previous(self, task: Task, repeat: int) -> RunRecord | None:
+        """The task's record of the run before, if any; what it spent counts against the budgets."""
+        task_dir = self.task_dir(task, repeat)
+        record = read_record(task_dir / RESULT_FILE)
+        if record is not None:
+            self.budgets.book(record, task_dir)
+        return record
+
+    def _end(self, index: int, record: RunRecord, reused: bool = False) -> None:
+        """A task is done (``reused``: complete in the run before): count it, let the progress line and reports know."""
+        self.tally.add(index, record, reused)
+        self.single = record
+        self.done += 1
+        self.satisfied += record.status is Status.SATISFIED
+        self.tokens += sum(u.total_tokens for u in record.usage.values())
+        if self.multi:
+            self.console.progress(self.done, self.total, self.satisfied, self.tokens, self.budgets.progress())
+        if self.reports is not None:
+            self.reports.task_ended()
 
     async def run_task(self, task: Task, repeat: int, previous: RunRecord | None = None) -> RunRecord:
-        """One task's rubric loop, start to record (``previous``: its record when resuming); its errors stay its own."""
+        """One task's rubric loop, start to record (``previous``: its record, unfinished, when resuming); its errors stay its own."""
         task_dir = self.task_dir(task, repeat)
         task_dir.mkdir(parents=True, exist_ok=True)
         key = f"{task.id}-r{repeat}"
-        if previous is not None and previous.status is Status.NOT_RUN:
-            previous = None  # a task the budget kept from starting starts afresh
-        if previous is not None and previous.status.terminal:
-            self.reused.add(key)
-            self._done(previous)
-            return previous
         result = self.template.model_copy(deep=True, update={"run_dir": str(task_dir), "started_at": now()})
         result.rubric.text, result.rubric.task = task.rubric, task.message
         if self.multi:
@@ -207,7 +233,6 @@ class Session:
         if spent is not None:  # no task starts once a budget is spent; one begun earlier was cut short
             result.stop(Status.NOT_RUN if previous is None else Status.BUDGET_EXCEEDED, spent)
             end_task()
-            self._done(result)
             return result
         write_record(task_dir / RESULT_FILE, result)
         self.active[key] = (result, end_task)
@@ -233,7 +258,6 @@ class Session:
         end_task()
         if result.status.terminal and self.config.run.keep_checkpoints == KeepCheckpoints.latest:
             await self._keep_latest_checkpoint(result.thread_id, log)
-        self._done(result)
         return result
 
     async def _keep_latest_checkpoint(self, thread_id: str, log: Any) -> None:
@@ -244,16 +268,6 @@ class Session:
             await keep_latest(self.saver, self.agent, thread_id)
         except Exception as exc:
             log.warning("checkpoint_cut_failed", thread_id=thread_id, error=ErrorInfo.of(exc).model_dump())
-
-    def _done(self, result: RunRecord) -> None:
-        """Count a finished task into the progress line, in running sums: each costs the same however many came before."""
-        self.done += 1
-        self.satisfied += result.status is Status.SATISFIED
-        self.tokens += sum(u.total_tokens for u in result.usage.values())
-        if self.multi:
-            self.console.progress(self.done, self.total, self.satisfied, self.tokens, self.budgets.progress())
-        if self.reports is not None:
-            self.reports.task_ended()
 
     async def _execute(self, task: Task, repeat: int, result: RunRecord, task_dir: Path, log: Any, console: Console) -> None:
         from langchain_core.messages import HumanMessage, messages_to_dict

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import inspect
 import json
+import shutil
 import sqlite3
 from datetime import datetime
 from pathlib import Path
@@ -15,9 +17,11 @@ import rubric_runner
 from conftest import cli_process, compose_config, on_terminal, read_events, run_cli, scripted_overrides, verdict, write_script
 from rubric_runner.cli import run_command
 from rubric_runner.config import DATA_DIR
-from rubric_runner.records import RunRecord
+from rubric_runner.records import CheckOutcome, RunRecord
+from rubric_runner.report.live import RunReports
 from rubric_runner.runner import execute as run
 from rubric_runner.sandbox import Limits, run_cases
+from rubric_runner.session import Session
 
 DATA = Path(__file__).parent / "data"
 OK = verdict("satisfied", ("c", True))
@@ -171,6 +175,108 @@ def test_resume_reruns_only_what_did_not_finish(tmp_path):
     assert again.status == "satisfied"
     assert (again.aggregate.reused, again.aggregate.rerun) == (2, 1)
     assert [t.reused for t in sorted(again.tasks, key=lambda t: t.task_id)] == [True, True, False]
+
+
+REVISE = verdict("needs_revision", ("c", False))
+MIXED = {  # per task: satisfied at once, out of iterations, failed, a provider error
+    "slow": {"worker": [{"content": "x"}, {"content": "y"}], "grader": [REVISE, REVISE]},
+    "bad": {"grader": [verdict("failed", ("c", False))]},
+    "down": {"worker": [{"raise": "provider 500"}]},
+}
+
+
+def _mixed_run(tmp_path: Path, ids: list[str], *extra: str):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK], tasks=MIXED)
+    data = _dataset(tmp_path / "tasks.jsonl", ids)
+    return _run(tmp_path, script, f"rubric.dataset={data}", "run.repeats=2", "run.concurrency=3", "grader.max_iterations=2", *extra)
+
+
+def _counted_from_disk(run_dir: Path, ids: list[str], repeats: int) -> dict:
+    """A multi-task run's numbers, counted afresh from its task records on disk, in task order."""
+    records = [RunRecord.model_validate_json((run_dir / "tasks" / f"{i}-r{k}" / "result.json").read_text())
+               for i in ids for k in range(repeats)]
+    usage: dict = {}
+    for record in records:
+        for role, counts in record.usage.items():
+            for field, value in counts.model_dump().items():
+                usage.setdefault(role, {}).setdefault(field, 0)
+                usage[role][field] += value
+    satisfied = {i: [r.status == "satisfied" for r in records if r.task_id == i] for i in ids}
+    statuses: dict = {}
+    for record in records:
+        statuses[record.status.value] = statuses.get(record.status.value, 0) + 1
+    verification = {which: {outcome.value: sum(getattr(r.verification, which).outcome is outcome for r in records if r.verification)
+                            for outcome in CheckOutcome} for which in ("first", "final")}
+    return {
+        "rows": [(r.task_id, r.repeat, r.status, r.iterations, r.run_dir) for r in records],
+        "usage": usage, "iterations": sum(r.iterations for r in records), "statuses": statuses,
+        "satisfied": sum(map(sum, satisfied.values())),
+        "pass_at_k": round(sum(map(any, satisfied.values())) / len(ids), 4),
+        "pass_hat_k": round(sum(map(all, satisfied.values())) / len(ids), 4), "verification": verification,
+    }
+
+
+def _counted_in_record(record: RunRecord) -> dict:
+    aggregate = record.aggregate
+    return {
+        "rows": [(t.task_id, t.repeat, t.status, t.iterations, t.run_dir) for t in record.tasks],
+        "usage": record.usage_dict(), "iterations": record.iterations, "statuses": aggregate.statuses,
+        "satisfied": aggregate.satisfied, "pass_at_k": aggregate.pass_at_k, "pass_hat_k": aggregate.pass_hat_k,
+        "verification": aggregate.verification,
+    }
+
+
+def test_a_multi_task_runs_record_adds_up_its_task_records_on_disk(tmp_path):
+    ids = ["good", "slow", "bad", "down", "fine"]
+    record, run_dir = _mixed_run(tmp_path, ids)
+    assert record.aggregate.statuses == {"satisfied": 4, "max_iterations_reached": 2, "failed": 2, "error": 2}
+    assert record.status == "error" and (record.aggregate.runs, record.aggregate.tasks) == (10, 5)
+    assert record.aggregate.verification["final"]["failed"] == 8  # the haiku rubric's hidden check, on each answer
+    assert _counted_in_record(record) == _counted_from_disk(run_dir, ids, 2)
+    assert json.loads((run_dir / "result.json").read_text()) == json.loads(record.model_dump_json())
+
+
+def test_resume_starts_only_the_tasks_that_did_not_finish(tmp_path, monkeypatch):
+    ids = ["good", "slow", "bad", "fine"]  # each ends final; an error is run again (see above)
+    first, run_dir = _mixed_run(tmp_path, ids)
+    started: list[str] = []
+    run_task = Session.run_task
+
+    async def counted(self, task, repeat, previous=None):
+        started.append(f"{task.id}-r{repeat}")
+        return await run_task(self, task, repeat, previous)
+
+    monkeypatch.setattr(Session, "run_task", counted)
+    finished, _ = _mixed_run(tmp_path, ids, "run.resume=true")
+    assert started == [] and (finished.aggregate.reused, finished.aggregate.rerun) == (8, 0)
+    assert all(t.reused for t in finished.tasks)
+    assert _counted_in_record(finished) == _counted_in_record(first)
+
+    for gone in ("slow-r1", "fine-r0"):
+        shutil.rmtree(run_dir / "tasks" / gone)
+    half, _ = _mixed_run(tmp_path, ids, "run.resume=true")
+    assert sorted(started) == ["fine-r0", "slow-r1"]
+    assert (half.aggregate.reused, half.aggregate.rerun) == (6, 2)
+    assert [t.task_id + f"-r{t.repeat}" for t in half.tasks if not t.reused] == ["slow-r1", "fine-r0"]
+    assert _counted_in_record(half) == _counted_from_disk(run_dir, ids, 2)
+
+
+def test_a_multi_task_run_lets_go_of_each_task_record_once_counted(tmp_path, monkeypatch):
+    alive: list[int] = []
+    task_ended = RunReports.task_ended
+
+    def counting(self):
+        gc.collect()
+        alive.append(sum(isinstance(o, RunRecord) for o in gc.get_objects()))
+        task_ended(self)
+
+    monkeypatch.setattr(RunReports, "task_ended", counting)
+    monkeypatch.setattr("rubric_runner.report.live.REFRESH_SECONDS", 3600.0)  # a refresh reads every record
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
+    data = _dataset(tmp_path / "tasks.jsonl", [f"t{i}" for i in range(16)])
+    record, _ = _run(tmp_path, script, f"rubric.dataset={data}", "run.concurrency=2")
+    assert record.aggregate.satisfied == 16 and len(alive) == 16
+    assert max(alive) <= 6, alive  # the run's own, the template and those in flight: not one per task done
 
 
 def test_regrade_with_another_grader_keeps_the_old_record(tmp_path):

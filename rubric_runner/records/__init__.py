@@ -12,7 +12,7 @@ from typing import Any
 _NAMES = {
     "models": (
         "ATTEMPT_CHARS", "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult", "Coverage", "Criterion",
-        "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow",
+        "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "TaskTally",
         "Unsupported", "Usage", "Verification", "Verifications", "now",
     ),
     "status": ("ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code"),

@@ -8,6 +8,7 @@ fields they do not know, so a record written by a newer version still reads.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import StrEnum
@@ -255,18 +256,6 @@ class Aggregate(_Model):
     """With ``verify`` checks: runs by outcome for the ``first`` and the ``final`` answer."""
 
 
-def _verification_counts(results: list[RunRecord]) -> dict[str, dict[str, int]] | None:
-    """``{"first": {outcome: runs}, "final": {...}}`` over the verified results; None when none was verified."""
-    verified = [r.verification for r in results if r.verification is not None]
-    if not verified:
-        return None
-    counts: dict[str, dict[str, int]] = {}
-    for which in ("first", "final"):
-        outcomes = [getattr(v, which).outcome for v in verified if getattr(v, which) is not None]
-        counts[which] = {outcome.value: outcomes.count(outcome) for outcome in CheckOutcome}
-    return counts
-
-
 class RunRecord(_Model):
     """The record of one run or task, written to ``result.json`` however it ends.
 
@@ -350,26 +339,27 @@ class RunRecord(_Model):
     def aggregate_tasks(self, results: list[RunRecord], repeats: int, reused: Iterable[str] = ()) -> None:
         """Fill a multi-task run's record from its task records (``reused``: keys ``<id>-r<k>``)."""
         reused = set(reused)
-        self.usage = _usage()
-        for result in results:
-            for role, counts in result.usage.items():
-                self.usage.setdefault(role, Usage()).merge(counts)
-        self.tasks = [
-            TaskRow(task_id=r.task_id, repeat=r.repeat, status=r.status, iterations=r.iterations, run_dir=r.run_dir,
-                    reused=f"{r.task_id}-r{r.repeat}" in reused,
-                    verified_first=r.verified("first"), verified_final=r.verified("final"))
-            for r in results
-        ]
-        self.status = max((r.status for r in results), key=lambda status: status.severity, default=Status.ERROR)
-        if self.status is Status.NOT_RUN and any(r.status is not Status.NOT_RUN for r in results):
+        tally = TaskTally(len(results))
+        for index, result in enumerate(results):
+            tally.add(index, result, f"{result.task_id}-r{result.repeat}" in reused)
+        self.aggregate_tally(tally, repeats)
+
+    def aggregate_tally(self, tally: TaskTally, repeats: int) -> None:
+        """Fill a multi-task run's record from the tally of its tasks."""
+        rows = [row for row in tally.rows if row is not None]
+        self.usage = tally.usage
+        self.tasks = rows
+        self.status = max((r.status for r in rows), key=lambda status: status.severity, default=Status.ERROR)
+        if self.status is Status.NOT_RUN and any(r.status is not Status.NOT_RUN for r in rows):
             self.status = Status.BUDGET_EXCEEDED  # some tasks ran before the budget stopped the run
-        self.iterations = sum(r.iterations for r in results)
+        self.iterations = sum(r.iterations for r in rows)
         by_task: dict[str, list[bool]] = {}
-        for r in results:
+        for r in rows:
             by_task.setdefault(r.task_id or "task", []).append(r.status is Status.SATISFIED)
-        runs = len(results)
-        satisfied = sum(r.status is Status.SATISFIED for r in results)
-        statuses = sorted({r.status for r in results}, key=lambda status: status.severity)
+        runs = len(rows)
+        satisfied = sum(r.status is Status.SATISFIED for r in rows)
+        statuses = Counter(r.status for r in rows)
+        reused = sum(r.reused for r in rows)
         self.aggregate = Aggregate(
             tasks=len(by_task),
             repeats=repeats,
@@ -378,11 +368,11 @@ class RunRecord(_Model):
             satisfied_rate=round(satisfied / runs, 4) if runs else 0.0,
             pass_at_k=round(sum(any(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
             pass_hat_k=round(sum(all(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
-            statuses={status.value: sum(r.status is status for r in results) for status in statuses},
-            reused=len(reused),
-            rerun=runs - len(reused),
+            statuses={status.value: statuses[status] for status in sorted(statuses, key=lambda status: status.severity)},
+            reused=reused,
+            rerun=runs - reused,
             cache_hits=sum(counts.cached_calls for counts in self.usage.values()),
-            verification=_verification_counts(results),
+            verification=tally.verification_counts(),
         )
 
     def verified(self, which: str) -> bool | None:
@@ -393,3 +383,35 @@ class RunRecord(_Model):
     def usage_dict(self) -> dict[str, dict[str, int]]:
         """The usage as plain dicts (for events)."""
         return {role: counts.model_dump() for role, counts in self.usage.items()}
+
+
+class TaskTally:
+    """What a multi-task run's record aggregates of its tasks, taken from each task's record as it
+    ends (its row, usage and verification outcomes): a run of many tasks keeps this, not the records."""
+
+    def __init__(self, size: int) -> None:
+        self.rows: list[TaskRow | None] = [None] * size
+        """Each task's row, in the run's task order."""
+        self.usage = _usage()
+        self.outcomes: dict[str, Counter[CheckOutcome]] | None = None
+        """Verified tasks by outcome of their ``first`` and ``final`` answer; None while none was verified."""
+
+    def add(self, index: int, record: RunRecord, reused: bool = False) -> None:
+        """Count the task record of the run's ``index``-th task (``reused``: kept from the run before)."""
+        self.rows[index] = TaskRow(task_id=record.task_id, repeat=record.repeat, status=record.status,
+                                   iterations=record.iterations, run_dir=record.run_dir, reused=reused,
+                                   verified_first=record.verified("first"), verified_final=record.verified("final"))
+        for role, counts in record.usage.items():
+            self.usage.setdefault(role, Usage()).merge(counts)
+        if record.verification is not None:
+            self.outcomes = self.outcomes or {"first": Counter(), "final": Counter()}
+            for which, counter in self.outcomes.items():
+                verification = getattr(record.verification, which)
+                if verification is not None:
+                    counter[verification.outcome] += 1
+
+    def verification_counts(self) -> dict[str, dict[str, int]] | None:
+        """``{"first": {outcome: runs}, "final": {...}}`` over the verified tasks; None when none was verified."""
+        if self.outcomes is None:
+            return None
+        return {which: {outcome.value: counter[outcome] for outcome in CheckOutcome} for which, counter in self.outcomes.items()}
