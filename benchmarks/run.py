@@ -230,12 +230,12 @@ def bench_concurrency(tmp: Path, repeats: int) -> dict:
         cpu["runner_memory"].append(_multi_task_run(tmp, "cpu-m", tasks, concurrency, 0.0, "run.checkpointer=memory")[0])
         cpu["runner_sqlite"].append(_multi_task_run(tmp, "cpu-s", tasks, concurrency, 0.0)[0])
         wall, record = _multi_task_run(tmp, "c16", tasks, concurrency, latency)
-        assert record.aggregate["satisfied"] == tasks
+        assert record.aggregate.satisfied == tasks
         walls.append(wall)
         memory_walls.append(_multi_task_run(tmp, "c16m", tasks, concurrency, latency, "run.checkpointer=memory")[0])
         bare_walls.append(_bare_concurrent(tasks, concurrency, latency))
     serial, record = _multi_task_run(tmp, "c1", tasks, 1, latency)
-    assert record.aggregate["satisfied"] == tasks
+    assert record.aggregate.satisfied == tasks
     total_latency = tasks * 2 * latency
     ideal = total_latency / concurrency
     wall = statistics.median(walls)
@@ -269,7 +269,7 @@ def bench_cache(tmp: Path, repeats: int) -> dict:
         wall, record = _multi_task_run(tmp, "cache", 64, 16, 0.1, f"run.cache={cache}")
         walls.append(wall)
         calls_warm.append(record.usage["worker"].calls + record.usage["grader"].calls)
-        hits.append(record.aggregate["cache_hits"])
+        hits.append(record.aggregate.cache_hits)
     warm = statistics.median(walls)
     return {
         "cold_wall_s": round(cold, 4),
@@ -297,7 +297,7 @@ bench._multi_task_run(tmp, "warm", 4, 4, 0.0)  # imports and first-use caches be
 baseline = kib("VmRSS:")
 open("/proc/self/clear_refs", "w").write("5")  # reset the peak (VmHWM) to the current RSS
 wall, record = bench._multi_task_run(tmp, "mem{tasks}", {tasks}, 16, 0.0)
-assert record.aggregate["satisfied"] == {tasks}
+assert record.aggregate.satisfied == {tasks}
 print(json.dumps({{"baseline_kib": baseline, "peak_kib": kib("VmHWM:")}}))
 """
 
