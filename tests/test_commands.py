@@ -48,23 +48,21 @@ def test_help_and_bad_arguments(capsys):
     assert "rubric-runner plugins: unexpected arguments --verbose" in capsys.readouterr().err
 
 
-def test_listing_imports_no_agent_or_provider_code():
-    code = (
-        "import sys\nfrom rubric_runner import cli\nsys.argv = ['rubric-runner', 'tools']\n"
-        "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('deepagents', 'langgraph', 'langchain_anthropic') if m in sys.modules))"
-    )
+def _imported_after(statements: str, modules: tuple[str, ...]) -> str:
+    """Which of ``modules`` a fresh interpreter has imported after running ``statements``, as a printed list."""
+    code = f"import sys\n{statements}\nprint(sorted(m for m in {modules!r} if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[-1] == "[]"
+    return proc.stdout.splitlines()[-1]
+
+
+def test_listing_imports_no_agent_or_provider_code():
+    statements = ("from rubric_runner import cli\nsys.argv = ['rubric-runner', 'tools']\n"
+                  "try:\n    cli.main()\nexcept SystemExit:\n    pass")
+    assert _imported_after(statements, ("deepagents", "langgraph", "langchain_anthropic")) == "[]"
 
 
 def test_help_and_cfg_import_no_record_models_or_agent_code():
-    code = (
-        "import sys\nfrom rubric_runner.cli import run_command\n"
-        "assert run_command(['--help']) == 0 and run_command(['--cfg', 'job']) == 0\n"
-        "print(sorted(m for m in ('rubric_runner.records.models', 'pydantic.main', 'deepagents', 'langgraph') if m in sys.modules))"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[-1] == "[]"
+    statements = ("from rubric_runner.cli import run_command\n"
+                  "assert run_command(['--help']) == 0 and run_command(['--cfg', 'job']) == 0")
+    assert _imported_after(statements, ("rubric_runner.records.models", "pydantic.main", "deepagents", "langgraph")) == "[]"
