@@ -123,7 +123,7 @@ class SweepSummary(Callback):
         if interrupted:
             self.code = ExitCode.INTERRUPTED
         else:
-            self.code = sweep_exit_code([run.record.status for run in runs], sweep.fail_under) if jobs else ExitCode.USAGE
+            self.code = sweep_exit_code([run.status for run in runs], sweep.fail_under) if jobs else ExitCode.USAGE
         if jobs:
             print(f"sweep: {verdict_line(jobs, runs, sweep.fail_under)} -> exit {int(self.code)}", flush=True)
             for line in spend_lines([job.record for job in jobs]):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..records import Job
 from ..records.store import gc_paused
@@ -20,7 +19,6 @@ from .summary import (
     TASKS_CSV,
     TASKS_JSONL,
     progress_line,
-    run_row,
     verdict_line,
     write_atomic,
     write_summary,
@@ -39,14 +37,13 @@ class Live:
 
 
 def write_reports(root: Path, jobs: list[Job], runs: list[Run], prices_path: str | Path | None = None,
-                  progress: str | None = None, rows: list[dict[str, Any]] | None = None) -> list[Path]:
-    """report.md and report.html in ``root`` (``rows``: the ``run_row`` of each run); returns their paths."""
+                  progress: str | None = None) -> list[Path]:
+    """report.md and report.html in ``root``; returns their paths."""
     from .render import render
 
     prices = load_prices(prices_path)
-    rows = [run_row(run) for run in runs] if rows is None else rows
     paths = [root / REPORT_MD, root / REPORT_HTML]
-    for path, text in zip(paths, render([path.name for path in paths], root, jobs, runs, rows, prices, progress)):
+    for path, text in zip(paths, render([path.name for path in paths], root, jobs, runs, prices, progress)):
         write_atomic(path, text)
     return paths
 
@@ -58,8 +55,7 @@ def write_all(root: Path, jobs: list[Job], runs: list[Run] | None = None, prices
     marked as in progress. Returns the paths written."""
     runs = expand(jobs, live=live is not None) if runs is None else runs
     progress = progress_line(jobs, runs, live.jobs, live.runs) if live else None
-    rows = [run_row(run) for run in runs]
-    return [*write_summary(root, jobs, runs, prices, rows), *write_reports(root, jobs, runs, prices, progress, rows)]
+    return [*write_summary(root, jobs, runs, prices), *write_reports(root, jobs, runs, prices, progress)]
 
 
 __all__ = [

@@ -17,10 +17,9 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup, escape
 
-from ..records import LimitHit, Outcome, RunRecord, Status
-from .judge import Judgement, Rate, grader_key, grader_label, judge_groups, ranked
+from ..records import LimitHit, Outcome, Status
+from .judge import Judgement, Rate, grader_label, judge_groups, ranked
 from .runs import Run
-from .stats import group_key
 
 
 def fmt_rate(part: int, whole: int) -> str:
@@ -189,7 +188,6 @@ class RunRow:
     """A run as the runs table shows it."""
 
     run: Run
-    row: dict[str, Any]
     cost: float | None
     group: int
 
@@ -199,31 +197,30 @@ class RunRow:
         return self.run.index
 
 
-def run_rows(runs: list[Run], rows: list[dict[str, Any]], groups: list[dict[str, Any]],
-             cost: Callable[[Run], float | None]) -> list[RunRow]:
-    """The runs table's rows, in job and task order (``rows``: the ``summary.run_row`` of each run)."""
+def run_rows(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> list[RunRow]:
+    """The runs table's rows, in job and task order."""
     number = {(g["worker"], g["grader"], g["rubric"]): g["group"] for g in groups}
-    return [RunRow(run, row, cost(run), number[group_key(run.record)]) for run, row in zip(runs, rows, strict=True)]
+    return [RunRow(run, run.cost(prices), number[run.group]) for run in runs]
 
 
 RUN_COLUMNS = (
-    Column("job", lambda r: r.row["job"]),
+    Column("job", lambda r: r.run.job.job),
     Column("task", lambda r: r.run.task, tasks_only=True),
-    Column("repeat", lambda r: "-" if r.row["repeat"] is None else r.row["repeat"], sort=lambda r: _or(r.row["repeat"], -1), tasks_only=True),
-    Column("worker", lambda r: r.row["worker"]),
-    Column("grader", lambda r: r.row["grader"]),
-    Column("rubric", lambda r: r.row["rubric"]),
-    Column("status", lambda r: r.row["status"], sort=lambda r: r.row["status"], badge=lambda r: outcome(r.row["status"])),
-    Column("iterations", lambda r: r.row["iterations"], sort=lambda r: r.row["iterations"]),
-    Column("worker tokens", lambda r: r.row["worker_tokens"], sort=lambda r: r.row["worker_tokens"],
-           html=lambda r: f"{r.row['worker_tokens']:,}"),
-    Column("grader tokens", lambda r: r.row["grader_tokens"], sort=lambda r: r.row["grader_tokens"],
-           html=lambda r: f"{r.row['grader_tokens']:,}"),
+    Column("repeat", lambda r: "-" if r.run.repeat is None else r.run.repeat, sort=lambda r: _or(r.run.repeat, -1), tasks_only=True),
+    Column("worker", lambda r: r.run.worker),
+    Column("grader", lambda r: r.run.grader),
+    Column("rubric", lambda r: r.run.rubric),
+    Column("status", lambda r: r.run.status.value, sort=lambda r: r.run.status.value, badge=lambda r: outcome(r.run.status.value)),
+    Column("iterations", lambda r: r.run.iterations, sort=lambda r: r.run.iterations),
+    Column("worker tokens", lambda r: r.run.worker_tokens, sort=lambda r: r.run.worker_tokens,
+           html=lambda r: f"{r.run.worker_tokens:,}"),
+    Column("grader tokens", lambda r: r.run.grader_tokens, sort=lambda r: r.run.grader_tokens,
+           html=lambda r: f"{r.run.grader_tokens:,}"),
     Column("est. USD", lambda r: fmt_num(r.cost, 4), sort=lambda r: _or(r.cost, -1)),
-    Column("wall s", lambda r: fmt_num(r.row["wall_seconds"]), sort=lambda r: r.row["wall_seconds"] or 0),
-    Column("stopped by", lambda r: fmt_limit(r.run.record.limit)),
-    Column("error", lambda r: r.row["error"] or "", web=False),
-    Column("verdict trail", markup=lambda r: trail_cell(r.index, len(r.run.record.evaluations)), md=False),
+    Column("wall s", lambda r: fmt_num(r.run.wall_seconds), sort=lambda r: r.run.wall_seconds or 0),
+    Column("stopped by", lambda r: fmt_limit(r.run.limit)),
+    Column("error", lambda r: r.run.error, web=False),
+    Column("verdict trail", markup=lambda r: trail_cell(r.index, len(r.run.verdicts)), md=False),
 )
 """The runs table: one row per run (a ``RunRow``)."""
 
@@ -236,7 +233,7 @@ def trail_cell(index: int, passes: int) -> str:
 
 def run_filters(row: RunRow) -> dict[str, Any]:
     """What the runs table's filters match: the run's group, status and task."""
-    return {"group": row.group, "status": row.row["status"], "task": row.run.task}
+    return {"group": row.group, "status": row.run.status.value, "task": row.run.task}
 
 
 CRITERIA_COLUMNS = (
@@ -335,19 +332,22 @@ GRADER_COLUMNS = (
 """The graders table: one row per grader across workers and rubrics, fewest errors first (``judge.ranked``)."""
 
 
-def judge_rows(records: list[RunRecord], prices: dict[str, dict[str, float]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def judge_rows(runs: list[Run], prices: dict[str, dict[str, float]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The judges table's rows and the graders table's; none when no run was verified. A grader is a
     ``judge.grader_key``: graders of one model in a regrade stay apart."""
-    def key(record: RunRecord) -> tuple[str, tuple[str, str], str]:
-        worker, _, rubric = group_key(record)
-        return worker, grader_key(record), rubric
+    def grader(run: Run) -> tuple[str, str]:
+        return run.group[1], run.regrade_overrides
 
-    judged = judge_groups(records, key, prices)
+    def key(run: Run) -> tuple[str, tuple[str, str], str]:
+        worker, _, rubric = run.group
+        return worker, grader(run), rubric
+
+    judged = judge_groups(runs, key, prices, Run.judged)
     judges = [{"worker": worker, "grader": grader_label(grader), "rubric": rubric, "judgement": judgement}
               for (worker, grader, rubric), judgement in judged.items()]
     graders = [
         {"rank": rank, "grader": grader_label(grader), "judgement": judgement,
          "workers": ", ".join(sorted({worker for worker, of, _ in judged if of == grader}))}
-        for rank, (grader, judgement) in enumerate(ranked(judge_groups(records, grader_key, prices)), 1)
+        for rank, (grader, judgement) in enumerate(ranked(judge_groups(runs, grader, prices, Run.judged)), 1)
     ]
     return judges, graders

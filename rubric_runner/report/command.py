@@ -24,7 +24,7 @@ def main(args: argparse.Namespace) -> int:
         paths = write_all(args.dir, jobs, runs, args.prices)
     except PriceError as exc:
         usage_error(str(exc))
-    code = sweep_exit_code([run.record.status for run in runs], args.fail_under) if args.fail_under is not None else ExitCode.SATISFIED
+    code = sweep_exit_code([run.status for run in runs], args.fail_under) if args.fail_under is not None else ExitCode.SATISFIED
     print(f"report: {verdict_line(jobs, runs, args.fail_under)} -> exit {int(code)}")
     for path in paths:
         print(f"  {path}")

@@ -12,10 +12,12 @@ import math
 import re
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..records import CheckOutcome, RunRecord, Status
 from .prices import ROLES, run_cost
+
+T = TypeVar("T")
 
 Z95 = 1.959963984540054
 """The standard normal quantile of a two-sided 95% interval."""
@@ -113,22 +115,45 @@ class Judgement:
         return self.cost / self.final_passed if self.final_passed and self.cost is not None else None
 
 
-def _passed(record: RunRecord, which: str) -> bool:
-    return record.verified(which) is True
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """What a judgement reads of one run: its verdict, its answers' verification, what it cost."""
+
+    satisfied: bool
+    verified_first: bool | None
+    verified_final: bool | None
+    verified_outcome: CheckOutcome | None
+    """The final answer's verification outcome; None when it was not verified."""
+    tokens: int
+    cost: float | None
+
+
+def judged(record: RunRecord, prices: dict[str, dict[str, float]]) -> Judged:
+    """What a judgement reads of ``record``."""
+    final = record.verification.final if record.verification else None
+    return Judged(
+        satisfied=record.status is Status.SATISFIED, verified_first=record.verified("first"),
+        verified_final=record.verified("final"), verified_outcome=final.outcome if final else None,
+        tokens=sum(record.usage[role].total_tokens for role in ROLES if role in record.usage), cost=run_cost(record, prices),
+    )
 
 
 def judge(records: Iterable[RunRecord], prices: dict[str, dict[str, float]]) -> Judgement | None:
     """The judgement of ``records``; None when none of them was verified."""
-    records = list(records)
-    verified = [r for r in records if r.verification is not None and r.verification.final is not None]
+    return judge_all([judged(record, prices) for record in records])
+
+
+def judge_all(runs: list[Judged]) -> Judgement | None:
+    """The judgement of ``runs``; None when none of them was verified."""
+    verified = [r for r in runs if r.verified_outcome is not None]
     if not verified:
         return None
-    decided = [r for r in verified if r.verification.final.outcome is not CheckOutcome.UNVERIFIABLE]
+    decided = [r for r in verified if r.verified_outcome is not CheckOutcome.UNVERIFIABLE]
 
     def count(satisfied: bool, passed: bool) -> int:
-        return sum((r.status is Status.SATISFIED) is satisfied and _passed(r, "final") is passed for r in decided)
+        return sum(r.satisfied is satisfied and (r.verified_final is True) is passed for r in decided)
 
-    costs = [run_cost(r, prices) for r in records]
+    costs = [r.cost for r in runs]
     return Judgement(
         runs=len(verified),
         satisfied_passed=count(True, True),
@@ -136,11 +161,11 @@ def judge(records: Iterable[RunRecord], prices: dict[str, dict[str, float]]) -> 
         rejected_passed=count(False, True),
         rejected_failed=count(False, False),
         unverifiable=len(verified) - len(decided),
-        first_passed=sum(_passed(r, "first") for r in verified),
-        final_passed=sum(_passed(r, "final") for r in verified),
-        fixed=sum(r.verified("first") is False and _passed(r, "final") for r in verified),
-        broken=sum(_passed(r, "first") and r.verified("final") is False for r in verified),
-        tokens=sum(r.usage[role].total_tokens for r in records for role in ROLES if role in r.usage),
+        first_passed=sum(r.verified_first is True for r in verified),
+        final_passed=sum(r.verified_final is True for r in verified),
+        fixed=sum(r.verified_first is False and r.verified_final is True for r in verified),
+        broken=sum(r.verified_first is True and r.verified_final is False for r in verified),
+        tokens=sum(r.tokens for r in runs),
         cost=None if None in costs else sum(costs),
     )
 
@@ -181,14 +206,15 @@ def summary_fields(judgement: Judgement | None) -> dict[str, Any]:
     }
 
 
-def judge_groups(records: Iterable[RunRecord], key: Callable[[RunRecord], Hashable],
-                 prices: dict[str, dict[str, float]]) -> dict[Hashable, Judgement]:
-    """One judgement per ``key`` of the records, sorted by key; groups with no verified run are left out."""
-    groups: dict[Hashable, list[RunRecord]] = {}
-    for record in records:
-        groups.setdefault(key(record), []).append(record)
-    judged = {k: judge(group, prices) for k, group in sorted(groups.items())}
-    return {k: j for k, j in judged.items() if j is not None}
+def judge_groups(items: Iterable[T], key: Callable[[T], Hashable], prices: dict[str, dict[str, float]],
+                 of: Callable[[T, dict[str, dict[str, float]]], Judged] = judged) -> dict[Hashable, Judgement]:
+    """One judgement per ``key`` of the items (records, or what ``of`` reads a ``Judged`` from),
+    sorted by key; groups with no verified run are left out."""
+    groups: dict[Hashable, list[Judged]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(of(item, prices))
+    judged_groups = {k: judge_all(group) for k, group in sorted(groups.items())}
+    return {k: j for k, j in judged_groups.items() if j is not None}
 
 
 def ranked(judgements: dict[Hashable, Judgement]) -> list[tuple[Hashable, Judgement]]:

@@ -41,14 +41,30 @@ def price_of(model: str | None, prices: dict[str, dict[str, float]]) -> dict[str
     return prices.get(model) or prices.get(model.partition(":")[2])
 
 
-def run_cost(record: RunRecord, prices: dict[str, dict[str, float]]) -> float | None:
-    """Estimated USD of one run (worker + grader); ``None`` when a model has no price."""
+Billed = tuple[tuple[str | None, int, int], ...]
+"""Per role (``ROLES``): its model, and the input and output tokens billed to it."""
+
+
+def billed(record: RunRecord) -> Billed:
+    """What a run was billed, per role (a role without usage: none)."""
+    usage = record.usage
+    return tuple(
+        (getattr(record, role).model, *((usage[role].input_tokens, usage[role].output_tokens) if role in usage else (0, 0)))
+        for role in ROLES
+    )
+
+
+def cost_of(bill: Billed, prices: dict[str, dict[str, float]]) -> float | None:
+    """Estimated USD of a ``billed`` run (worker + grader); ``None`` when a model has no price."""
     total = 0.0
-    for role in ROLES:
-        price = price_of(getattr(record, role).model, prices)
+    for model, input_tokens, output_tokens in bill:
+        price = price_of(model, prices)
         if price is None:
             return None
-        usage = record.usage.get(role)
-        if usage is not None:
-            total += (usage.input_tokens * price["input"] + usage.output_tokens * price["output"]) / 1e6
+        total += (input_tokens * price["input"] + output_tokens * price["output"]) / 1e6
     return total
+
+
+def run_cost(record: RunRecord, prices: dict[str, dict[str, float]]) -> float | None:
+    """Estimated USD of one run (worker + grader); ``None`` when a model has no price."""
+    return cost_of(billed(record), prices)

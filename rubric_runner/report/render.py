@@ -33,11 +33,9 @@ from .columns import (
     run_filters,
     run_rows,
 )
-from .prices import run_cost
 from .runs import Run
 from .stats import by_group, matrix, stats, task_key
 from .summary import verdict_line
-from .trails import script_json, trail
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -83,11 +81,10 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def tables(runs: list[Run], rows: list[dict[str, Any]], groups: list[dict[str, Any]],
-           prices: dict[str, dict[str, float]]) -> dict[str, Table]:
-    """The reports' tables: ``groups``, ``matrix`` (when there are tasks or models to compare), ``runs``
-    (``rows``: the ``run_row`` of each run), and ``judges`` and ``graders`` (when some run was verified)."""
-    has_tasks = any(run.record.task_id for run in runs) or len({task_key(run) for run in runs}) > 1
+def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> dict[str, Table]:
+    """The reports' tables: ``groups``, ``matrix`` (when there are tasks or models to compare), ``runs``,
+    and ``judges`` and ``graders`` (when some run was verified)."""
+    has_tasks = any(run.task_id for run in runs) or len({task_key(run) for run in runs}) > 1
     models, task_rows = matrix(runs, groups)
     found = {
         "groups": Table("groups", GROUP_COLUMNS, groups),
@@ -95,10 +92,10 @@ def tables(runs: list[Run], rows: list[dict[str, Any]], groups: list[dict[str, A
                         options={"task": []}, paged=True),
         "runs": Table(
             "runs", tuple(c for c in RUN_COLUMNS if has_tasks or not c.tasks_only),
-            run_rows(runs, rows, groups, lambda run: run_cost(run.record, prices)), filters=run_filters,
+            run_rows(runs, groups, prices), filters=run_filters,
             options={
                 "group": [(g["group"], f"{g['worker']} / {g['grader']} / {g['rubric']}") for g in groups],
-                "status": [(status, status) for status in sorted({run.record.status.value for run in runs})],
+                "status": [(status, status) for status in sorted({run.status.value for run in runs})],
                 "task": [],
             },
             paged=True,
@@ -106,23 +103,23 @@ def tables(runs: list[Run], rows: list[dict[str, Any]], groups: list[dict[str, A
     }
     if not has_tasks and len(models) < 2:
         del found["matrix"]
-    judges, graders = judge_rows([run.record for run in runs], prices)
+    judges, graders = judge_rows(runs, prices)
     if judges:
         found.update(judges=Table("judges", JUDGE_COLUMNS, judges), graders=Table("graders", GRADER_COLUMNS, graders))
     return found
 
 
-def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], rows: list[dict[str, Any]],
-           prices: dict[str, dict[str, float]], progress: str | None = None) -> list[str]:
-    """The reports (``report.md``, ``report.html``) of ``jobs`` and their ``runs`` (``rows``: the
-    ``run_row`` of each), found under ``root``; ``progress`` says how far they have come while they still run."""
+def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], prices: dict[str, dict[str, float]],
+           progress: str | None = None) -> list[str]:
+    """The reports (``report.md``, ``report.html``) of ``jobs`` and their ``runs``, found under ``root``;
+    ``progress`` says how far they have come while they still run."""
     groups = by_group(runs, prices)
     context = {
         "root": root, "verdict": verdict_line(jobs, runs, None), "progress": progress, "overall": stats(runs, prices),
-        "groups": groups, "tables": tables(runs, rows, groups, prices), "chart": chart(groups),
+        "groups": groups, "tables": tables(runs, groups, prices), "chart": chart(groups),
         "criteria": [(g, Table(f"criteria-{g['group']}", CRITERIA_COLUMNS, g["criteria"])) for g in groups],
         "spend": spend_lines([job.record for job in jobs]),
     }
     if any(name.endswith(".html") for name in templates):
-        context["trails"] = Markup(script_json([trail(run.record) for run in runs]))
+        context["trails"] = Markup("[" + ",".join([run.trail for run in runs]) + "]")
     return [environment().get_template(name).render(context) for name in templates]

@@ -12,32 +12,25 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..records import RunRecord, Status
-from .prices import ROLES, price_of, run_cost
+from ..records import Status
+from .prices import price_of
 from .runs import Run
-
 
 UNDONE = frozenset({Status.RUNNING, Status.NOT_RUN, Status.BUDGET_EXCEEDED, Status.INTERRUPTED})
 """Runs left to finish later (still going, kept from it by a budget, or interrupted): the matrix does
 not count them as a model missing the task."""
 
 
-def _graded(record: RunRecord) -> list[Any]:
-    return [e for e in record.evaluations if e.criteria]
-
-
-def _criteria(records: list[RunRecord]) -> list[dict[str, Any]]:
+def _criteria(runs: list[Run]) -> list[dict[str, Any]]:
     """Per criterion name: passes on each run's first and final graded pass."""
     table: dict[str, dict[str, Any]] = {}
-    for record in records:
-        graded = _graded(record)
-        if not graded:
+    for run in runs:
+        if run.criteria is None:
             continue
-        for when, evaluation in (("first", graded[0]), ("final", graded[-1])):
-            for criterion in evaluation.criteria:
-                name = criterion.name.strip()
+        for when, criteria in zip(("first", "final"), run.criteria):
+            for name, passed in criteria:
                 row = table.setdefault(name, {"name": name, "first": [0, 0], "final": [0, 0]})
-                row[when][0] += criterion.passed
+                row[when][0] += passed
                 row[when][1] += 1
     return list(table.values())
 
@@ -46,23 +39,16 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def group_key(record: RunRecord) -> tuple[str, str, str]:
-    """(worker model, grader model, rubric name) of a run; ``?`` where unknown. A follow-up turn
-    groups apart from first turns, its rubric shown as ``code (turn 2)``."""
-    rubric = record.rubric.name or "?"
-    return record.worker.model or "?", record.grader.model or "?", f"{rubric} (turn {record.turn})" if record.turn else rubric
-
-
 def task_key(run: Run) -> tuple[str, str]:
     """(rubric, task) of a run: what makes two runs the same task (a follow-up turn's rubric as in its group)."""
-    return group_key(run.record)[2], run.task
+    return run.group[2], run.task
 
 
 def _per_task(runs: list[Run]) -> dict[str, Any]:
     """Tasks, pass@k (satisfied at least once), pass^k (satisfied every time), and k (runs per task)."""
     by_task: dict[tuple[str, str], list[bool]] = {}
     for run in runs:
-        by_task.setdefault(task_key(run), []).append(run.record.status is Status.SATISFIED)
+        by_task.setdefault(task_key(run), []).append(run.status is Status.SATISFIED)
     sizes = sorted({len(outcomes) for outcomes in by_task.values()})
     return {
         "tasks": len(by_task),
@@ -74,35 +60,34 @@ def _per_task(runs: list[Run]) -> dict[str, Any]:
 
 def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The numbers the reports show for a set of runs (labelled with the first run's group)."""
-    records = [run.record for run in runs]
-    satisfied = [r for r in records if r.status is Status.SATISFIED]
+    satisfied = [r for r in runs if r.status is Status.SATISFIED]
     iterations = [r.iterations for r in satisfied]
-    costs = [run_cost(r, prices) for r in records]
+    costs = [r.cost(prices) for r in runs]
     priced = None not in costs
-    tokens = {role: [r.usage[role].total_tokens if role in r.usage else 0 for r in records] for role in ROLES}
-    models = {getattr(r, role).model for r in records for role in ROLES}
-    worker, grader, rubric = group_key(records[0])
+    tokens = {"worker": [r.worker_tokens for r in runs], "grader": [r.grader_tokens for r in runs]}
+    models = {model for r in runs for model, _, _ in r.billed}
+    worker, grader, rubric = runs[0].group
     return {
         "worker": worker,
         "grader": grader,
         "rubric": rubric,
         **_per_task(runs),
-        "runs": len(records),
+        "runs": len(runs),
         "satisfied": len(satisfied),
-        "satisfied_rate": len(satisfied) / len(records),
+        "satisfied_rate": len(satisfied) / len(runs),
         "mean_iterations": _mean(iterations),
         "iterations": dict(sorted(Counter(iterations).items())),
-        "max_iterations": max(r.grader.max_iterations or 0 for r in records),
-        "outcomes": dict(Counter(r.status.value for r in records).most_common()),
-        "verdicts": dict(Counter(e.result for r in records for e in r.evaluations).most_common()),
-        "criteria": _criteria(records),
+        "max_iterations": max(r.max_iterations for r in runs),
+        "outcomes": dict(Counter(r.status.value for r in runs).most_common()),
+        "verdicts": dict(Counter(verdict for r in runs for verdict in r.verdicts).most_common()),
+        "criteria": _criteria(runs),
         "tokens": {role: sum(values) for role, values in tokens.items()},
         "tokens_per_run": {role: _mean(values) for role, values in tokens.items()},
         "cost": sum(c for c in costs if c is not None) if priced else None,
         "cost_per_run": _mean([c for c in costs if c is not None]) if priced else None,
         "unpriced": sorted(m for m in models if m and price_of(m, prices) is None),
-        "wall_seconds": sum(r.wall_seconds or 0 for r in records),
-        "wall_per_run": _mean([r.wall_seconds or 0 for r in records]),
+        "wall_seconds": sum(r.wall_seconds or 0 for r in runs),
+        "wall_per_run": _mean([r.wall_seconds or 0 for r in runs]),
     }
 
 
@@ -110,7 +95,7 @@ def by_group(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[dict[
     """One ``stats`` per (worker, grader, rubric), sorted; each with its number as ``group``."""
     groups: dict[tuple[str, str, str], list[Run]] = {}
     for run in runs:
-        groups.setdefault(group_key(run.record), []).append(run)
+        groups.setdefault(run.group, []).append(run)
     return [{**stats(members, prices), "group": number} for number, (_, members) in enumerate(sorted(groups.items()))]
 
 
@@ -132,16 +117,16 @@ def matrix(runs: list[Run], groups: list[dict[str, Any]]) -> tuple[list[str], li
     column = {name: i for i, name in enumerate(models)}
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
-        key = group_key(run.record)
+        key = run.group
         rubric, task = task_key(run)
         row = rows.setdefault((rubric, task), {"rubric": rubric, "task": task, "cells": [None] * len(models)})
         i = column[model(*key[:2])]
         cell = row["cells"][i] = row["cells"][i] or {"satisfied": 0, "undone": 0, "runs": 0, "worst": Status.SATISFIED,
                                                       "group": number[key]}
-        cell["satisfied"] += run.record.status is Status.SATISFIED
-        cell["undone"] += run.record.status in UNDONE
+        cell["satisfied"] += run.status is Status.SATISFIED
+        cell["undone"] += run.status in UNDONE
         cell["runs"] += 1
-        cell["worst"] = max(cell["worst"], run.record.status, key=lambda status: status.severity)
+        cell["worst"] = max(cell["worst"], run.status, key=lambda status: status.severity)
     for row in rows.values():
         row["missed_by"] = [models[i] for i, cell in enumerate(row["cells"]) if cell and cell["satisfied"] + cell["undone"] < cell["runs"]]
     return models, list(rows.values())

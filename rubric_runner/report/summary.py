@@ -12,14 +12,15 @@ import io
 import json
 import os
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..records import Job, RunRecord, Status, satisfied_rate
+from ..records import Job, Status, satisfied_rate
 from .judge import SUMMARY_FIELDS as JUDGE_FIELDS
-from .judge import judge, summary_fields
+from .judge import judge_all, summary_fields
 from .prices import load_prices
-from .runs import Run, expand
+from .runs import Run, expand, record_row
 
 SUMMARY_JSONL = "summary.jsonl"
 SUMMARY_CSV = "summary.csv"
@@ -36,43 +37,20 @@ TASK_FIELDS = (
 )
 
 
-def _record_row(record: RunRecord) -> dict[str, Any]:
-    usage, error = record.usage, record.error
-    return {
-        "worker": record.worker.model,
-        "grader": record.grader.model,
-        "rubric": record.rubric.name,
-        "turn": record.turn or 1,
-        "status": record.status.value,
-        "exit_code": record.exit_code,
-        "iterations": record.iterations,
-        "worker_tokens": usage["worker"].total_tokens if "worker" in usage else 0,
-        "grader_tokens": usage["grader"].total_tokens if "grader" in usage else 0,
-        "cache_hits": sum(counts.cached_calls for counts in usage.values()),
-        "wall_seconds": record.wall_seconds,
-        "error": f"{error.type}: {error.message}" if error else "",
-        "run_dir": record.run_dir,
-        "verified_first": record.verified("first"),
-        "verified_final": record.verified("final"),
-    }
-
-
 def run_row(run: Run) -> dict[str, Any]:
     """One run's row: its job, task and repeat, what ran, how it ended, tokens, wall time, where it is."""
-    row = _record_row(run.record)
-    return {key: row.get(key) for key in TASK_FIELDS} | {
-        "job": run.job.job, "task_id": run.record.task_id, "repeat": run.record.repeat, "reused": int(run.reused),
-    }
+    own = {"job": run.job.job, "status": run.status.value, "reused": int(run.reused)}
+    return {key: own[key] if key in own else getattr(run, key) for key in TASK_FIELDS}
 
 
 def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
     """One job's row: as its record says (a multi-task job's status is its worst task's), with its
     ``runs``, how many of them ended ``satisfied``, and its grader's figures against verification."""
-    row = _record_row(job.record)
+    row = record_row(job.record)
     return {key: row.get(key) for key in SUMMARY_FIELDS} | {
         "job": job.job, "overrides": list(job.record.overrides), "reused": job.reused,
-        "runs": len(runs), "satisfied": sum(run.record.status is Status.SATISFIED for run in runs),
-    } | summary_fields(judge([run.record for run in runs], prices))
+        "runs": len(runs), "satisfied": sum(run.status is Status.SATISFIED for run in runs),
+    } | summary_fields(judge_all([run.judged(prices) for run in runs]))
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -86,11 +64,11 @@ _JSON = json.JSONEncoder(ensure_ascii=False)
 """``json.dumps(row, ensure_ascii=False)`` without making an encoder for each row."""
 
 
-def _jsonl(rows: list[dict[str, Any]]) -> str:
+def _jsonl(rows: Iterable[dict[str, Any]]) -> str:
     return "".join(_JSON.encode(row) + "\n" for row in rows)
 
 
-def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
+def _csv(rows: Iterable[dict[str, Any]], fields: tuple[str, ...]) -> str:
     out = io.StringIO(newline="")
     writer = csv.writer(out)
     writer.writerow(fields)
@@ -101,19 +79,18 @@ def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
 
 
 def write_summary(root: Path, jobs: list[Job], runs: list[Run] | None = None,
-                  prices_path: str | Path | None = None, rows: list[dict[str, Any]] | None = None) -> list[Path]:
-    """The per-job and per-run summary files in ``root`` (``runs``: ``expand(jobs)``; ``rows``: their
-    ``run_row``; costs from the price table at ``prices_path``, else conf/prices.yaml); returns their paths."""
+                  prices_path: str | Path | None = None) -> list[Path]:
+    """The per-job and per-run summary files in ``root`` (``runs``: ``expand(jobs)``; costs from the
+    price table at ``prices_path``, else conf/prices.yaml); returns their paths."""
     runs = expand(jobs) if runs is None else runs
     prices = load_prices(prices_path)
     by_job: dict[int, list[Run]] = {}
     for run in runs:
         by_job.setdefault(id(run.job), []).append(run)
     job_rows = [job_row(job, by_job.get(id(job), []), prices) for job in jobs]
-    rows = [run_row(run) for run in runs] if rows is None else rows
     files = {
         SUMMARY_JSONL: _jsonl(job_rows), SUMMARY_CSV: _csv(job_rows, SUMMARY_FIELDS),
-        TASKS_JSONL: _jsonl(rows), TASKS_CSV: _csv(rows, TASK_FIELDS),
+        TASKS_JSONL: _jsonl(map(run_row, runs)), TASKS_CSV: _csv(map(run_row, runs), TASK_FIELDS),
     }
     for name, text in files.items():
         write_atomic(root / name, text)
@@ -123,14 +100,14 @@ def write_summary(root: Path, jobs: list[Job], runs: list[Run] | None = None,
 def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None) -> str:
     """One line: how many runs ended how (in how many jobs, when that differs), the satisfied rate,
     and the threshold if any."""
-    statuses: list[Status] = [run.record.status for run in runs]
+    statuses: list[Status] = [run.status for run in runs]
     counts = Counter(status.value for status in statuses)
     parts = ", ".join(f"{n} {status}" for status, n in counts.most_common())
     line = f"{len(runs)} run{'' if len(runs) == 1 else 's'}"
     if len(jobs) != len(runs):
         line += f" in {len(jobs)} job{'' if len(jobs) == 1 else 's'}"
     line += f": {parts}; satisfied rate {satisfied_rate(statuses):.1%}"
-    cache_hits = sum(counts.cached_calls for run in runs for counts in run.record.usage.values())
+    cache_hits = sum(run.cache_hits for run in runs)
     reused = sum(run.reused for run in runs)
     if cache_hits or reused:
         line += f"; cache hits {cache_hits}, reused {reused}"
@@ -142,12 +119,13 @@ def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None) -> 
 def progress_line(jobs: list[Job], runs: list[Run], jobs_total: int | None, runs_total: int | None) -> str:
     """``3 of 6 jobs done, 47 runs done`` (of one job: ``47 of 120 runs done``): how far a sweep or a
     run still going has come."""
-    def done(items: list[Any], total: int | None, noun: str) -> str:
-        finished = sum(item.record.status is not Status.RUNNING for item in items)
+    def done(statuses: list[Status], total: int | None, noun: str) -> str:
+        finished = sum(status is not Status.RUNNING for status in statuses)
         if total:
-            return f"{finished} of {max(total, len(items))} {noun}s done"
+            return f"{finished} of {max(total, len(statuses))} {noun}s done"
         return f"{finished} {noun}{'' if finished == 1 else 's'} done"
 
+    run_statuses = [run.status for run in runs]
     if len(jobs) == 1 and jobs_total == 1:
-        return done(runs, runs_total, "run")
-    return f"{done(jobs, jobs_total, 'job')}, {done(runs, runs_total, 'run')}"
+        return done(run_statuses, runs_total, "run")
+    return f"{done([job.record.status for job in jobs], jobs_total, 'job')}, {done(run_statuses, runs_total, 'run')}"
