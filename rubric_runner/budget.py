@@ -18,7 +18,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from .config import Config, ConfigError
-from .records import BudgetInfo, LimitHit, RunRecord, Status
+from .records import BudgetInfo, LimitHit, RunRecord
 from .report.prices import PRICES_FILE, PriceError, load_prices, price_of, run_cost
 
 LEDGER_FILE = "spend.sqlite"
@@ -151,42 +151,9 @@ class Budgets:
 
     def progress(self) -> str:
         """Spend so far against each budget, for the console's progress line."""
-        return "  ".join(f"{info.scope} budget {_spent(info)}" for info in self.infos())
+        return "  ".join(f"{info.scope} budget {info.spent()}" for info in self.infos())
 
     def close(self) -> None:
         """Close the ledgers."""
         for budget in self.budgets:
             budget.ledger.close()
-
-
-def _spent(info: BudgetInfo) -> str:
-    """``12,345/20,000 tokens, 0.0123/0.0500 USD``: the spend against each cap of a budget."""
-    parts = []
-    if info.tokens is not None:
-        parts.append(f"{info.spent_tokens:,}/{info.tokens:,} tokens")
-    if info.usd is not None:
-        spent = "n/a" if info.spent_usd is None else f"{info.spent_usd:.4f}"  # n/a: a price table that changed
-        parts.append(f"{spent}/{info.usd:.4f} USD")
-    return ", ".join(parts)
-
-
-def spend_lines(records: list[RunRecord]) -> list[str]:
-    """What the budgets of these runs allowed, what was spent, and what the budgets left undone."""
-    lines = []
-    sweep = [info for record in records for info in record.budgets if info.scope == "sweep"]
-    if sweep:  # every job books into one ledger: the job that ended last saw the most of it
-        info = max(sweep, key=lambda info: info.spent_tokens)
-        lines.append(f"Sweep budget: spent {_spent(info)}{' (reached)' if info.reached else ''}")
-    runs = [info for record in records for info in record.budgets if info.scope == "run"]
-    if len(runs) == 1:
-        lines.append(f"Run budget: spent {_spent(runs[0])}{' (reached)' if runs[0].reached else ''}")
-    elif runs:
-        reached = sum(info.reached for info in runs)
-        tokens = sum(info.spent_tokens for info in runs)
-        lines.append(f"Run budgets: {tokens:,} tokens spent by {len(runs)} runs, {reached} of them reached their budget")
-    rows = [row.status for record in records for row in (record.tasks or [record])]
-    not_run, cut_short = rows.count(Status.NOT_RUN), rows.count(Status.BUDGET_EXCEEDED)
-    if not_run or cut_short:
-        lines.append(f"Left undone by the budget: {not_run} task(s) not run, {cut_short} cut short"
-                     " (resume with a larger budget to finish them)")
-    return lines

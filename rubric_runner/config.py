@@ -9,7 +9,6 @@ import threading
 from dataclasses import dataclass, field, is_dataclass
 from datetime import datetime
 from enum import StrEnum
-from pathlib import Path
 from typing import Any, Dict, List, Optional, get_type_hints
 from urllib.parse import urlsplit
 
@@ -17,12 +16,9 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from .environment import POSTGRES_URL_ENV, job_env
+from .paths import CONF_DIR, DATA_DIR
+from .redaction import secret_entries
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-CONF_DIR = next(
-    (p for p in (PACKAGE_DIR / "conf", PACKAGE_DIR.parent / "conf") if p.is_dir()),
-    PACKAGE_DIR.parent / "conf",
-)
 
 
 class ConfigError(ValueError):
@@ -256,9 +252,6 @@ class Config:
     tags: List[str] = field(default_factory=list)
 
 
-DATA_DIR = PACKAGE_DIR / "data"
-
-
 def _package_data(relative: str) -> str:
     """Resolver ``${package_data:suites/find_duplicates.yaml}``: a file shipped with rubric_runner."""
     return str(DATA_DIR / relative)
@@ -301,27 +294,6 @@ def compose(overrides: list[str], return_hydra_config: bool = False) -> DictConf
     register_configs()
     with _COMPOSING, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return hydra_compose(config_name="config", overrides=list(overrides), return_hydra_config=return_hydra_config)
-
-
-SECRET_WORDS = ("api_key", "apikey", "secret", "password", "access_token", "authorization")
-
-
-def is_secret_key(name: str) -> bool:
-    """Whether a config key's name says its value is a credential."""
-    return any(word in str(name).lower() for word in SECRET_WORDS)
-
-
-def secret_entries(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    """``(full key, value)`` of each secret-named entry anywhere in ``data`` (plain dicts and lists)."""
-    if isinstance(data, list):
-        return [entry for index, item in enumerate(data) for entry in secret_entries(item, f"{prefix}[{index}]")]
-    if not isinstance(data, dict):
-        return []
-    found = []
-    for key, value in data.items():
-        full = f"{prefix}.{key}" if prefix else str(key)
-        found += [(full, value)] if is_secret_key(key) else secret_entries(value, full)
-    return found
 
 
 def _unknown_keys(node: DictConfig, schema: type, prefix: str = "") -> list[tuple[str, list[str]]]:

@@ -12,7 +12,8 @@ from hydra.errors import (
 )
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from .config import ConfigError, is_secret_key
+from .config import ConfigError
+from .redaction import is_secret_key
 
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 

@@ -13,12 +13,32 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .config import is_secret_key, secret_entries
 from .environment import POSTGRES_URL_ENV
 
 SECRET_ENV = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)$")
 MIN_SECRET_CHARS = 8
 REDACTED = "[REDACTED]"
+
+SECRET_WORDS = ("api_key", "apikey", "secret", "password", "access_token", "authorization")
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether a config key's name says its value is a credential."""
+    return any(word in str(name).lower() for word in SECRET_WORDS)
+
+
+def secret_entries(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """``(full key, value)`` of each secret-named entry anywhere in ``data`` (plain dicts and lists)."""
+    if isinstance(data, list):
+        return [entry for index, item in enumerate(data) for entry in secret_entries(item, f"{prefix}[{index}]")]
+    if not isinstance(data, dict):
+        return []
+    found = []
+    for key, value in data.items():
+        full = f"{prefix}.{key}" if prefix else str(key)
+        found += [(full, value)] if is_secret_key(key) else secret_entries(value, full)
+    return found
+
 
 _RUN_SECRETS: ContextVar[tuple[str, ...] | None] = ContextVar("rubric_runner_secrets", default=None)
 """The secrets of the run this code works for, read from the environment as it started."""

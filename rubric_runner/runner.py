@@ -8,12 +8,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from .budget import spend_lines
 from .config import ConfigError, validate
 from .console import Console
 from .events import event_log
 from .extensions import notify_run_end
 from .records import EVENTS_FILE, RESULT_FILE, RunRecord, now, write_record
+from .report.summary import spend_lines
 from .redaction import redact_override
 from .runtime import run_coroutine
 from .sandbox import isolation_setting

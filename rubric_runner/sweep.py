@@ -107,8 +107,8 @@ class SweepSummary(Callback):
         if self.sweep is None:
             self.code = ExitCode.USAGE
             return self.code
-        from .budget import spend_lines
         from .report import expand, verdict_line, write_all
+        from .report.summary import spend_lines
         from .report.live import sweep_lock
 
         sweep = self.sweep

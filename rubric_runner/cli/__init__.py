@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..config import CONF_DIR
+from ..paths import CONF_DIR
 from ..records import ExitCode
 
 HELP = """rubric_runner: run deepagents' RubricMiddleware loop from config.

@@ -190,6 +190,16 @@ class BudgetInfo(_Model):
     """Estimated at the price table's rates; null when a model has no price."""
     reached: bool = False
 
+    def spent(self) -> str:
+        """``12,345/20,000 tokens, 0.0123/0.0500 USD``: the spend against each cap."""
+        parts = []
+        if self.tokens is not None:
+            parts.append(f"{self.spent_tokens:,}/{self.tokens:,} tokens")
+        if self.usd is not None:
+            spent = "n/a" if self.spent_usd is None else f"{self.spent_usd:.4f}"  # n/a: a price table that changed
+            parts.append(f"{spent}/{self.usd:.4f} USD")
+        return ", ".join(parts)
+
 
 class ModelInfo(_Model):
     """What ran as the worker (and, with more fields, as the grader)."""

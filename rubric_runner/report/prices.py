@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from ..config import CONF_DIR
+from ..paths import CONF_DIR
 from ..records import RunRecord
 
 PRICES_FILE = CONF_DIR / "prices.yaml"

@@ -16,7 +16,6 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from ..budget import spend_lines
 from ..records import Job
 from .columns import (
     CRITERIA_COLUMNS,
@@ -35,7 +34,7 @@ from .columns import (
 )
 from .runs import Run
 from .stats import by_group, matrix, stats, task_key
-from .summary import verdict_line
+from .summary import spend_lines, verdict_line
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
