@@ -99,7 +99,8 @@ def crash_record(run_dir: Path, error: ErrorInfo, partial: RunRecord | None = No
 def load_record(run_dir: Path) -> RunRecord:
     """The run's ``result.json``, or a crash record saying why there is no final one."""
     try:
-        data = (run_dir / RESULT_FILE).read_bytes()
+        with open(os.path.join(run_dir, RESULT_FILE), "rb") as file:
+            data = file.read()
         if not data:
             message = "result.json is empty: the run claimed its dir and its process died (or it is still going)"
             return crash_record(run_dir, ErrorInfo(type=UNFINISHED, message=message))
@@ -163,14 +164,14 @@ def find_run_dirs(root: Path) -> list[Path]:
 
 def turn_dirs(record_dir: Path) -> list[Path]:
     """The dirs of the follow-up turns on a record's thread, in turn order."""
-    found = [entry for entry in _entries(record_dir / TURNS_DIR)
+    found = [entry for entry in _entries(os.path.join(record_dir, TURNS_DIR))
              if entry.name.isdigit() and os.path.isfile(os.path.join(entry.path, RESULT_FILE))]
     return [record_dir / TURNS_DIR / entry.name for entry in sorted(found, key=lambda entry: int(entry.name))]
 
 
 def record_dirs(run_dir: Path) -> list[Path]:
     """The dirs of a run's own records: the run dir, and each task dir of a multi-task run."""
-    names = sorted(entry.name for entry in _entries(run_dir / TASKS_DIR) if entry.is_dir())
+    names = sorted(entry.name for entry in _entries(os.path.join(run_dir, TASKS_DIR)) if entry.is_dir())
     return [run_dir, *(run_dir / TASKS_DIR / name for name in names)]
 
 

@@ -81,14 +81,12 @@ class Column:
         if self.markup is not None:
             content = self.markup(row)
         else:
-            content = _escape(self.html(row) if self.html else self.text(row))
-            badge = self.badge(row) if self.badge else None
-            if badge:
+            content = _escape((self.html or self.text)(row))
+            if self.badge is not None and (badge := self.badge(row)):
                 content = f'<span class="status {badge}">{content}</span>'
-            link = self.link(row) if self.link else None
-            if link:
+            if self.link is not None and (link := self.link(row)):
                 content = f'<a href="{_escape(link)}">{content}</a>'
-        sort = self.sort(row) if self.sort else None
+        sort = None if self.sort is None else self.sort(row)
         if sort is None:
             return f"<td>{content}</td>"
         if isinstance(sort, (int, float)):
@@ -102,6 +100,8 @@ _HTML_SPECIAL = re.compile(r"[&<>'\"]")
 
 def _escape(value: Any) -> str:
     """``escape(value)``, without its cost where there is nothing to escape (most of a big table's cells)."""
+    if type(value) is int:
+        return str(value)
     text = value if isinstance(value, str) else str(value)
     return escape(value) if _HTML_SPECIAL.search(text) else text
 
@@ -335,6 +335,9 @@ GRADER_COLUMNS = (
 def judge_rows(runs: list[Run], prices: dict[str, dict[str, float]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The judges table's rows and the graders table's; none when no run was verified. A grader is a
     ``judge.grader_key``: graders of one model in a regrade stay apart."""
+    if all(run.verified_outcome is None for run in runs):
+        return [], []
+
     def grader(run: Run) -> tuple[str, str]:
         return run.group[1], run.regrade_overrides
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 
 from ..records import ExitCode, collect, sweep_exit_code
+from ..records.store import gc_paused
 from . import PriceError, expand, verdict_line, write_all
 
 
+@gc_paused()
 def main(args: argparse.Namespace) -> int:
     """Write the summary files and reports of a sweep or run dir; exit 4 below ``--fail-under`` (a
     fraction of runs: tasks x repeats)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..records import TASKS_DIR, UNFINISHED, CheckOutcome, Job, LimitHit, RunRecord, Status, load_record
 from ..records.store import gc_paused
-from .judge import Judged
+from .judge import Judged, Judgement, judge_all
 from .prices import Billed, billed, cost_of
 from .trails import script_json, trail
 
@@ -117,6 +117,13 @@ class Run:
         )
 
 
+def judge_runs(runs: list[Run], prices: dict[str, dict[str, float]]) -> Judgement | None:
+    """The judgement of ``runs``; None when none of them was verified."""
+    if all(run.verified_outcome is None for run in runs):
+        return None
+    return judge_all([run.judged(prices) for run in runs])
+
+
 class _Shared(dict):
     """One object for equal values across runs (names, verdicts, groups): 10,000 runs hold few copies."""
 
@@ -152,15 +159,17 @@ def _run(index: int, job: Job, record: RunRecord, reused: bool, shared: _Shared)
 
 
 def _task_dirs(job: Job) -> list[Path]:
-    root = Path(job.record.run_dir or ".") / TASKS_DIR
+    root = os.path.join(job.record.run_dir or ".", TASKS_DIR)
     if job.record.tasks:
-        return [root / f"{row.task_id}-r{row.repeat}" for row in job.record.tasks]
-    try:
-        with os.scandir(root) as entries:
-            names = [entry.name for entry in entries if entry.is_dir()]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return [root / name for name in sorted(names, key=_task_order)]
+        names = [f"{row.task_id}-r{row.repeat}" for row in job.record.tasks]
+    else:
+        try:
+            with os.scandir(root) as entries:
+                names = sorted((entry.name for entry in entries if entry.is_dir()), key=_task_order)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+    root_path = Path(root)
+    return [root_path / name for name in names]
 
 
 def _task_order(name: str) -> tuple[str, int]:

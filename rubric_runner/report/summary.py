@@ -18,9 +18,9 @@ from typing import Any
 
 from ..records import Job, RunRecord, Status, satisfied_rate
 from .judge import SUMMARY_FIELDS as JUDGE_FIELDS
-from .judge import judge_all, summary_fields
+from .judge import summary_fields
 from .prices import load_prices
-from .runs import Run, expand, record_row
+from .runs import Run, expand, judge_runs, record_row
 
 SUMMARY_JSONL = "summary.jsonl"
 SUMMARY_CSV = "summary.csv"
@@ -50,7 +50,7 @@ def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]]) -> d
     return {key: row.get(key) for key in SUMMARY_FIELDS} | {
         "job": job.job, "overrides": list(job.record.overrides), "reused": job.reused,
         "runs": len(runs), "satisfied": sum(run.status is Status.SATISFIED for run in runs),
-    } | summary_fields(judge_all([run.judged(prices) for run in runs]))
+    } | summary_fields(judge_runs(runs, prices))
 
 
 def write_atomic(path: Path, text: str) -> None:
