@@ -125,7 +125,7 @@ def judge_runs(runs: list[Run], prices: dict[str, dict[str, float]]) -> Judgemen
 
 
 class _Shared(dict):
-    """One object for equal values across runs (names, verdicts, groups): 10,000 runs hold few copies."""
+    """One object for equal values across runs (models, criteria, verdicts, groups): 10,000 runs hold few copies."""
 
     def __call__(self, value: Any) -> Any:
         return self.setdefault(value, value)
@@ -145,14 +145,14 @@ def _run(index: int, job: Job, record: RunRecord, reused: bool, shared: _Shared)
     final = record.verification.final if record.verification else None
     row = record_row(record)
     del row["status"]
-    for key in ("worker", "grader", "rubric", "error", "run_dir"):
+    for key in ("worker", "grader", "rubric"):
         row[key] = shared(row[key])
     return Run(
         index=index, job=job, reused=reused, task=task, task_id=record.task_id, repeat=record.repeat,
         group=shared(group_key(record)), **row, status=record.status,
         verified_outcome=final.outcome if final else None, max_iterations=record.grader.max_iterations or 0,
         verdicts=shared(tuple(shared(e.result) for e in record.evaluations)), criteria=_criteria(record, shared),
-        billed=shared(billed(record)), limit=record.limit,
+        billed=billed(record), limit=record.limit,
         regrade_overrides=shared(" ".join(record.overrides)) if record.regraded_from else "",
         trail=script_json(trail(record)),
     )
