@@ -240,3 +240,23 @@ def test_ten_thousand_runs_report_is_bounded_and_opens_and_filters_in_chromium(t
     assert removed.count("seen") == added.count("found") == 9
     assert not re.sub("seen", "", removed).strip() and not re.sub("found", "", added).strip(" )")
     assert seconds < 60, f"chromium took {seconds:.1f} s to open run 9998 of 10,000"
+
+
+def test_reports_hold_what_they_read_of_each_task_not_its_record(tmp_path):
+    """A report of 10,000 tasks holds every task at once: about 2 KB each here, not its record (about 12 KB)."""
+    import tracemalloc
+
+    from rubric_runner.records import collect
+    from rubric_runner.report import expand
+
+    write_task_sweep(tmp_path, jobs=1, tasks=500)
+    jobs = collect(tmp_path)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        runs = expand(jobs)
+        per_run = (tracemalloc.get_traced_memory()[0] - before) / len(runs)
+    finally:
+        tracemalloc.stop()
+    assert len(runs) == 500 and runs[0].trail.startswith('{"passes":')
+    assert per_run < 4000, f"each run of a report holds {per_run:.0f} bytes"
