@@ -52,8 +52,9 @@ class InlineSqliteSaver(SqliteSaver):
                 cur.execute(f"DELETE FROM {table} WHERE thread_id = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)", keep)
 
 
-async def keep_latest(saver: Any, graph: Any, thread_id: str) -> bool:
-    """Cut a finished thread's checkpoints down to its latest state, which stays readable and continuable.
+async def keep_latest(saver: Any, graph: Any, thread_id: str, values: dict[str, Any] | None = None) -> bool:
+    """Cut a finished thread's checkpoints down to its latest state (``values``, when the caller has read
+    them already), which stays readable and continuable.
 
     The messages and files of a deepagents thread are delta channels, rebuilt from the writes of
     every earlier step; so a new latest checkpoint holding them whole is saved first, then the
@@ -65,7 +66,8 @@ async def keep_latest(saver: Any, graph: Any, thread_id: str) -> bool:
     latest = await saver.aget_tuple(config)
     if latest is None:
         return False
-    values = (await graph.aget_state(config)).values
+    if values is None:
+        values = (await graph.aget_state(config)).values
     versions = dict(latest.checkpoint["channel_versions"])
     deltas = [name for name, channel in graph.channels.items() if isinstance(channel, DeltaChannel) and name in versions]
     if any(name not in values for name in deltas):

@@ -236,13 +236,14 @@ class Session:
             return result
         write_record(task_dir / RESULT_FILE, result)
         self.active[key] = (result, end_task)
+        values = None
         if self.multi:
             log.info("task_start", thread_id=result.thread_id, resumed=result.resumed)
         try:
             if self.stop is not None:
                 self.stop.check()
             with task_trace(result, task.id, repeat, task.message):  # a LangSmith trace of its own, while tracing is on
-                await self._execute(task, repeat, result, task_dir, log, console)
+                values = await self._execute(task, repeat, result, task_dir, log, console)
         except LimitExceeded as exc:
             result.stop(exc.status, exc.hit)
             log.warning(exc.status.value, limit=exc.hit.model_dump())
@@ -257,19 +258,22 @@ class Session:
         self.active.pop(key, None)
         end_task()
         if result.status.terminal and self.config.run.keep_checkpoints == KeepCheckpoints.latest:
-            await self._keep_latest_checkpoint(result.thread_id, log)
+            await self._keep_latest_checkpoint(result.thread_id, log, values)
         return result
 
-    async def _keep_latest_checkpoint(self, thread_id: str, log: Any) -> None:
-        """Cut a finished task's thread to its latest checkpoint; a failure leaves the thread readable, the task as it ended."""
+    async def _keep_latest_checkpoint(self, thread_id: str, log: Any, values: dict[str, Any] | None) -> None:
+        """Cut a finished task's thread to its latest checkpoint (``values``: its state, when the task read it
+        as it ended); a failure leaves the thread readable, the task as it ended."""
         from .checkpoints import keep_latest
 
         try:
-            await keep_latest(self.saver, self.agent, thread_id)
+            await keep_latest(self.saver, self.agent, thread_id, values)
         except Exception as exc:
             log.warning("checkpoint_cut_failed", thread_id=thread_id, error=ErrorInfo.of(exc).model_dump())
 
-    async def _execute(self, task: Task, repeat: int, result: RunRecord, task_dir: Path, log: Any, console: Console) -> None:
+    async def _execute(self, task: Task, repeat: int, result: RunRecord, task_dir: Path, log: Any,
+                       console: Console) -> dict[str, Any]:
+        """Run the task's rubric loop and record how it ended; returns the thread's state values as it ended."""
         from langchain_core.messages import HumanMessage, messages_to_dict
 
         from .grading import TaskGrading, final_status
@@ -303,7 +307,7 @@ class Session:
             raise guard.expire() from None
         finally:
             recorder.forget_calls()  # a call a limit refused, or one cut off by the deadline, never ends
-            values = (await self.agent.aget_state(run_config)).values
+            values = state = (await self.agent.aget_state(run_config)).values
             messages = values.get("messages", [])
             write_json(task_dir / TRANSCRIPT_FILE, {"thread_id": result.thread_id, "messages": messages_to_dict(messages)})
             result.final_answer = final_answer(messages)
@@ -322,6 +326,7 @@ class Session:
             result.error = ErrorInfo(type="NoVerdict", message="the grader never returned a verdict")
         if result.status.terminal and self.checks.get(task.id):
             await self._verify(self.checks[task.id], result, messages, log, console)
+        return state
 
     async def _verify(self, checks: list[Check], result: RunRecord, messages: list[Any], log: Any, console: Console) -> None:
         """Run the task's hidden checks on the first and the final answer; record and log what they found."""
