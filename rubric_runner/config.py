@@ -20,7 +20,6 @@ from .paths import CONF_DIR, DATA_DIR
 from .redaction import secret_entries
 
 
-
 class ConfigError(ValueError):
     """A user-fixable problem with the config: names the key and the fix."""
 

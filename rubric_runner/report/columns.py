@@ -338,12 +338,9 @@ def judge_rows(runs: list[Run], prices: dict[str, dict[str, float]]) -> tuple[li
     if all(run.verified_outcome is None for run in runs):
         return [], []
 
-    def grader(run: Run) -> tuple[str, str]:
-        return run.group[1], run.regrade_overrides
-
     def key(run: Run) -> tuple[str, tuple[str, str], str]:
         worker, _, rubric = run.group
-        return worker, grader(run), rubric
+        return worker, run.grader_key, rubric
 
     judged = judge_groups(runs, key, prices, Run.judged)
     judges = [{"worker": worker, "grader": grader_label(grader), "rubric": rubric, "judgement": judgement}
@@ -351,6 +348,6 @@ def judge_rows(runs: list[Run], prices: dict[str, dict[str, float]]) -> tuple[li
     graders = [
         {"rank": rank, "grader": grader_label(grader), "judgement": judgement,
          "workers": ", ".join(sorted({worker for worker, of, _ in judged if of == grader}))}
-        for rank, (grader, judgement) in enumerate(ranked(judge_groups(runs, grader, prices, Run.judged)), 1)
+        for rank, (grader, judgement) in enumerate(ranked(judge_groups(runs, lambda run: run.grader_key, prices, Run.judged)), 1)
     ]
     return judges, graders

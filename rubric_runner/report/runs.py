@@ -18,7 +18,7 @@ from typing import Any
 
 from ..records import TASKS_DIR, UNFINISHED, CheckOutcome, Job, LimitHit, RunRecord, Status, load_record
 from ..records.store import gc_paused
-from .judge import Judged, Judgement, judge_all
+from .judge import Judged, Judgement, grader_key, judge_all
 from .prices import Billed, billed, cost_of
 from .trails import script_json, trail
 
@@ -99,8 +99,8 @@ class Run:
     """The first and the final pass that graded criteria; None when none did."""
     billed: Billed
     limit: LimitHit | None
-    regrade_overrides: str
-    """For a regrade, its overrides (``judge.grader_key``); else empty."""
+    grader_key: tuple[str, str]
+    """``judge.grader_key`` of the record: who judged the run."""
     trail: str
     """The verdict trail report.html draws (``trails.trail``), as page-safe JSON."""
 
@@ -153,7 +153,7 @@ def _run(index: int, job: Job, record: RunRecord, reused: bool, shared: _Shared)
         verified_outcome=final.outcome if final else None, max_iterations=record.grader.max_iterations or 0,
         verdicts=shared(tuple(shared(e.result) for e in record.evaluations)), criteria=_criteria(record, shared),
         billed=billed(record), limit=record.limit,
-        regrade_overrides=shared(" ".join(record.overrides)) if record.regraded_from else "",
+        grader_key=shared(grader_key(record)),
         trail=script_json(trail(record)),
     )
 
