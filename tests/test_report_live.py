@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+from rubric_runner.report import live
+
 from conftest import ROOT, cli_process, verdict, write_script
 from many_runs import write_task_sweep
 
@@ -61,6 +63,20 @@ def test_multi_task_run_refreshes_its_own_report_while_it_runs(tmp_path):
     assert proc.returncode == 0, stderr
     md = _text(run_dir / "report.md")
     assert "In progress" not in md and "8 runs in 1 job: 8 satisfied" in md
+
+
+def test_a_run_refreshes_its_own_report_in_a_child_process(tmp_path, monkeypatch):
+    write_task_sweep(tmp_path, jobs=1, tasks=20)
+    run_dir = tmp_path / "0"
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("the run's own process read its records for a refresh")
+
+    monkeypatch.setattr(live, "collect", not_here)  # what a refresh reads stays out of the run's memory
+    reports = live.RunReports(run_dir, 30, None)
+    reports._refresh()
+    assert "**In progress: 20 of 30 runs done.**" in _text(run_dir / "report.md")
+    assert reports.last["seconds"] > 0
 
 
 REFRESH = """

@@ -4,7 +4,8 @@ refreshed as its tasks end; both marked as in progress until the end.
 A refresh reads only the records on disk and writes each file whole (temp file and rename), so a
 reader never sees half a file. It happens at most every ``REFRESH_SECONDS``, and more seldom when
 it takes long itself (so it costs at most about a fifth of the time), since each one reads every
-record again.
+record again. A run's own refreshes are made by a child process (``python -m
+rubric_runner.report.live RUN_DIR TOTAL [PRICES]``), so what they read never stays in the run's memory.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..paths import PACKAGE_DIR
 from ..records import collect
 from . import Live, write_all
 
@@ -65,8 +69,8 @@ def refresh_sweep(sweep_dir: Path, prices: str | None, since: str | None, jobs_t
 
 
 class RunReports:
-    """A multi-task run's own summary and reports in its run dir: refreshed in a background thread
-    as its tasks end (``task_ended``), and written final by ``close`` once its record is."""
+    """A multi-task run's own summary and reports in its run dir: refreshed as its tasks end
+    (``task_ended``) by a child process, and written final by ``close`` once its record is."""
 
     def __init__(self, run_dir: Path, total: int, prices: str | None) -> None:
         self.run_dir = run_dir
@@ -75,24 +79,42 @@ class RunReports:
         self.last: dict[str, float] = {"at": time.time()}
         self.thread: threading.Thread | None = None
 
-    def _write(self, live: Live | None) -> None:
+    def _refresh(self) -> None:
+        """Write the files marked as in progress, in a child process; wait for it to end."""
         started = time.time()
+        command = [sys.executable, "-m", __name__, str(self.run_dir), str(self.total), *([self.prices] if self.prices else [])]
+        # the child imports this very package (as from a source tree not installed) and, in a
+        # session of its own, is not stopped by the Ctrl-C meant for the run
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")]))}
         try:
-            write_all(self.run_dir, collect(self.run_dir), prices=self.prices, live=live)
-        except Exception as exc:  # a report must never end the run it reports on
-            print(f"warning: the run's report in {self.run_dir} was not written: {type(exc).__name__}: {exc}",
-                  file=sys.stderr, flush=True)
+            subprocess.run(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+        except OSError as exc:
+            print(f"warning: the run's report in {self.run_dir} was not refreshed: {exc}", file=sys.stderr, flush=True)
         self.last = {"at": started, "seconds": time.time() - started}
 
     def task_ended(self) -> None:
         """A task has its record: refresh, unless a refresh is under way or was just done."""
         if (self.thread is None or not self.thread.is_alive()) and _due(self.last, time.time()):
             self.last = {**self.last, "at": time.time()}
-            self.thread = threading.Thread(target=self._write, args=(Live(jobs=1, runs=self.total),), daemon=True)
+            self.thread = threading.Thread(target=self._refresh, daemon=True)
             self.thread.start()
 
     def close(self) -> None:
         """The run's record is final: wait for a refresh under way, then write the final files."""
         if self.thread is not None:
             self.thread.join()
-        self._write(None)
+        write_run(self.run_dir, self.prices, None)
+
+
+def write_run(run_dir: Path, prices: str | None, live: Live | None) -> None:
+    """A run's own summary and reports (``live``: marked as in progress); a failure is printed, not raised:
+    a report must never end the run it reports on."""
+    try:
+        write_all(run_dir, collect(run_dir), prices=prices, live=live)
+    except Exception as exc:
+        print(f"warning: the run's report in {run_dir} was not written: {type(exc).__name__}: {exc}",
+              file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    write_run(Path(sys.argv[1]), sys.argv[3] if len(sys.argv) > 3 else None, Live(jobs=1, runs=int(sys.argv[2])))
