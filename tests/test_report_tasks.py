@@ -260,3 +260,27 @@ def test_reports_hold_what_they_read_of_each_task_not_its_record(tmp_path):
         tracemalloc.stop()
     assert len(runs) == 500 and runs[0].trail.startswith('{"passes":')
     assert per_run < 4000, f"each run of a report holds {per_run:.0f} bytes"
+
+
+def test_reports_are_written_as_they_are_drawn_not_held_whole(tmp_path):
+    """Writing report.md and report.html holds less than the two files' size: each is streamed to
+    disk a few hundred rows at a time (holding them whole took over twice their size)."""
+    import tracemalloc
+
+    from rubric_runner.records import collect
+    from rubric_runner.report import expand, write_reports
+
+    write_task_sweep(tmp_path, jobs=2, tasks=500)
+    jobs = collect(tmp_path)
+    runs = expand(jobs)
+    write_reports(tmp_path, jobs[:1], runs[:2])  # templates compiled outside the measurement
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        paths = write_reports(tmp_path, jobs, runs)
+        held = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    size = sum(path.stat().st_size for path in paths)
+    assert "<tr data-group=" in paths[1].read_text() and held < size, f"held {held:,} bytes to write {size:,}"

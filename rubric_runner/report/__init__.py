@@ -43,8 +43,8 @@ def write_reports(root: Path, jobs: list[Job], runs: list[Run], prices_path: str
 
     prices = load_prices(prices_path)
     paths = [root / REPORT_MD, root / REPORT_HTML]
-    for path, text in zip(paths, render([path.name for path in paths], root, jobs, runs, prices, progress)):
-        write_atomic(path, text)
+    for path, stream in zip(paths, render([path.name for path in paths], root, jobs, runs, prices, progress)):
+        write_atomic(path, stream)
     return paths
 
 

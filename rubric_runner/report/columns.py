@@ -10,7 +10,7 @@ template.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -132,19 +132,21 @@ class Table:
         """The columns report.html shows."""
         return [c for c in self.columns if c.web]
 
-    def md_body(self) -> str:
-        """The Markdown table's rows, a line each."""
+    def md_rows(self) -> Iterator[str]:
+        """The Markdown table's rows, a line each, drawn as they are written."""
         columns = self.md_columns()
-        return "".join(["| " + " | ".join([c.md_cell(row) for c in columns]) + " |\n" for row in self.rows])
+        for row in self.rows:
+            yield "| " + " | ".join([c.md_cell(row) for c in columns]) + " |\n"
 
-    def html_body(self) -> Markup:
-        """The HTML table's ``<tr>`` elements, each with its filters' values as ``data-*`` attributes."""
+    def html_rows(self) -> Iterator[Markup]:
+        """The HTML table's ``<tr>`` elements, a line each, drawn as they are written; each has its
+        filters' values as ``data-*`` attributes."""
         columns = self.web_columns()
-        rows = []
+        separator = ""
         for row in self.rows:
             data = "".join([f' data-{key}="{_escape(value)}"' for key, value in self.filters(row).items()])
-            rows.append(f"<tr{data}>{''.join([c.html_cell(row) for c in columns])}</tr>")
-        return Markup("\n".join(rows))
+            yield Markup(f"{separator}<tr{data}>{''.join([c.html_cell(row) for c in columns])}</tr>")
+            separator = "\n"
 
 
 def filtered(**values: Any) -> str:

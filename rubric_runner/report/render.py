@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from markupsafe import Markup
+from jinja2.environment import TemplateStream
 
 from ..records import Job
 from .columns import (
@@ -37,6 +37,8 @@ from .stats import by_group, matrix, stats, task_key
 from .summary import spend_lines, verdict_line
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+STREAM_PIECES = 256
+"""A rendered report is written this many template pieces at a time."""
 
 
 @cache
@@ -109,8 +111,9 @@ def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict
 
 
 def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], prices: dict[str, dict[str, float]],
-           progress: str | None = None) -> list[str]:
-    """The reports (``report.md``, ``report.html``) of ``jobs`` and their ``runs``, found under ``root``;
+           progress: str | None = None) -> list[TemplateStream]:
+    """The reports (``report.md``, ``report.html``) of ``jobs`` and their ``runs``, found under ``root``,
+    each rendered as it is written (``TemplateStream.dump``), so no report is held whole;
     ``progress`` says how far they have come while they still run."""
     groups = by_group(runs, prices)
     context = {
@@ -120,5 +123,8 @@ def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], p
         "spend": spend_lines([job.record for job in jobs]),
     }
     if any(name.endswith(".html") for name in templates):
-        context["trails"] = Markup("[" + ",".join([run.trail for run in runs]) + "]")
-    return [environment().get_template(name).render(context) for name in templates]
+        context["trails"] = [run.trail for run in runs]
+    streams = [environment().get_template(name).stream(context) for name in templates]
+    for stream in streams:
+        stream.enable_buffering(STREAM_PIECES)
+    return streams

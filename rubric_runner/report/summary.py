@@ -53,10 +53,16 @@ def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]]) -> d
     } | summary_fields(judge_runs(runs, prices))
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all: a reader (or a second writer) never sees half a file."""
+def write_atomic(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``path`` (``text``, or its pieces as they come) whole or not at all: a reader (or a second
+    writer) never sees half a file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    try:
+        with open(tmp, "w", encoding="utf-8") as file:
+            file.writelines([text] if isinstance(text, str) else text)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
 
 
