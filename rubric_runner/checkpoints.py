@@ -91,16 +91,13 @@ async def _drop_all_but(saver: Any, thread_id: str, checkpoint_id: str, versions
     """Delete what a thread holds beyond checkpoint ``checkpoint_id``, its writes and the blobs of its ``versions``."""
     if isinstance(saver, InlineSqliteSaver):
         saver.drop_all_but(thread_id, checkpoint_id)
-    elif isinstance(saver, InMemorySaver):
-        namespaces = saver.storage.get(thread_id, {})
-        for namespace in list(namespaces):
-            for kept_id in list(namespaces[namespace]):
-                if (namespace, kept_id) != ("", checkpoint_id):
-                    del namespaces[namespace][kept_id]
-        for key in [key for key in saver.writes if key[0] == thread_id and key[1:] != ("", checkpoint_id)]:
-            del saver.writes[key]
-        for key in [key for key in saver.blobs if key[0] == thread_id and (key[1] != "" or versions.get(key[2]) != key[3])]:
-            del saver.blobs[key]
+    elif isinstance(saver, InMemorySaver):  # only this thread's entries: every blob is a version some checkpoint names
+        for namespace, checkpoints in saver.storage.get(thread_id, {}).items():
+            for dropped_id in [kept_id for kept_id in checkpoints if (namespace, kept_id) != ("", checkpoint_id)]:
+                for channel, version in saver.serde.loads_typed(checkpoints.pop(dropped_id)[0])["channel_versions"].items():
+                    if namespace != "" or versions.get(channel) != version:
+                        saver.blobs.pop((thread_id, namespace, channel, version), None)
+                saver.writes.pop((thread_id, namespace, dropped_id), None)
     else:  # PostgreSQL: one transaction, on the saver's connection (langgraph has no public call for this)
         kept = (thread_id, checkpoint_id)
         async with saver._cursor() as cur, cur.connection.transaction():

@@ -84,13 +84,19 @@ def test_keep_latest_leaves_one_checkpoint_that_reads_and_continues_as_the_whole
     config = {"configurable": {"thread_id": "t"}}
 
     async def main() -> None:
-        await graph.ainvoke({"messages": [HumanMessage("go")], "rubric": "- c"}, config)
-        before = (await graph.aget_state(config)).values
+        other = {"configurable": {"thread_id": "u"}}
+        for thread in (config, other):
+            await graph.ainvoke({"messages": [HumanMessage("go")], "rubric": "- c"}, thread)
+        before, other_before = [(await graph.aget_state(thread)).values for thread in (config, other)]
+        other_steps = len([c async for c in checkpointer.alist(other)])
         assert len([c async for c in checkpointer.alist(config)]) > 5
         assert await keep_latest(checkpointer, graph, "t") is True
         (kept,) = [c async for c in checkpointer.alist(config)]
-        if saver == "memory":  # no blob is left that the kept checkpoint does not read
-            assert {key[2:] for key in checkpointer.blobs} <= set(kept.checkpoint["channel_versions"].items())
+        if saver == "memory":  # no blob or write is left of the thread that the kept checkpoint does not read
+            assert {key[2:] for key in checkpointer.blobs if key[0] == "t"} <= set(kept.checkpoint["channel_versions"].items())
+            assert {key[2] for key in checkpointer.writes if key[0] == "t"} <= {kept.config["configurable"]["checkpoint_id"]}
+        assert len([c async for c in checkpointer.alist(other)]) == other_steps  # another thread is left as it was
+        assert (await graph.aget_state(other)).values == other_before
         after = (await graph.aget_state(config)).values
         assert after == before and after["files"]["/a.md"]
         # a follow-up turn on the cut thread sees the whole conversation and grades anew

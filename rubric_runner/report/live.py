@@ -83,8 +83,8 @@ class RunReports:
         """Write the files marked as in progress, in a child process; wait for it to end."""
         started = time.time()
         command = [sys.executable, "-m", __name__, str(self.run_dir), str(self.total), *([self.prices] if self.prices else [])]
-        # the child imports this very package (as from a source tree not installed) and, in a
-        # session of its own, is not stopped by the Ctrl-C meant for the run
+        # the child imports this very package, even from a source tree not installed; in a session
+        # of its own, it is not stopped by the Ctrl-C meant for the run
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH")]))}
         try:
             subprocess.run(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)

@@ -113,7 +113,7 @@ def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict
 def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], prices: dict[str, dict[str, float]],
            progress: str | None = None) -> list[TemplateStream]:
     """The reports (``report.md``, ``report.html``) of ``jobs`` and their ``runs``, found under ``root``,
-    each rendered as it is written (``TemplateStream.dump``), so no report is held whole;
+    each a stream of its text, drawn as it is written, so no report is held whole;
     ``progress`` says how far they have come while they still run."""
     groups = by_group(runs, prices)
     context = {
