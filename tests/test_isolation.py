@@ -4,7 +4,8 @@ The matrix (tests/hostile.py) runs under ``auto`` and ``namespaces`` in this pro
 as an ordinary user: an account created for the tests (when pytest runs as root) running Debian's
 python3 through ``setpriv`` on a copy of the sandbox package it can read. Every case must leave the
 starting process unreached (no connection, datagram, signal, file in the home dir, read secret or
-key) and end in bounded time with nothing left running.
+key) and end in bounded time with nothing left running. The offline demo, and a multi-task run whose
+report a child process refreshes, run as that user too.
 """
 
 from __future__ import annotations
@@ -421,12 +422,17 @@ def installed_for_user(ordinary_user):
     return prefix, f"{view / 'checkout'}:{view / 'site'}"
 
 
-def _cli_as_user(user: OrdinaryUser, installed, *args: str, path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess:
-    """``python3 -m rubric_runner ARGS`` as the ordinary user, in its scratch dir."""
+def _cli_for_user(user: OrdinaryUser, installed, *args: str, path: str = "/usr/bin:/bin") -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of ``python3 -m rubric_runner ARGS`` as the ordinary user."""
     prefix, pythonpath = installed
     env = {**user.env(path), "PYTHONPATH": pythonpath, "RUBRIC_RUNNER_PLUGINS": ""}
-    return subprocess.run([*prefix, *user.command("-m", "rubric_runner", *args)], env=env, cwd=user.tree / "scratch",
-                          capture_output=True, text=True, timeout=300)
+    return [*prefix, *user.command("-m", "rubric_runner", *args)], env
+
+
+def _cli_as_user(user: OrdinaryUser, installed, *args: str, path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess:
+    """``python3 -m rubric_runner ARGS`` as the ordinary user, in its scratch dir."""
+    command, env = _cli_for_user(user, installed, *args, path=path)
+    return subprocess.run(command, env=env, cwd=user.tree / "scratch", capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (scripts/setup installs it as root)")
@@ -459,6 +465,30 @@ def test_the_offline_demo_is_refused_for_an_ordinary_user_without_bubblewrap(ord
     assert len(outputs) == 2 and all(output.startswith(refusal) for output in outputs)
     doctor = _cli_as_user(ordinary_user, installed_for_user, "doctor", path=NO_BWRAP)
     assert doctor.returncode == 1 and INSTALL_FIX in doctor.stdout.splitlines()[-1], doctor.stdout + doctor.stderr
+
+
+def test_an_ordinary_users_run_refreshes_its_report_in_a_child_process(ordinary_user, installed_for_user):
+    scratch = ordinary_user.tree / "scratch"
+    ok = verdict("satisfied", ("c", True))
+    script = write_script(scratch / "slow.yaml", [{"content": "answer", "latency": 1.5}], [ok])
+    data = scratch / "tasks.jsonl"
+    data.write_text("".join(json.dumps({"id": f"t{i}", "task": f"do {i}"}) + "\n" for i in range(6)))
+    run_dir = scratch / "tasks"
+    command, env = _cli_for_user(ordinary_user, installed_for_user, "worker=scripted", "grader=scripted", "run.console=false",
+                                 "~grader.tools.count_syllables", "~rubric.verify.count_syllables",  # plugins are not loaded here
+                                 f"worker.script={script}", f"grader.script={script}", f"rubric.dataset={data}",
+                                 "run.concurrency=1", f"hydra.run.dir={run_dir}")
+    proc = subprocess.Popen(command, env=env, cwd=scratch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and "In progress" not in seen and time.monotonic() < deadline:
+        time.sleep(0.1)
+        seen = (run_dir / "report.md").read_text() if (run_dir / "report.md").exists() else ""
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "warning" not in stderr, stdout + stderr
+    assert "**In progress: " in seen and " of 6 runs done.**" in seen
+    assert (run_dir / "report.md").stat().st_uid == ordinary_user.uid
+    assert "6 runs in 1 job: 6 satisfied" in (run_dir / "report.md").read_text()
 
 
 def test_the_config_offers_exactly_the_sandbox_modes():
