@@ -15,6 +15,8 @@ import gc
 import json
 import os
 import platform
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -290,6 +292,31 @@ def bench_concurrency(tmp: Path, repeats: int) -> dict:
     }
 
 
+def instructions_run(tmp: str, tasks: int) -> None:
+    """What ``bench_instructions`` counts: a warm-up, then ``tasks`` no-latency tasks at concurrency 16
+    (memory checkpoints, no hidden checks)."""
+    _multi_task_run(Path(tmp), "warm", 4, 4, 0.0, "run.checkpointer=memory", UNVERIFIED)
+    _multi_task_run(Path(tmp), f"tasks-{tasks}", tasks, 16, 0.0, "run.checkpointer=memory", UNVERIFIED)
+
+
+def bench_instructions(tmp: Path) -> dict:
+    """Instructions per task, counted by callgrind over a whole process: a run of 80 tasks against one
+    of 16, so start-up cancels out. Where timings are noisy, this count repeats to the instruction."""
+    if shutil.which("valgrind") is None:
+        return {"skipped": "valgrind is not installed"}
+    counts = {}
+    for tasks in (16, 80):
+        code = f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import run; run.instructions_run({str(tmp)!r}, {tasks})"
+        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp / f'callgrind.{tasks}'}", PYTHON, "-c", code],
+                              env={**ENV, "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
+        found = re.search(r"Collected : (\d+)", proc.stderr)
+        if proc.returncode != 0 or found is None:
+            raise RuntimeError(f"callgrind of {tasks} tasks failed:\n{proc.stderr[-3000:]}")
+        counts[tasks] = int(found.group(1))
+    return {"instructions_16_tasks": counts[16], "instructions_80_tasks": counts[80],
+            "m_instructions_per_task": round((counts[80] - counts[16]) / 64 / 1e6, 2)}
+
+
 def bench_cache(tmp: Path, repeats: int) -> dict:
     """The 64-task run again with the response cache: how much faster, how many model calls."""
     cache = tmp / "cache.sqlite"
@@ -469,8 +496,6 @@ def disk_per_task(run_dir: Path, tasks: int) -> dict:
 def _unstart(run_dir: Path, every: int) -> int:
     """Remove every ``every``-th task dir of a finished run, as if the run had stopped before those
     tasks started; how many were removed."""
-    import shutil
-
     removed = sorted((run_dir / "tasks").iterdir())[::every]
     for task_dir in removed:
         shutil.rmtree(task_dir)
@@ -585,7 +610,8 @@ def bench_report(tmp: Path, repeats: int) -> dict:
     return rows
 
 
-BENCHES = ("startup", "overhead", "concurrency", "cache", "memory", "sweep", "sandbox", "checkpoint_bytes", "scale", "report")
+BENCHES = ("startup", "overhead", "concurrency", "instructions", "cache", "memory", "sweep", "sandbox", "checkpoint_bytes", "scale",
+           "report")
 
 
 def _table(results: dict) -> str:
@@ -623,6 +649,8 @@ def main() -> None:
                 results["benchmarks"][name] = bench_overhead(tmp, max(15, args.repeats))
             elif name == "concurrency":
                 results["benchmarks"][name] = bench_concurrency(tmp, max(3, args.repeats // 2))
+            elif name == "instructions":
+                results["benchmarks"][name] = bench_instructions(tmp)
             elif name == "cache":
                 results["benchmarks"][name] = bench_cache(tmp, args.repeats)
             elif name == "memory":
