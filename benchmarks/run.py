@@ -346,7 +346,6 @@ import json, sys
 sys.path.insert(0, {bench!r})
 import run as bench
 from pathlib import Path
-from typing import Any
 
 def kib(field):
     return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field))
