@@ -395,7 +395,7 @@ def test_the_doctor_says_what_works_here(tmp_path):
     if os.getuid() == 0:
         assert (missing.returncode, missing.stdout.splitlines()[-1]) == (0, "auto: namespaces")
     else:
-        assert missing.returncode == 1 and f"auto: refuses to run code: " in missing.stdout and INSTALL_FIX in missing.stdout
+        assert missing.returncode == 1 and "auto: refuses to run code: " in missing.stdout and INSTALL_FIX in missing.stdout
 
 
 # --- the offline demo, as an ordinary user -------------------------------------------------------------

@@ -36,7 +36,7 @@ def test_preflight_names_the_role_and_the_address_nothing_answers_at(tmp_path, f
 
 def test_preflight_names_the_models_a_server_lists(tmp_path, fake_keys):
     with FakeServer("openai") as server:
-        result, _ = run_in_process(tmp_path, f"worker.model=openai:qwen2.5-coder", f"worker.base_url={server.base_url}",
+        result, _ = run_in_process(tmp_path, "worker.model=openai:qwen2.5-coder", f"worker.base_url={server.base_url}",
                                    *model_overrides("grader", server))
     assert (result.exit_code, result.error.key) == (2, "worker.model")
     assert f"the server at {server.base_url} does not serve 'qwen2.5-coder' (it lists local-model)" in result.error.message
