@@ -95,7 +95,8 @@ def compose(overrides: list[str]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from rubric_runner.config import CONF_DIR, register_configs
+    from rubric_runner.config.compose import register_configs
+    from rubric_runner.paths import CONF_DIR
 
     register_configs()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -110,11 +111,11 @@ def bench_overhead(tmp: Path, repeats: int) -> dict:
     """rubric_runner.run() in-process versus create_deep_agent + RubricMiddleware called directly."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from rubric_runner.builtin_tools import run_test_suite
-    from rubric_runner.config import DATA_DIR
-    from rubric_runner.runner import execute as run
-    from rubric_runner.scripted import ScriptedChatModel, load_script
-    from rubric_runner.tools import bind_settings
+    from rubric_runner.loop.launch import execute as run
+    from rubric_runner.models.scripted import ScriptedChatModel, load_script
+    from rubric_runner.paths import DATA_DIR
+    from rubric_runner.tools.builtin import run_test_suite
+    from rubric_runner.tools.registry import bind_settings
 
     warnings.simplefilter("ignore")
     from deepagents import RubricMiddleware, create_deep_agent
@@ -181,7 +182,7 @@ def bench_startup(repeats: int) -> dict:
 
 
 def _multi_task_run(tmp: Path, name: str, tasks: int, concurrency: int, latency: float, *extra: str):
-    from rubric_runner.runner import execute as run
+    from rubric_runner.loop.launch import execute as run
 
     script = latency_script(tmp / f"{name}.yaml", latency)
     data = dataset(tmp / f"{name}.jsonl", tasks)
@@ -199,7 +200,7 @@ def _bare_concurrent(tasks: int, concurrency: int, latency: float) -> float:
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from rubric_runner.scripted import ScriptedChatModel
+    from rubric_runner.models.scripted import ScriptedChatModel
 
     warnings.simplefilter("ignore")
     from deepagents import RubricMiddleware, create_deep_agent
@@ -391,7 +392,7 @@ def bench_sweep(tmp: Path) -> dict:
 
 def bench_sandbox(repeats: int) -> dict:
     """Sandbox start-up per call, by isolation backend: the demo's pytest file, and a one-case table."""
-    from rubric_runner.config import DATA_DIR
+    from rubric_runner.paths import DATA_DIR
     from rubric_runner.sandbox import Limits, isolation_setting, run_cases, run_pytest, unavailable
 
     solution = yaml.safe_load((DATA_DIR / "scripts" / "code.yaml").read_text())["second_attempt"]
@@ -429,7 +430,7 @@ def scripted_task_run(run_dir: Path, tasks: int, concurrency: int = 32, *extra: 
 
     Other benchmarks reuse it for a large run dir to read (``report`` on a 10,000-task run).
     """
-    from rubric_runner.runner import execute as run
+    from rubric_runner.loop.launch import execute as run
 
     script = latency_script(run_dir.parent / f"{run_dir.name}.yaml", 0.0)
     data = dataset(run_dir.parent / f"{run_dir.name}.jsonl", tasks)
@@ -445,7 +446,7 @@ def measured_task_run(run_dir: str, tasks: int, *extra: str) -> dict:
     """``scripted_task_run`` after a warm-up, with its wall time and this process's RSS before and at
     peak; and the part of each spent on the tasks (``Session.run_tasks``: running them, or skipping
     them on resume), before the run's record and its final reports are written."""
-    from rubric_runner.session import Session
+    from rubric_runner.loop.session import Session
 
     run_dir = Path(run_dir)
     scripted_task_run(run_dir.parent / f"warm-{time.monotonic_ns()}", 4, 4)  # imports and first-use caches
@@ -549,8 +550,8 @@ def bench_checkpoint_bytes(tmp: Path) -> dict:
     """Checkpoint bytes of one realistic task, keeping every step's checkpoint and only the latest."""
     import sqlite3
 
+    from rubric_runner.loop.launch import execute as run
     from rubric_runner.records import TRANSCRIPT_FILE
-    from rubric_runner.runner import execute as run
 
     script = realistic_script(tmp / "realistic.yaml")
     rows: dict = {}

@@ -6,7 +6,7 @@
 
 from typing import Any
 
-from .hookspecs import hookimpl
+from .plugins.hookspecs import hookimpl
 
 __all__ = ["hookimpl", "run"]
 __version__ = "0.1.0"

@@ -7,8 +7,9 @@ from pathlib import Path
 import yaml
 from omegaconf import OmegaConf, open_dict
 
-from .config import ConfigError, compose
-from .hydra_errors import describe
+from .config.compose import compose
+from .config.hydra_errors import describe
+from .errors import ConfigError
 from .records import RunRecord
 from .redaction import config_secrets, redact, redact_override
 
@@ -27,7 +28,7 @@ def run(overrides: list[str] | None = None, run_dir: str | Path | None = None) -
     on at once in threads: each writes only its own files. Ctrl-C (KeyboardInterrupt) records the
     run as interrupted, then goes on up.
     """
-    from .runner import claim_run_dir, execute
+    from .loop.launch import claim_run_dir, execute
 
     overrides = list(overrides or [])
     try:

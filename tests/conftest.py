@@ -16,9 +16,10 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
-from rubric_runner.config import CONF_DIR, register_configs
-from rubric_runner.models import API_KEY_ENV
-from rubric_runner.runner import execute as run
+from rubric_runner.config.compose import register_configs
+from rubric_runner.config.environment import API_KEY_ENV
+from rubric_runner.loop.launch import execute as run
+from rubric_runner.paths import CONF_DIR
 
 register_configs()
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +36,7 @@ def offline_env(monkeypatch):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", BUNDLED_PLUGINS)
     # each test's fake servers are new, though a port may be one an earlier test's server had
-    monkeypatch.setattr("rubric_runner.strategies.PROBED", {})
+    monkeypatch.setattr("rubric_runner.grader.strategies.PROBED", {})
 
 
 @pytest.fixture

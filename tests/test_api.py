@@ -11,9 +11,9 @@ from datetime import datetime
 
 import pytest
 import structlog
+from conftest import read_events, scripted_overrides, verdict, write_script
 
 import rubric_runner
-from conftest import read_events, scripted_overrides, verdict, write_script
 from rubric_runner.api import ComposeError
 from rubric_runner.records import RunRecord, Status
 

@@ -14,10 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import compose_config, run_cli
+
 from rubric_runner.cli import run_command
-from rubric_runner.runner import execute as run
+from rubric_runner.loop.launch import execute as run
 
 SCRIPTED = ("worker=scripted", "grader=scripted")
 LINE = re.compile(r"error: (?P<key>\S+): .+ \(.+\)")

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import cli_process, run_cli, run_scripted, verdict, write_dataset, write_script
-from rubric_runner.checkpoints import InlineSqliteSaver, keep_latest
+
 from rubric_runner.cli import run_command
+from rubric_runner.loop.checkpoints import InlineSqliteSaver, keep_latest
 
 NOTE = "x" * 4000
 STEPS = 12
@@ -64,7 +64,7 @@ def test_a_many_step_task_keeps_checkpoint_bytes_of_its_final_state(tmp_path):
 def _graph(checkpointer, worker: list[dict]):
     from deepagents import RubricMiddleware, create_deep_agent
 
-    from rubric_runner.scripted import ScriptedChatModel
+    from rubric_runner.models.scripted import ScriptedChatModel
 
     grader = ScriptedChatModel(model="scripted:g", turns=[verdict("needs_revision", ("c", False)), verdict("satisfied", ("c", True)),
                                                            verdict("satisfied", ("c", True))])

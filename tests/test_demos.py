@@ -7,11 +7,11 @@ import json
 import re
 
 import pytest
+from conftest import compose_config, read_events
 
 import rubric_runner
-from conftest import compose_config, read_events
 from rubric_runner.cli import run_command
-from rubric_runner.runner import execute as run
+from rubric_runner.loop.launch import execute as run
 
 
 def _demo(tmp_path, rubric: str):

@@ -33,14 +33,15 @@ from pathlib import Path
 from typing import get_type_hints
 
 import pytest
+import readme
+from conftest import BUNDLED_PLUGINS
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-import readme
-from conftest import BUNDLED_PLUGINS
-from rubric_runner import hookspecs
-from rubric_runner.config import CONF_DIR, Config
-from rubric_runner.environment import API_KEY_ENV
+from rubric_runner.config.environment import API_KEY_ENV
+from rubric_runner.config.schema import Config
+from rubric_runner.paths import CONF_DIR
+from rubric_runner.plugins import hookspecs
 from rubric_runner.sandbox import choose
 
 

@@ -11,12 +11,12 @@ import re
 import sys
 
 import pytest
+from conftest import ROOT, read_events, run_cli, run_scripted, scripted_overrides, verdict, write_script
 from langchain.agents import AgentState
 from langchain.agents.middleware import AgentMiddleware
 from typing_extensions import NotRequired
 
-from conftest import ROOT, read_events, run_cli, run_scripted, scripted_overrides, verdict, write_script
-from rubric_runner.scripted import ScriptedChatModel
+from rubric_runner.models.scripted import ScriptedChatModel
 
 TASK = "Summarise photosynthesis in one sentence."
 LOOK = {"content": "Let me look around first.", "tool_calls": [{"name": "ls", "args": {"path": "/"}}]}
@@ -194,7 +194,7 @@ BAD = [
     ("grader.middleware=[{_target_: langchain.agents.middleware.ModelCallLimitMiddleware, run_limit: 5}]",
      "grader.middleware[0]", "the stack already has a middleware named 'ModelCallLimitMiddleware'"),
     ("grader.on_evaluation=[my_loop.no_such_function]", "grader.on_evaluation[0]", "'my_loop' has no 'no_such_function'"),
-    ("grader.on_evaluation=[rubric_runner.config.CONF_DIR]", "grader.on_evaluation[0]", "is a PosixPath, not a function"),
+    ("grader.on_evaluation=[rubric_runner.paths.CONF_DIR]", "grader.on_evaluation[0]", "is a PosixPath, not a function"),
     ("grader.on_evaluation=[my_loop.task_and_answer]", "grader.on_evaluation[0]",
      "cannot be called as task_and_answer(evaluation=, task=)"),
     ("grader.on_evaluation=[log_pass]", "grader.on_evaluation[0]", "'log_pass' is not a dotted import path"),

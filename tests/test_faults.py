@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import run_in_process
 from wire import FakeServer, cut, fault, hang, model_overrides, raw, text, verdict
 

@@ -7,7 +7,6 @@ import os
 import time
 
 import pytest
-
 from conftest import read_events, run_scripted, verdict, write_script
 from hostile import SANDBOX_PROCESS, gone
 

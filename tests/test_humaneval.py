@@ -5,12 +5,13 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from conftest import compose_config, read_events, run_in_process
-from rubric_runner.builtin_tools import run_check
-from rubric_runner.config import ConfigError, validate
-from rubric_runner.dataset import load_tasks
-from rubric_runner.humaneval import examples, problems
+
+from rubric_runner.config.validate import validate
+from rubric_runner.errors import ConfigError
+from rubric_runner.tasks.humaneval import examples, problems
+from rubric_runner.tasks.sets import load_tasks
+from rubric_runner.tools.builtin import run_check
 
 FIVE = ["HumanEval/0", "HumanEval/2", "HumanEval/12", "HumanEval/53", "HumanEval/163"]
 

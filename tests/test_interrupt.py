@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import cli_process, run_cli, verdict, write_script
 
 import rubric_runner
-from conftest import cli_process, run_cli, verdict, write_script
 from rubric_runner.records import saved_overrides
 
 SLOW_CODE = "import time\ntime.sleep(2)\n"

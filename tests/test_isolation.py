@@ -24,14 +24,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 import hostile
+import pytest
 from conftest import ROOT, copy_pytest, read_events, run_cli, run_in_process, verdict, write_script
-from rubric_runner.builtin_tools import run_test_suite
+
 from rubric_runner.sandbox import Limits, choose, isolation_setting, pytest_path, run_cases, unavailable
 from rubric_runner.sandbox.isolation import INSTALL_FIX, UNISOLATED
-from rubric_runner.tools import bind_settings
+from rubric_runner.tools.builtin import run_test_suite
+from rubric_runner.tools.registry import bind_settings
 
 BOUND_SECONDS = 6.0  # the wall limit (3 s), plus the interpreter's start and teardown, with room to spare
 USER = "rubric-sandbox-test"
@@ -492,7 +492,7 @@ def test_an_ordinary_users_run_refreshes_its_report_in_a_child_process(ordinary_
 
 
 def test_the_config_offers_exactly_the_sandbox_modes():
-    from rubric_runner.config import Isolation
+    from rubric_runner.config.schema import Isolation
     from rubric_runner.sandbox import ISOLATION_MODES
 
     assert tuple(Isolation) == ISOLATION_MODES

@@ -9,12 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-import rubric_runner
 from browser import Page, browse
 from conftest import run_cli, verdict, write_script
+
+import rubric_runner
+from rubric_runner.analysis.judge import SUMMARY_FIELDS, Rate, grader_key, judge, judge_groups, ranked
 from rubric_runner.cli import run_command
-from rubric_runner.config import DATA_DIR
+from rubric_runner.paths import DATA_DIR
 from rubric_runner.records import (
     CheckOutcome,
     GraderInfo,
@@ -27,7 +28,6 @@ from rubric_runner.records import (
     load_record,
 )
 from rubric_runner.report import load_prices
-from rubric_runner.report.judge import SUMMARY_FIELDS, Rate, grader_key, judge, judge_groups, ranked
 
 PRICES = {"w:model": {"input": 1.0, "output": 2.0}, "g:model": {"input": 10.0, "output": 20.0}}
 OUTCOME = {True: CheckOutcome.PASSED, False: CheckOutcome.FAILED, None: CheckOutcome.UNVERIFIABLE}

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 import yaml
-
 from conftest import free_port, run_cli, write_script
-from rubric_runner.sweep import Sweep, SweepSummary
-from rubric_runner.environment import JOB_ENV
 from sweeps import SCRIPTED, STATUSES, read_rows, run_six_job_sweep
 from wire import FAKE_KEYS, FakeServer, model_overrides, text
+
+from rubric_runner.cli.sweep import Sweep, SweepSummary
+from rubric_runner.config.environment import JOB_ENV
 
 DETERMINISTIC = (
     "job", "overrides", "worker", "grader", "rubric", "status", "exit_code", "iterations",

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import compose_config, read_events, run_cli, run_scripted, scripted_overrides, verdict, write_dataset, write_script
 
-from conftest import (compose_config, read_events, run_cli, run_scripted, scripted_overrides, verdict, write_dataset,
-                      write_script)
 from rubric_runner.cli import run_command
-from rubric_runner.config import ConfigError, validate
+from rubric_runner.config.validate import validate
+from rubric_runner.errors import ConfigError
+from rubric_runner.loop.launch import execute
 from rubric_runner.records import ExitCode, Status, read_record
-from rubric_runner.runner import execute
 
 OK = verdict("satisfied", ("c", True))
 HUNDRED = {"input_tokens": 60, "output_tokens": 40}
@@ -246,7 +246,8 @@ def test_a_scripted_usage_must_be_token_counts(tmp_path):
 
 def test_every_limit_and_budget_key_is_in_the_readme_key_table():
     from conftest import ROOT
-    from rubric_runner.config import LIMIT_EXAMPLES
+
+    from rubric_runner.config.validate import LIMIT_EXAMPLES
 
     rows = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `")]
     for key in LIMIT_EXAMPLES:

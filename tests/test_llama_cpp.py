@@ -20,7 +20,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import free_port, run_cli
 
 PYTHON = os.environ.get("LLAMA_CPP_PYTHON", "")

@@ -11,11 +11,11 @@ import uuid
 
 import code_task_solutions
 import pytest
-
 from conftest import on_terminal, read_events, run_in_process, run_scripted, scripted_overrides, verdict, write_script
-from rubric_runner.grading import coverage
 from wire import FakeServer, fault, model_overrides, text
 from wire import verdict as wire_verdict
+
+from rubric_runner.grader.middleware import coverage
 
 CODE = ("All tests pass in run_test_suite", "The function is named find_duplicates and accepts a single list argument")
 HAIKU = ("The poem has three lines", "Lines follow a 5-7-5 syllable pattern", "The theme is spring")
@@ -111,7 +111,8 @@ def test_coverage_is_flagged_and_can_count_as_not_satisfied(tmp_path, capsys):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "a\nb\nc"}], grader=[partial])
     overrides = [o for o in scripted_overrides(script) if o != "run.console=false"]
     from conftest import compose_config
-    from rubric_runner.runner import execute as run
+
+    from rubric_runner.loop.launch import execute as run
 
     result = run(compose_config(overrides), tmp_path / "run", overrides)
     assert result.status == "satisfied"
@@ -173,8 +174,8 @@ def test_a_task_takes_its_unfinished_calls_off_the_live_line():
     """A call a limit refused never ends (no callback says so): when its task ends, the recorder forgets it."""
     import structlog
 
-    from rubric_runner.console import Console, LiveLine
-    from rubric_runner.recorder import Recorder
+    from rubric_runner.observe.console import Console, LiveLine
+    from rubric_runner.observe.recorder import Recorder
     from rubric_runner.records import RunRecord
 
     console = Console()

@@ -19,7 +19,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 import readme
 from conftest import (
     BUNDLED_PLUGINS,
@@ -31,7 +30,8 @@ from conftest import (
     verdict,
     write_script,
 )
-from rubric_runner.runner import execute as run
+
+from rubric_runner.loop.launch import execute as run
 
 PACKAGE = "rr-throwaway-plugin"
 BROKEN = {
@@ -254,8 +254,8 @@ def test_a_shared_tool_name_needs_the_qualified_name(tmp_path):
 
 
 def test_without_the_env_var_every_installed_plugin_loads(installed, monkeypatch):
-    from rubric_runner.plugins import Plugins
-    from rubric_runner.tools import ToolRegistry
+    from rubric_runner.plugins.manager import Plugins
+    from rubric_runner.tools.registry import ToolRegistry
 
     monkeypatch.delenv("RUBRIC_RUNNER_PLUGINS")
     plugins = Plugins()

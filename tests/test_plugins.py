@@ -6,12 +6,12 @@ import json
 import logging
 
 import pytest
-
 from conftest import ROOT, compose_config, read_events, run_scripted, verdict, write_script
+
 from rubric_runner import hookimpl
 from rubric_runner.cli import run_command
-from rubric_runner.plugins import PluginInfo, Plugins
-from rubric_runner.tools import ToolRegistry
+from rubric_runner.plugins.manager import PluginInfo, Plugins
+from rubric_runner.tools.registry import ToolRegistry
 
 
 def test_builtin_tools_come_through_the_same_hook(monkeypatch):
@@ -39,7 +39,7 @@ def test_bundled_plugins_load_from_their_packages():
 
 def test_env_var_naming_a_missing_plugin_warns_and_goes_on(monkeypatch, caplog):
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "syllables, no_such_plugin")
-    with caplog.at_level(logging.WARNING, logger="rubric_runner.plugins"):
+    with caplog.at_level(logging.WARNING, logger="rubric_runner.plugins.manager"):
         plugins = Plugins()
     assert set(plugins.info) == {"builtin_tools", "syllables"}
     assert [failure.name for failure in plugins.failures] == ["no_such_plugin"]

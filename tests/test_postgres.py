@@ -13,10 +13,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from conftest import cli_process, compose_config, free_port, run_cli, scripted_overrides, verdict, write_script
-from rubric_runner.config import POSTGRES_URL_ENV, ConfigError, validate
 from test_interrupt import _script, _wait_for
+
+from rubric_runner.config.environment import POSTGRES_URL_ENV
+from rubric_runner.config.validate import validate
+from rubric_runner.errors import ConfigError
 
 psycopg = pytest.importorskip("psycopg", reason="pip install 'rubric_runner[postgres]'")
 

@@ -6,10 +6,11 @@ import re
 
 import pytest
 import yaml
-
 from conftest import compose_config
-from rubric_runner.config import validate
-from rubric_runner.models import API_KEY_ENV, build_chat_model
+
+from rubric_runner.config.environment import API_KEY_ENV
+from rubric_runner.config.validate import validate
+from rubric_runner.models.build import build_chat_model
 
 PRESETS = {
     "sonnet": ("ChatAnthropic", "claude-sonnet-4-6"),
@@ -87,9 +88,8 @@ def test_any_init_chat_model_string_and_client_settings_pass_through(dummy_keys)
     ],
 )
 def test_missing_key_names_the_variable(preset, variable):
-    from rubric_runner.config import ConfigError
-
-    from rubric_runner.agent import preflight
+    from rubric_runner.errors import ConfigError
+    from rubric_runner.models.preflight import preflight
 
     config = validate(compose_config([f"worker={preset}", "grader=scripted"]))
     with pytest.raises(ConfigError) as caught:
@@ -98,8 +98,8 @@ def test_missing_key_names_the_variable(preset, variable):
 
 
 def test_unreachable_ollama_names_the_base_url():
-    from rubric_runner.config import ConfigError
-    from rubric_runner.models import check_server
+    from rubric_runner.errors import ConfigError
+    from rubric_runner.models.preflight import check_server
 
     config = validate(compose_config(["worker=ollama", "worker.base_url=http://127.0.0.1:9"]))
     with pytest.raises(ConfigError) as caught:
@@ -117,7 +117,7 @@ def test_prompts_from_the_docs():
 
 def test_every_model_preset_is_a_worker_and_a_grader_with_a_price_line():
     """Adding a preset: conf/model/X.yaml, its two one-line includes and a line in conf/prices.yaml."""
-    from rubric_runner.config import CONF_DIR
+    from rubric_runner.paths import CONF_DIR
 
     models = sorted(path.stem for path in (CONF_DIR / "model").glob("*.yaml"))
     assert "haiku" in models

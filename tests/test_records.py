@@ -8,17 +8,17 @@ import json
 
 import jsonschema
 import pytest
+from conftest import ROOT, compose_config, scripted_overrides, verdict, write_script
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
 import rubric_runner
-from conftest import ROOT, compose_config, scripted_overrides, verdict, write_script
 from rubric_runner.cli import run_command
+from rubric_runner.cli.sweep import SweepSummary
+from rubric_runner.loop.launch import execute
+from rubric_runner.loop.signals import StopRequest
 from rubric_runner.records import RESULT_FILE, ExitCode, Status, load_record, read_record
 from rubric_runner.records.schema import json_schema
-from rubric_runner.runner import execute
-from rubric_runner.signals import StopRequest
-from rubric_runner.sweep import SweepSummary
 
 SCHEMA_FILE = ROOT / "schemas" / "result.schema.json"
 OK = verdict("satisfied", ("c", True))

@@ -7,11 +7,12 @@ import json
 import shutil
 
 import pytest
-
 from browser import Elements, browse
 from conftest import run_cli
-from rubric_runner.cli import run_command
 from sweeps import PRICES, A, B
+
+from rubric_runner.cli import run_command
+
 
 def report_main(argv):
     """``rubric-runner report ARGV`` in-process."""

@@ -8,10 +8,10 @@ import subprocess
 import sys
 import time
 
-from rubric_runner.report import live
-
 from conftest import ROOT, cli_process, verdict, write_script
 from many_runs import write_task_sweep
+
+from rubric_runner.report import live
 
 OK = verdict("satisfied", ("c", True))
 

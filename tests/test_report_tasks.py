@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 
 import pytest
-
 from browser import Page, browse, timed_dom
 from conftest import run_cli, verdict
 from many_runs import write_task_sweep
+
 from rubric_runner.cli import run_command
 
 TASKS = [f"t{i}" for i in range(10)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import read_events, run_scripted, verdict, write_script
 
 CRITERIA = ("The poem has three lines", "The theme is spring")
@@ -103,7 +102,8 @@ def test_events_cover_the_run(tmp_path):
 @pytest.mark.parametrize("rubric", ["code", "haiku", "summary"])
 def test_builtin_demo_scripts_end_satisfied(tmp_path, rubric):
     from conftest import compose_config
-    from rubric_runner.runner import execute as run
+
+    from rubric_runner.loop.launch import execute as run
 
     overrides = ["worker=scripted", "grader=scripted", f"rubric={rubric}", "run.console=false"]
     result = run(compose_config(overrides), tmp_path / "run", overrides)
@@ -113,7 +113,8 @@ def test_builtin_demo_scripts_end_satisfied(tmp_path, rubric):
 def test_code_demo_grader_runs_the_real_test_suite(tmp_path):
     """The scripted verdicts agree with what the real run_test_suite reports."""
     from conftest import compose_config
-    from rubric_runner.runner import execute as run
+
+    from rubric_runner.loop.launch import execute as run
 
     overrides = ["worker=scripted", "grader=scripted", "rubric=code", "run.console=false"]
     result = run(compose_config(overrides), tmp_path / "run", overrides)

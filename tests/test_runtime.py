@@ -9,11 +9,11 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import compose_config, scripted_overrides, verdict, write_script
-from rubric_runner import runtime
-from rubric_runner.checkpoints import InlineSqliteSaver
-from rubric_runner.runner import execute as run
+
+from rubric_runner.loop import runtime
+from rubric_runner.loop.checkpoints import InlineSqliteSaver
+from rubric_runner.loop.launch import execute as run
 
 OK = verdict("satisfied", ("c", True))
 

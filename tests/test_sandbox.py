@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, copy_pytest
 from hostile import SANDBOX_PROCESS, gone
-from rubric_runner.builtin_tools import run_test_suite
-from rubric_runner.config import ConfigError
+
+from rubric_runner.errors import ConfigError
 from rubric_runner.sandbox import choose, isolation_setting
-from rubric_runner.tools import bind_settings
+from rubric_runner.tools.builtin import run_test_suite
+from rubric_runner.tools.registry import bind_settings
 
 KEY = "grader.tools.run_test_suite"
 SUITES = ROOT / "rubric_runner" / "data" / "suites"
@@ -191,7 +191,7 @@ def test_pytest_in_a_hidden_place_is_exposed_and_nothing_else_there(where, isola
 
 
 def test_inline_cases_and_a_missing_suite():
-    from rubric_runner.builtin_tools import run_test_suite
+    from rubric_runner.tools.builtin import run_test_suite
 
     cases = [{"name": "test_double", "args": [2], "expected": 4}]
     result = run_test_suite.invoke({"code": "def double(x):\n    return x * 2\n", "function": "double", "cases": cases})

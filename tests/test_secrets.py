@@ -6,7 +6,6 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from conftest import run_cli
 from wire import FAKE_KEYS, FakeServer, fault, model_overrides, text, verdict
 

@@ -10,10 +10,20 @@ import json
 import code_task_solutions
 import jsonschema
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
-
 from conftest import ROOT, read_events, run_in_process
-from wire import FULL, LLAMA_CPP, LLAMA_CPP_FUNCTIONS, NO_STRUCTURE, FakeServer, call, model_overrides, text, tool_results, verdict
+from langchain_core.messages import AIMessage, HumanMessage
+from wire import (
+    FULL,
+    LLAMA_CPP,
+    LLAMA_CPP_FUNCTIONS,
+    NO_STRUCTURE,
+    FakeServer,
+    call,
+    model_overrides,
+    text,
+    tool_results,
+    verdict,
+)
 
 GOOD = inspect.getsource(code_task_solutions.find_duplicates)  # passes the code rubric's test suite
 CODE = ("All tests pass in run_test_suite", "The function is named find_duplicates and accepts a single list argument")
@@ -209,7 +219,7 @@ def test_no_assistant_message_reaches_a_local_server_with_null_content(reply):
     from langchain.agents.middleware import ModelRequest
     from langchain_openai import ChatOpenAI
 
-    from rubric_runner.strategies import ToolCallContent
+    from rubric_runner.models.quirks import ToolCallContent
 
     client = ChatOpenAI(model="local", base_url="http://127.0.0.1:9/v1", api_key="unused")
     messages = [HumanMessage("write it"), reply]

@@ -15,12 +15,13 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, cli_process, compose_config, run_cli, write_script
-from rubric_runner.config import ConfigError, validate
+from sweeps import SCRIPTED, STATUSES, read_rows, write_scripts
+
+from rubric_runner.config.validate import validate
+from rubric_runner.errors import ConfigError
 from rubric_runner.records import Status, collect, sweep_exit_code
 from rubric_runner.report import write_summary
-from sweeps import SCRIPTED, STATUSES, read_rows, write_scripts
 
 
 @pytest.fixture
@@ -211,7 +212,7 @@ def test_fail_under_must_be_a_fraction():
 
 def test_cli_and_sweep_callback_import_no_heavy_library():
     code = (
-        "import sys, rubric_runner.cli, rubric_runner.cli.hydra_app, rubric_runner.sweep, rubric_runner.report.render\n"
+        "import sys, rubric_runner.cli, rubric_runner.cli.hydra_app, rubric_runner.cli.sweep, rubric_runner.report.render\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'langchain', 'langchain_core', 'deepagents', 'langgraph'}))"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -12,16 +12,16 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from conftest import cli_process, compose_config, on_terminal, read_events, run_cli, scripted_overrides, verdict, write_script
 
 import rubric_runner
-from conftest import cli_process, compose_config, on_terminal, read_events, run_cli, scripted_overrides, verdict, write_script
 from rubric_runner.cli import run_command
-from rubric_runner.config import DATA_DIR
+from rubric_runner.loop.launch import execute as run
+from rubric_runner.loop.session import Session
+from rubric_runner.paths import DATA_DIR
 from rubric_runner.records import CheckOutcome, RunRecord
 from rubric_runner.report.live import RunReports
-from rubric_runner.runner import execute as run
 from rubric_runner.sandbox import Limits, run_cases
-from rubric_runner.session import Session
 
 DATA = Path(__file__).parent / "data"
 OK = verdict("satisfied", ("c", True))
@@ -53,9 +53,9 @@ def test_shipped_coding_dataset_has_ten_tasks_whose_suites_pass_a_reference_solu
 
 
 def test_code_tasks_preset_composes_with_the_dataset():
-    from rubric_runner.agent import AgentFactory
-    from rubric_runner.config import validate
-    from rubric_runner.dataset import load_tasks
+    from rubric_runner.config.validate import validate
+    from rubric_runner.loop.agent import AgentFactory
+    from rubric_runner.tasks.sets import load_tasks
 
     config = validate(compose_config(["rubric=code_tasks", "worker=scripted", "grader=scripted"]))
     tasks = load_tasks(config)
@@ -374,7 +374,7 @@ def test_progress_line_on_a_terminal_and_quiet_in_a_pipe(tmp_path):
 
 
 def test_regrades_started_in_one_second_get_dirs_of_their_own(tmp_path, monkeypatch):
-    from rubric_runner import regrade
+    from rubric_runner.loop import regrade
 
     class Frozen(datetime):
         @classmethod

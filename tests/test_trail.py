@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import read_events, run_cli, run_scripted, verdict, write_script
 from langchain_core.messages import ToolMessage
 
 import rubric_runner
-from conftest import read_events, run_cli, run_scripted, verdict, write_script
 from rubric_runner.cli import run_command
-from rubric_runner.console import EXCERPT_LINES, EXCERPT_WIDTH
-from rubric_runner.scripted import ScriptedChatModel
+from rubric_runner.models.scripted import ScriptedChatModel
+from rubric_runner.observe.console import EXCERPT_LINES, EXCERPT_WIDTH
 
 OK = verdict("satisfied", ("c", True))
 TRAIL = ("worker=scripted", "grader=scripted")

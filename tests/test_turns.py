@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import cli_process, scripted_overrides, verdict, write_script
 
 import rubric_runner
-from conftest import cli_process, scripted_overrides, verdict, write_script
 from rubric_runner.cli import run_command
 from rubric_runner.records import collect
 from rubric_runner.report import expand
@@ -208,7 +208,7 @@ def test_interrupt_during_a_follow_up_then_resume(tmp_path, capsys):
 def test_a_turn_keeps_only_its_own_graded_answers():
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from rubric_runner.session import graded_attempts
+    from rubric_runner.loop.session import graded_attempts
 
     def revise():
         return HumanMessage("revise", name="rubric_grader")

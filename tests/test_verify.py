@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import read_events, run_scripted, verdict, write_script
-from rubric_runner.config import DATA_DIR
-from rubric_runner.scripted import ScriptedChatModel
+
+from rubric_runner.models.scripted import ScriptedChatModel
+from rubric_runner.paths import DATA_DIR
 
 SENTINEL = "HIDDEN_SENTINEL_7f3a"
 WRONG = "def dedupe(items):\n    return []\n"
@@ -155,7 +155,7 @@ def test_the_rubric_s_own_bad_setting_is_named_by_its_own_key(tmp_path):
 def test_the_first_answer_of_a_follow_up_turn_is_its_own():
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from rubric_runner.verify import GRADER_SOURCE, first_answer
+    from rubric_runner.tasks.checks import GRADER_SOURCE, first_answer
 
     def revise():
         return HumanMessage("revise", name=GRADER_SOURCE)

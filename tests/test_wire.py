@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import compose_config, run_in_process
-from rubric_runner.config import validate
-from rubric_runner.models import build_chat_model
 from wire import FakeServer, call, model_overrides, offers_tool, text, tool_results, verdict
+
+from rubric_runner.config.validate import validate
+from rubric_runner.models.build import build_chat_model
 
 FIRST = """def find_duplicates(lst):
     seen = set()

@@ -94,7 +94,7 @@ def _add_builtin_commands(subparsers: Any) -> None:
     regrade.add_argument("run_dir", metavar="RUN_DIR", type=runs_dir_argument, help="the run dir or sweep dir")
     regrade.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER,
                          help="overrides for the grader or rubric, e.g. grader=gpt or rubric.text='- ...'")
-    regrade.set_defaults(handler="rubric_runner.regrade:main")
+    regrade.set_defaults(handler="rubric_runner.loop.regrade:main")
 
     report = subparsers.add_parser("report", help="write the summary files and reports of a sweep or run dir",
                                    description="Write summary.jsonl, summary.csv, report.md and report.html into a sweep or run "
@@ -125,7 +125,7 @@ def build_parser(with_plugins: bool) -> ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
     _add_builtin_commands(subparsers)
     if with_plugins:
-        from ..plugins import Plugins
+        from ..plugins.manager import Plugins
 
         Plugins.load().register_commands(subparsers)
     return parser

@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 
 from ..api import save_config
-from ..config import ConfigError, compose
-from ..hydra_errors import describe
+from ..config.compose import compose
+from ..config.hydra_errors import describe
+from ..errors import ConfigError
+from ..loop.followup import FollowUp, next_turn, record_dir_of, resumed_turn
+from ..loop.launch import claim_run_dir, execute
+from ..loop.signals import StopRequest
 from ..records import ExitCode, RunRecord, saved_overrides
-from ..runner import claim_run_dir, execute
-from ..signals import StopRequest
-from ..turns import FollowUp, next_turn, record_dir_of, resumed_turn
 
 
 def _kept(overrides: list[str] | None) -> list[str]:

@@ -29,13 +29,15 @@ from hydra.errors import SearchPathException
 from hydra.types import HydraContext, RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from ..config import CONF_DIR, ConfigError, register_configs
-from ..hydra_errors import describe
+from ..config.compose import register_configs
+from ..config.hydra_errors import describe
+from ..errors import ConfigError
+from ..paths import CONF_DIR
 from ..records import ExitCode, Status
 from ..redaction import config_secrets, redact, scrub_text_file, secret_values
 
 if TYPE_CHECKING:
-    from ..sweep import SweepSummary
+    from .sweep import SweepSummary
 
 CONFIG_NAME = "config"
 TASK_NAME = "cli"
@@ -47,8 +49,8 @@ def job(cfg: DictConfig, claimed: bool = False) -> int:
 
     ``claimed``: the run dir was claimed before Hydra wrote its files there (a single run).
     """
-    from ..runner import RunDirInUse, execute
-    from ..signals import StopRequest
+    from ..loop.launch import RunDirInUse, execute
+    from ..loop.signals import StopRequest
 
     hydra_cfg = HydraConfig.get()
     overrides = list(hydra_cfg.overrides.task)
@@ -89,7 +91,7 @@ def _usage_error(exc: BaseException, argv: list[str]) -> int:
 
 def _single_run(hydra: Hydra, overrides: list[str], argv: list[str]) -> int:
     """Compose, claim the run dir, run the job (as ``Hydra.run`` does, with the claim in between)."""
-    from ..runner import claim_run_dir
+    from ..loop.launch import claim_run_dir
 
     try:
         cfg = hydra.compose_config(CONFIG_NAME, overrides, with_log_configuration=True, run_mode=RunMode.RUN)
@@ -125,7 +127,7 @@ def _check_sweep(hydra: Hydra, cfg: DictConfig, summary: SweepSummary | None) ->
     """Before any job: every value of the sweep composes, a USD budget has a price for every model, the
     sweep's own settings are sound, and the sweep dir holds no other sweep's runs (unless resumed). Raises
     what a single run would."""
-    from ..budget import check_usd_prices
+    from ..loop.budgets import check_usd_prices
     from ..records import find_run_dirs
 
     task_overrides = OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False)
@@ -141,7 +143,7 @@ def _check_sweep(hydra: Hydra, cfg: DictConfig, summary: SweepSummary | None) ->
 
 def _sweep(hydra: Hydra, overrides: list[str], argv: list[str]) -> int:
     """Compose and check the sweep, run it (as ``Hydra.multirun`` does), and conclude it whatever happened."""
-    from ..sweep import SweepSummary
+    from .sweep import SweepSummary
 
     try:
         cfg = hydra.compose_config(CONFIG_NAME, overrides, with_log_configuration=True, run_mode=RunMode.MULTIRUN)

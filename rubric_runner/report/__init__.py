@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis.prices import PRICES_FILE, PriceError, load_prices
 from ..records import Job
 from ..records.store import gc_paused
-from .prices import PRICES_FILE, PriceError, load_prices
 from .runs import Run, expand
 from .summary import (
     SUMMARY_CSV,

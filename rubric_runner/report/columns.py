@@ -17,8 +17,8 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup, escape
 
+from ..analysis.judge import Judgement, Rate, grader_label, judge_groups, ranked
 from ..records import LimitHit, Outcome, Status
-from .judge import Judgement, Rate, grader_label, judge_groups, ranked
 from .runs import Run
 
 

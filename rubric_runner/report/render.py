@@ -16,6 +16,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from jinja2.environment import TemplateStream
 
+from ..analysis.spend import spend_lines
 from ..records import Job
 from .columns import (
     CRITERIA_COLUMNS,
@@ -34,7 +35,7 @@ from .columns import (
 )
 from .runs import Run
 from .stats import by_group, matrix, stats, task_key
-from .summary import spend_lines, verdict_line
+from .summary import verdict_line
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STREAM_PIECES = 256

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analysis.judge import Judged, Judgement, grader_key, judge_all
+from ..analysis.prices import Billed, billed, cost_of
 from ..records import TASKS_DIR, UNFINISHED, CheckOutcome, Job, LimitHit, RunRecord, Status, load_record
 from ..records.store import gc_paused
-from .judge import Judged, Judgement, grader_key, judge_all
-from .prices import Billed, billed, cost_of
 from .trails import script_json, trail
 
 TASK_CHARS = 80

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ..analysis.prices import price_of
 from ..records import Status
-from .prices import price_of
 from .runs import Run
 
 UNDONE = frozenset({Status.RUNNING, Status.NOT_RUN, Status.BUDGET_EXCEEDED, Status.INTERRUPTED})

@@ -2,8 +2,7 @@
 
 ``summary.jsonl`` / ``summary.csv``: one row per job, with its grader's figures against hidden
 verification (``judge.SUMMARY_FIELDS``); ``summary_tasks.jsonl`` / ``summary_tasks.csv``: one row per
-run (a task x repeat of a job, or a single-task job), with its answers' verification.
-"""
+run (a task x repeat of a job, or a single-task job), with its answers' verification."""
 
 from __future__ import annotations
 
@@ -16,20 +15,25 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..records import Job, RunRecord, Status, satisfied_rate
-from .judge import SUMMARY_FIELDS as JUDGE_FIELDS
-from .judge import summary_fields
-from .prices import load_prices
+from ..analysis.judge import SUMMARY_FIELDS as JUDGE_FIELDS
+from ..analysis.judge import summary_fields
+from ..analysis.prices import load_prices
+from ..records import Job, Status, satisfied_rate
 from .runs import Run, expand, judge_runs, record_row
 
 SUMMARY_JSONL = "summary.jsonl"
+
 SUMMARY_CSV = "summary.csv"
+
 TASKS_JSONL = "summary_tasks.jsonl"
+
 TASKS_CSV = "summary_tasks.csv"
+
 SUMMARY_FIELDS = (
     "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations", "runs", "satisfied",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir", *JUDGE_FIELDS,
 )
+
 TASK_FIELDS = (
     "job", "task_id", "repeat", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
@@ -135,25 +139,3 @@ def progress_line(jobs: list[Job], runs: list[Run], jobs_total: int | None, runs
     if len(jobs) == 1 and jobs_total == 1:
         return done(run_statuses, runs_total, "run")
     return f"{done([job.record.status for job in jobs], jobs_total, 'job')}, {done(run_statuses, runs_total, 'run')}"
-
-
-def spend_lines(records: list[RunRecord]) -> list[str]:
-    """What the budgets of these runs allowed, what was spent, and what the budgets left undone."""
-    lines = []
-    sweep = [info for record in records for info in record.budgets if info.scope == "sweep"]
-    if sweep:  # every job books into one ledger: the job that ended last saw the most of it
-        info = max(sweep, key=lambda info: info.spent_tokens)
-        lines.append(f"Sweep budget: spent {info.spent()}{' (reached)' if info.reached else ''}")
-    runs = [info for record in records for info in record.budgets if info.scope == "run"]
-    if len(runs) == 1:
-        lines.append(f"Run budget: spent {runs[0].spent()}{' (reached)' if runs[0].reached else ''}")
-    elif runs:
-        reached = sum(info.reached for info in runs)
-        tokens = sum(info.spent_tokens for info in runs)
-        lines.append(f"Run budgets: {tokens:,} tokens spent by {len(runs)} runs, {reached} of them reached their budget")
-    rows = [row.status for record in records for row in (record.tasks or [record])]
-    not_run, cut_short = rows.count(Status.NOT_RUN), rows.count(Status.BUDGET_EXCEEDED)
-    if not_run or cut_short:
-        lines.append(f"Left undone by the budget: {not_run} task(s) not run, {cut_short} cut short"
-                     " (resume with a larger budget to finish them)")
-    return lines

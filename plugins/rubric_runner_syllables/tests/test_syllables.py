@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from rubric_runner_syllables import count_syllables, count_word, estimate
 
 HAIKU = "Cherry blossoms fall\nsoft rain wakes the sleeping seeds\ngreen returns to earth"
@@ -51,8 +50,8 @@ def test_estimated_hyphenated_curly_and_numeric_tokens():
 
 
 def test_registered_through_the_entry_point(monkeypatch):
-    from rubric_runner.plugins import Plugins
-    from rubric_runner.tools import ToolRegistry, bind_settings
+    from rubric_runner.plugins.manager import Plugins
+    from rubric_runner.tools.registry import ToolRegistry, bind_settings
 
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "syllables")
     entry = ToolRegistry(Plugins()).find("count_syllables", "grader.tools.count_syllables")

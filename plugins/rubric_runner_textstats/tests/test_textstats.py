@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from rubric_runner_textstats import has_term, headings, sentences, text_stats
 
 REPORT = """# Leaf study
@@ -78,9 +77,9 @@ def test_headings_are_markdown_or_colon_lines():
 
 
 def test_registered_through_the_entry_point_with_checked_settings(monkeypatch):
-    from rubric_runner.config import ConfigError
-    from rubric_runner.plugins import Plugins
-    from rubric_runner.tools import ToolRegistry, bind_settings
+    from rubric_runner.errors import ConfigError
+    from rubric_runner.plugins.manager import Plugins
+    from rubric_runner.tools.registry import ToolRegistry, bind_settings
 
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "textstats")
     entry = ToolRegistry(Plugins()).find("text_stats", "grader.tools.text_stats")

@@ -1,0 +1,1 @@
+"""The config: its schema, composing it with Hydra, and checking it."""

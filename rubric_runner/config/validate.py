@@ -1,0 +1,148 @@
+"""Validation of a composed config: what the schema's types cannot express, each problem one ``ConfigError``."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import is_dataclass
+from typing import Any, Optional, get_type_hints
+from urllib.parse import urlsplit
+
+from omegaconf import DictConfig, OmegaConf
+
+from ..errors import ConfigError
+from ..redaction import secret_entries
+from .environment import POSTGRES_URL_ENV
+from .schema import Checkpointer, Config, ModelConfig
+
+
+def _unknown_keys(node: DictConfig, schema: type, prefix: str = "") -> list[tuple[str, list[str]]]:
+    """``(key, known keys)`` for each key of the resolved ``node`` that the dataclass ``schema`` lacks."""
+    hints = get_type_hints(schema)
+    unknown = []
+    for key in node:
+        full = f"{prefix}.{key}" if prefix else str(key)
+        if key not in hints:
+            unknown.append((full, sorted(hints)))
+        elif is_dataclass(hints[key]):
+            unknown += _unknown_keys(node[key], hints[key], full)
+    return unknown
+
+
+def _check_base_url(url: Optional[str], key: str) -> None:
+    parts = urlsplit(url or "")
+    if url is not None and (parts.scheme not in ("http", "https") or not parts.hostname):
+        raise ConfigError(key, f"{url!r} is not an http(s) URL", f"e.g. {key}=http://127.0.0.1:8000/v1, or null")
+
+
+def _check_tool_settings(spec: dict[str, Any], key: str) -> None:
+    """Each tool's settings in ``spec`` (``grader.tools``, ``rubric.verify``, ...) are a mapping or null."""
+    for name, settings in spec.items():
+        if settings is not None and not isinstance(settings, dict):
+            raise ConfigError(f"{key}.{name}", f"settings must be a mapping or null, got {type(settings).__name__}",
+                              f"e.g. {key}.{name}={{}}")
+
+
+def postgres_url(configured: Optional[str]) -> Optional[str]:
+    """The checkpoint database: ``run.checkpoint_url``, else ``$RUBRIC_RUNNER_POSTGRES_URL``."""
+    return configured or os.environ.get(POSTGRES_URL_ENV) or None
+
+
+def _check_postgres(configured: Optional[str]) -> None:
+    if importlib.util.find_spec("langgraph.checkpoint.postgres") is None:
+        raise ConfigError(
+            "run.checkpointer", "postgres needs langgraph-checkpoint-postgres", "pip install 'rubric_runner[postgres]'"
+        )
+    if configured and (urlsplit(configured).password or "password=" in configured.lower()):
+        raise ConfigError(
+            "run.checkpoint_url", "passwords are not accepted in config",
+            f"drop it from the URL and set PGPASSWORD, or give the whole URL in {POSTGRES_URL_ENV}",
+        )
+    if not postgres_url(configured):
+        raise ConfigError(
+            "run.checkpoint_url", "run.checkpointer=postgres needs a database",
+            f"set {POSTGRES_URL_ENV}=postgresql://USER@HOST:5432/DB in the environment, or run.checkpoint_url",
+        )
+
+
+def validate(cfg: DictConfig) -> Config:
+    """Resolve ``cfg`` against the schema and check what types cannot express."""
+    secret = secret_entries(OmegaConf.to_container(cfg, resolve=False))
+    if secret:
+        raise ConfigError(
+            secret[0][0], "secrets are not accepted in config", "set the provider's API key environment variable instead"
+        )
+    try:
+        typed = OmegaConf.get_type(cfg) is Config  # composed by Hydra with the schema already
+        merged = cfg if typed else OmegaConf.merge(OmegaConf.structured(Config), cfg)
+        config: Config = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    except Exception as exc:  # omegaconf raises many error types; all are config errors
+        key = getattr(exc, "full_key", None) or "config"
+        message = str(exc).splitlines()[0]
+        raise ConfigError(key, message, "fix the value or the override") from None
+    unknown = _unknown_keys(merged, Config)  # keys added with +KEY=VALUE that no schema declares
+    if unknown:
+        key, known = unknown[0]
+        raise ConfigError(key, "unknown key", f"known keys here: {', '.join(known)}")
+    for role in ("worker", "grader"):
+        node: ModelConfig = getattr(config, role)
+        if ":" not in node.model or node.model.startswith(":") or node.model.endswith(":"):
+            raise ConfigError(
+                f"{role}.model",
+                f"{node.model!r} is not 'provider:model-id'",
+                f"e.g. {role}.model=anthropic:claude-haiku-4-5",
+            )
+        _check_base_url(node.base_url, f"{role}.base_url")
+        _check_tool_settings(node.tools, f"{role}.tools")
+    _check_tool_settings(config.rubric.verify, "rubric.verify")
+    if config.rubric.tasks and not config.rubric.dataset:
+        raise ConfigError("rubric.tasks", "selects tasks of a dataset, but rubric.dataset is not set",
+                          "set rubric.dataset, or drop rubric.tasks")
+    for key, example in (("max_iterations", 3), ("max_model_calls", 10)):
+        value = getattr(config.grader, key)
+        if isinstance(value, bool) or value < 1:
+            raise ConfigError(
+                f"grader.{key}", f"must be a positive integer, got {value}", f"e.g. grader.{key}={example}"
+            )
+    required = ("text",) if config.rubric.dataset else ("task", "text")
+    for key in required:
+        if not str(getattr(config.rubric, key)).strip():
+            raise ConfigError(f"rubric.{key}", "is empty", f"give rubric.{key} some text")
+    for name in config.rubric.evidence:
+        if name not in config.grader.tools:
+            raise ConfigError(
+                "rubric.evidence", f"{name!r} is not one of the grader's tools ({', '.join(config.grader.tools) or 'none'})",
+                "name a tool under grader.tools, or add it there",
+            )
+    for key in ("concurrency", "repeats"):
+        value = getattr(config.run, key)
+        if isinstance(value, bool) or value < 1:
+            raise ConfigError(f"run.{key}", f"must be a positive integer, got {value}", f"e.g. run.{key}=1")
+    for provider, rate in config.run.rate_limits.items():
+        if not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate <= 0:
+            raise ConfigError(f"run.rate_limits.{provider}", f"must be a positive number, got {rate!r}", "requests per second, e.g. 2.0")
+    if config.run.preview_chars < 0:
+        raise ConfigError("run.preview_chars", f"must be 0 or more, got {config.run.preview_chars}", "e.g. run.preview_chars=400")
+    if config.run.checkpointer == Checkpointer.postgres:
+        _check_postgres(config.run.checkpoint_url)
+    fail_under = config.sweep.fail_under
+    if fail_under is not None and not 0 <= fail_under <= 1:
+        raise ConfigError("sweep.fail_under", f"must be a fraction from 0 to 1, got {fail_under}", "e.g. sweep.fail_under=0.8")
+    _check_limits(config)
+    return config
+
+
+LIMIT_EXAMPLES = {
+    "limits.worker_calls": 50, "limits.worker_tokens": 200000, "limits.total_tokens": 400000, "limits.wall_seconds": 600,
+    "run.budget_tokens": 2000000, "run.budget_usd": 5, "sweep.budget_tokens": 20000000, "sweep.budget_usd": 50,
+}
+"""Every limit and budget key, with an example value for its error message."""
+
+
+def _check_limits(config: Config) -> None:
+    """Each limit and budget is null or positive (the schema's types make calls and tokens whole)."""
+    for key, example in LIMIT_EXAMPLES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        if value is not None and value <= 0:
+            raise ConfigError(key, f"must be positive, or null for no limit; got {value}", f"e.g. {key}={example}")

@@ -1,0 +1,1 @@
+"""The grader: how its verdict comes back, and what a verdict must rest on."""

@@ -1,0 +1,160 @@
+"""Budgets of a run and of a sweep: what each task spent, in a ledger every job of a sweep can read.
+
+A budget caps the billed tokens and/or the estimated USD (at the price table's rates) that its scope
+spends: ``run.budget_*`` one run, ``sweep.budget_*`` all the jobs of a sweep together. Jobs may run in
+other processes or machines, so the sweep's spend is kept in a SQLite file in the sweep dir, one row per
+task, each row what that task has spent in all (a resumed task raises its own row, never adds a second).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from ..analysis.prices import PRICES_FILE, PriceError, load_prices, price_of, run_cost
+from ..config.schema import Config
+from ..errors import ConfigError
+from ..records import BudgetInfo, LimitHit, RunRecord
+
+LEDGER_FILE = "spend.sqlite"
+"""The sweep's ledger, in the sweep dir."""
+SCOPES = ("run", "sweep")
+
+
+class SpendLedger:
+    """Billed tokens and estimated USD of each task, in SQLite (``":memory:"``: this process's only).
+
+    The file uses SQLite's rollback journal (not WAL), so processes on several machines can share it
+    on storage with working POSIX locks.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self._lock = threading.Lock()
+        self._connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self._connection.execute("CREATE TABLE IF NOT EXISTS spend (task TEXT PRIMARY KEY, tokens INTEGER NOT NULL, usd REAL)")
+
+    def book(self, task: str, tokens: int, usd: float | None) -> None:
+        """Set what ``task`` has spent in all (``usd`` None: its models have no price)."""
+        with self._lock:
+            self._connection.execute(
+                "INSERT INTO spend VALUES (?, ?, ?) ON CONFLICT (task) DO UPDATE SET tokens = excluded.tokens, usd = excluded.usd",
+                (task, tokens, usd),
+            )
+
+    def total(self) -> tuple[int, float | None]:
+        """Tokens and USD spent by every task; USD is None when some task's models have no price."""
+        with self._lock:
+            tokens, usd, unpriced = self._connection.execute(
+                "SELECT COALESCE(SUM(tokens), 0), COALESCE(SUM(usd), 0.0), COUNT(*) - COUNT(usd) FROM spend"
+            ).fetchone()
+        return tokens, None if unpriced else usd
+
+    def close(self) -> None:
+        """Close the file."""
+        self._connection.close()
+
+
+def load_budget_prices(prices_path: str | None, models: dict[str, str], usd_key: str | None) -> dict[str, Any]:
+    """The price table (``sweep.prices`` or conf/prices.yaml). With ``usd_key``, the key of a USD budget,
+    every model in ``models`` (config key -> model) must have a price: a USD budget is never guessed."""
+    try:
+        prices = load_prices(prices_path)
+    except PriceError as exc:
+        raise ConfigError("sweep.prices", str(exc), "give a readable price table, or leave sweep.prices unset") from None
+    for key, model in models.items() if usd_key else ():
+        if price_of(model, prices) is None:
+            scope = usd_key.partition(".")[0]
+            raise ConfigError(usd_key, f"{model} ({key}) has no price in {prices_path or PRICES_FILE}",
+                              f"add it to the price table (sweep.prices=FILE), or budget in tokens: {scope}.budget_tokens")
+    return prices
+
+
+def check_usd_prices(cfg: Any) -> None:
+    """Before a sweep's jobs start: refuse (ConfigError) a USD budget with a model the price table lacks."""
+    usd_key = next((f"{scope}.budget_usd" for scope in SCOPES if OmegaConf.select(cfg, f"{scope}.budget_usd") is not None), None)
+    if usd_key:
+        models = {f"{role}.model": str(OmegaConf.select(cfg, f"{role}.model")) for role in ("worker", "grader")}
+        load_budget_prices(OmegaConf.select(cfg, "sweep.prices"), models, usd_key)
+
+
+@dataclass
+class Budget:
+    """One budget: a cap in tokens and/or USD on what its scope spends, and the ledger it reads."""
+
+    scope: str
+    tokens: int | None
+    usd: float | None
+    ledger: SpendLedger
+    root: Path
+    """Tasks are booked by their dir relative to this (the run dir, or the sweep dir)."""
+
+    def spent(self) -> tuple[int, float | None]:
+        """Tokens and USD spent so far in the scope."""
+        return self.ledger.total()
+
+    def reached(self) -> LimitHit | None:
+        """The cap that the spend so far has reached, if any."""
+        tokens, usd = self.spent()
+        if self.tokens is not None and tokens >= self.tokens:
+            return LimitHit(name=f"{self.scope}.budget_tokens", limit=self.tokens, value=tokens)
+        if self.usd is not None and usd is not None and usd >= self.usd:
+            return LimitHit(name=f"{self.scope}.budget_usd", limit=self.usd, value=round(usd, 6))
+        return None
+
+    def info(self) -> BudgetInfo:
+        """The budget and the spend against it, for the run's record."""
+        tokens, usd = self.spent()
+        return BudgetInfo(scope=self.scope, tokens=self.tokens, usd=self.usd, spent_tokens=tokens,
+                          spent_usd=None if usd is None else round(usd, 6), reached=self.reached() is not None)
+
+
+class Budgets:
+    """The budgets a run is held to (``run.budget_*``; ``sweep.budget_*`` in a sweep's job) and the prices
+    that turn its tokens into USD. Built before any model call: a USD budget with an unpriced model is a
+    ConfigError."""
+
+    def __init__(self, config: Config, run_dir: Path, sweep_dir: Path | None = None) -> None:
+        scopes = [("run", config.run, run_dir)] + ([("sweep", config.sweep, sweep_dir)] if sweep_dir else [])
+        scopes = [(scope, node, root) for scope, node, root in scopes if node.budget_tokens or node.budget_usd]
+        self.prices: dict[str, Any] = {}
+        self.budgets: list[Budget] = []
+        if not scopes:
+            return
+        usd_key = next((f"{scope}.budget_usd" for scope, node, _ in scopes if node.budget_usd), None)
+        models = {"worker.model": config.worker.model, "grader.model": config.grader.model}
+        self.prices = load_budget_prices(config.sweep.prices, models, usd_key)
+        for scope, node, root in scopes:
+            ledger = SpendLedger(root / LEDGER_FILE if scope == "sweep" else ":memory:")
+            self.budgets.append(Budget(scope, node.budget_tokens, node.budget_usd, ledger, Path(root)))
+
+    def book(self, result: RunRecord, task_dir: Path) -> None:
+        """Book what a task has spent in all (billed tokens, worker and grader; USD at the table's rates)."""
+        if not self.budgets:
+            return
+        tokens = sum(usage.total_tokens for usage in result.usage.values())
+        usd = run_cost(result, self.prices)
+        for budget in self.budgets:
+            budget.ledger.book(os.path.relpath(task_dir, budget.root), tokens, usd)
+
+    def reached(self) -> LimitHit | None:
+        """The first budget reached, if any."""
+        return next((hit for budget in self.budgets if (hit := budget.reached()) is not None), None)
+
+    def infos(self) -> list[BudgetInfo]:
+        """Each budget and the spend against it, for the run's record."""
+        return [budget.info() for budget in self.budgets]
+
+    def progress(self) -> str:
+        """Spend so far against each budget, for the console's progress line."""
+        return "  ".join(f"{info.scope} budget {info.spent()}" for info in self.infos())
+
+    def close(self) -> None:
+        """Close the ledgers."""
+        for budget in self.budgets:
+            budget.ledger.close()

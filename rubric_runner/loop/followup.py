@@ -1,0 +1,109 @@
+"""Follow-up turns: a new human message on a finished run's thread, each turn with its own record.
+
+A run's record dir (the run dir, or ``tasks/<id>-r<k>/`` of a multi-task run) holds the first turn;
+``turns/<n>/`` below it holds turn n (2, 3, ...), with its own ``result.json``, ``transcript.json``,
+``events.jsonl`` and ``.hydra/``. The thread's checkpoints (and a scripted model's place in its
+script) stay in the run dir the thread started in, its ``home``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config.schema import Checkpointer, Config
+from ..errors import ConfigError
+from ..records import RESULT_FILE, TURNS_DIR, RunRecord, Status, read_record, turn_dirs
+from ..tasks.sets import Task
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A turn that continues a thread: its message and number, the turn before, where the thread lives."""
+
+    message: str
+    number: int
+    previous: Path
+    """The record dir of the turn this one continues."""
+    home: Path
+    """The run dir that holds the thread's checkpoints."""
+    thread_id: str
+    previous_rubric: str | None
+    grading_run_id: str | None
+    """The grading run of the turn before."""
+    task_id: str | None = None
+    repeat: int | None = None
+
+    def task(self, tasks: list[Task]) -> Task:
+        """The run's task this turn continues, asked ``message`` instead, with the rubric it has now."""
+        task_id = self.task_id or "task"
+        found = next((task for task in tasks if task.id == task_id), None)
+        if found is None:
+            raise ConfigError("--task", f"the run's tasks have no {task_id!r} any more", "continue with the config the run had")
+        return Task(found.id, self.message, found.rubric, found.tools)
+
+    def carries_over(self, rubric: str) -> bool:
+        """Whether ``rubric`` is the one in effect on the thread (then it is not sent again)."""
+        return rubric == self.previous_rubric
+
+    def dir(self) -> Path:
+        """Where this turn's record goes."""
+        return turn_root(self.previous) / TURNS_DIR / str(self.number)
+
+
+def turn_root(record_dir: Path) -> Path:
+    """The record dir of a thread's first turn, from the dir of any of its turns."""
+    return record_dir.parent.parent if record_dir.parent.name == TURNS_DIR else record_dir
+
+
+def thread_home(record_dir: Path) -> Path:
+    """The run dir a thread started in (its checkpoints are there), from the dir of any of its turns."""
+    first = turn_root(record_dir)
+    return first.parent.parent if first.parent.name == "tasks" else first
+
+
+def record_dir_of(run_dir: Path, task_id: str | None, repeat: int) -> Path:
+    """The record dir of a run's first turn: the run dir, or the dir of one task of a multi-task run."""
+    tasks = sorted(path.name for path in (run_dir / "tasks").glob("*") if (path / RESULT_FILE).is_file())
+    if not tasks:
+        if task_id is not None:
+            raise ConfigError("--task", f"{run_dir} is a single-task run", "leave out --task")
+        return run_dir
+    if task_id is None:
+        raise ConfigError("--task", f"{run_dir} is a multi-task run", f"name the task to continue, one of: {', '.join(tasks)}")
+    if f"{task_id}-r{repeat}" not in tasks:
+        raise ConfigError("--task", f"{run_dir} has no task {task_id!r} (repeat {repeat})", f"one of: {', '.join(tasks)}")
+    return run_dir / "tasks" / f"{task_id}-r{repeat}"
+
+
+def next_turn(record_dir: Path, message: str) -> FollowUp:
+    """The turn after the latest one on ``record_dir``'s thread; that turn must have ended with a verdict."""
+    latest = ([record_dir, *turn_dirs(record_dir)])[-1]
+    record = read_record(latest / RESULT_FILE)
+    if record is None:
+        raise ConfigError("RUN_DIR", f"{latest} holds no record of a run", "continue a run that ended with a verdict")
+    if not record.status.terminal:
+        fix = (f"resume it first: rubric-runner resume {latest}" if record.status in (Status.INTERRUPTED, Status.ERROR)
+               else "continue a run that ended with a verdict")
+        raise ConfigError("RUN_DIR", f"the latest turn ({latest}) is {record.status}, not finished with a verdict", fix)
+    if not record.thread_id:
+        raise ConfigError("RUN_DIR", f"{latest} names no thread", "continue a run that ended with a verdict")
+    number = (record.turn or 1) + 1
+    return FollowUp(message, number, latest, thread_home(record_dir), record.thread_id, record.rubric.text,
+                    record.grading_run_id, record.task_id, record.repeat)
+
+
+def resumed_turn(turn_dir: Path, record: RunRecord) -> FollowUp:
+    """The follow-up an interrupted turn's record describes, to resume it."""
+    number = record.turn or 2
+    previous = turn_root(turn_dir) if number == 2 else turn_root(turn_dir) / TURNS_DIR / str(number - 1)
+    before = read_record(previous / RESULT_FILE)
+    return FollowUp(record.rubric.task or "", number, previous, thread_home(turn_dir), record.thread_id or "",
+                    before and before.rubric.text, before and before.grading_run_id, record.task_id, record.repeat)
+
+
+def check_thread_kept(config: Config) -> None:
+    """A follow-up needs the thread's checkpoints: not in memory, which ended with the run."""
+    if config.run.checkpointer == Checkpointer.memory:
+        raise ConfigError("run.checkpointer", "memory checkpoints end with their run: there is no thread to continue",
+                          "continue a run that used sqlite or postgres checkpoints")

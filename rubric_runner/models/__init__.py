@@ -1,0 +1,1 @@
+"""Chat models from config: providers, the scripted model, the response cache, server quirks."""

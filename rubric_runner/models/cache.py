@@ -1,0 +1,126 @@
+"""A persistent model-response cache in a SQLite file, safe for concurrent processes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
+from langchain_core.messages import message_to_dict, messages_from_dict
+from langchain_core.outputs import ChatGeneration
+
+from ..context import current_task
+
+NONCE = re.compile(r"((?:rubric|transcript|criteria)-)[0-9a-f]{16}")
+"""RubricMiddleware wraps each grader payload in tags with a fresh random nonce;
+it is normalized out of the key so identical grading requests hit the cache."""
+
+SETUP_ATTEMPTS = 100
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    llm TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created_at TEXT NOT NULL DEFAULT (datetime('now'))
+)
+"""
+
+
+def cache_key(prompt: str, llm_string: str, repeat: int) -> str:
+    """Model and parameters (``llm_string``: includes bound tools), messages and repeat index."""
+    material = "\x00".join((NONCE.sub(r"\1N", prompt), llm_string, str(repeat)))
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def _encode(generations: Sequence[Any]) -> str:
+    return json.dumps(
+        [{"message": message_to_dict(g.message), "generation_info": g.generation_info} for g in generations],
+        default=str,
+    )
+
+
+class SQLiteResponseCache(BaseCache):
+    """LangChain ``BaseCache`` in SQLite (WAL mode, one short transaction per write).
+
+    The repeat index of the current task is part of the key, so repeats of a
+    task are not collapsed into one answer. Replayed generations are marked
+    ``response_metadata["cache_hit"] = True``.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self._set_up(self._connect())
+
+    @staticmethod
+    def _set_up(connection: sqlite3.Connection) -> None:
+        """WAL mode and the table. Switching the journal mode takes an exclusive lock without
+        waiting for it, so a process that loses that race to another one tries again."""
+        for attempt in range(SETUP_ATTEMPTS):
+            try:
+                if connection.execute("PRAGMA journal_mode").fetchall()[0][0] != "wal":
+                    connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute(SCHEMA)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == SETUP_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05)
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            connection.execute("PRAGMA busy_timeout=30000")
+            self._local.connection = connection
+        return connection
+
+    @staticmethod
+    def _repeat() -> int:
+        task = current_task()
+        return task.repeat if task else 0
+
+    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        """The cached generations for this request, or None."""
+        # fetchall ends the read at once: a read left open would make the next write on this
+        # connection fail with "database is locked" when another process wrote in between
+        rows = self._connect().execute(
+            "SELECT value FROM responses WHERE key = ?", (cache_key(prompt, llm_string, self._repeat()),)
+        ).fetchall()
+        with self._lock:
+            if not rows:
+                self.misses += 1
+                return None
+            self.hits += 1
+        generations = []
+        for stored in json.loads(rows[0][0]):
+            (message,) = messages_from_dict([stored["message"]])
+            message.response_metadata = {**message.response_metadata, "cache_hit": True}
+            generations.append(ChatGeneration(message=message, generation_info=stored["generation_info"]))
+        return generations
+
+    def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
+        """Store the generations for this request (the first writer wins)."""
+        self._connect().execute(
+            "INSERT OR IGNORE INTO responses (key, llm, value) VALUES (?, ?, ?)",
+            (cache_key(prompt, llm_string, self._repeat()), llm_string[:200], _encode(return_val)),
+        )
+
+    def clear(self, **kwargs: Any) -> None:
+        """Remove every entry."""
+        self._connect().execute("DELETE FROM responses")
+
+    def entries(self) -> int:
+        """How many responses are stored."""
+        return self._connect().execute("SELECT COUNT(*) FROM responses").fetchall()[0][0]

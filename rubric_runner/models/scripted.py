@@ -1,0 +1,224 @@
+"""A chat model that replays a script of replies: offline runs, tests and demos."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from ..context import current_task
+
+SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+CURSOR_DIR = "scripted-cursors"
+"""Where in a run dir scripted models keep their place in their scripts (one dir per role)."""
+
+
+class ScriptError(ValueError):
+    """The script file is missing, malformed, or has no reply left to give."""
+
+
+def _check_turns(turns: Any, where: str) -> list[dict[str, Any]]:
+    if not isinstance(turns, list):
+        raise ScriptError(f"{where} must be a list of turns")
+    for index, turn in enumerate(turns):
+        if not isinstance(turn, dict) or not ({"content", "tool_calls", "raise"} & set(turn)):
+            raise ScriptError(f"{where}[{index}] must be a mapping with content, tool_calls or raise")
+        usage = turn.get("usage", {})
+        if not isinstance(usage, dict) or not all(
+            key in ("input_tokens", "output_tokens") and isinstance(n, int) and not isinstance(n, bool) and n >= 0
+            for key, n in usage.items()
+        ):
+            raise ScriptError(f"{where}[{index}].usage must map input_tokens and output_tokens to counts")
+    return turns
+
+
+def load_script(path: str | Path, section: str) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """One section (``worker`` or ``grader``) of a YAML script file: the turns every task
+    replays, and the turns of tasks that have their own (``tasks: {id: {worker:, grader:}}``)."""
+    path = Path(path)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SafeLoader)
+    except FileNotFoundError:
+        raise ScriptError(f"script file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise ScriptError(f"script file {path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get(section, []), list):
+        raise ScriptError(f"script file {path} has no list under '{section}:'")
+    per_task = data.get("tasks") or {}
+    if not isinstance(per_task, dict) or not all(isinstance(v, dict) for v in per_task.values()):
+        raise ScriptError(f"{path}: 'tasks' must map task ids to {{worker: [...], grader: [...]}}")
+    if section not in data and not any(section in v for v in per_task.values()):
+        raise ScriptError(f"script file {path} has no list under '{section}:'")
+    turns = _check_turns(data.get(section, []), f"{path}: {section}")
+    by_task = {
+        str(task_id): _check_turns(sections[section], f"{path}: tasks.{task_id}.{section}")
+        for task_id, sections in per_task.items()
+        if section in sections
+    }
+    return turns, by_task
+
+
+def _estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Replays ``turns`` in order, one per model call; labelled ``scripted`` everywhere.
+
+    A turn is a mapping with ``content`` (text), ``tool_calls`` (a list of
+    ``{name, args}``), or ``raise`` (a message: the call fails with
+    ``ScriptError``, standing in for a provider failure). Optional ``latency``
+    (seconds) delays the reply; optional ``usage`` (``input_tokens``,
+    ``output_tokens``) is the token usage it reports, else estimated at four
+    characters a token.
+
+    Each conversation thread (``thread_id``) replays the script from its own
+    position, so one model serves many concurrent tasks; a task listed in
+    ``turns_by_task`` replays its own turns instead. With ``cursor_dir``
+    the positions are kept on disk, one file per script: a resumed run, or a
+    regrade given the run's cursors, continues the script; another script
+    starts at its top.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model: str = "scripted"
+    turns: list[dict[str, Any]] = Field(default_factory=list)
+    turns_by_task: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    latency: float = 0.0
+    cursor_dir: Path | None = None
+    _cursors: dict[str, int] = PrivateAttr(default_factory=dict)
+    _log_fd: int | None = PrivateAttr(default=None)
+    _calls: int = PrivateAttr(default=0)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model": self.model, "script_sha256": self._script_sha256()}
+
+    def _script_sha256(self) -> str:
+        script = json.dumps([self.turns, self.turns_by_task], sort_keys=True, default=str)
+        return hashlib.sha256(script.encode()).hexdigest()
+
+    @property
+    def calls(self) -> int:
+        """How many replies have been replayed, over all threads."""
+        return self._calls
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
+        """Accept any tools; the script decides which calls are made."""
+        return self
+
+    def _load_cursors(self) -> None:
+        """Positions a previous process reached: the last ``thread<TAB>position`` line of each thread."""
+        path = self._cursor_log()
+        if path is not None and path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                thread, _, position = line.rpartition("\t")
+                self._cursors[thread] = int(position)
+
+    def _cursor_log(self) -> Path | None:
+        return self.cursor_dir / f"cursors-{self._script_sha256()[:16]}.tsv" if self.cursor_dir is not None else None
+
+    def _take_turn(self, thread: str) -> tuple[int, dict[str, Any]]:
+        task = current_task()
+        turns = self.turns_by_task.get(task.task_id, self.turns) if task else self.turns
+        with self._lock:
+            if self._log_fd is None and self.cursor_dir is not None:
+                self._load_cursors()
+                self.cursor_dir.mkdir(parents=True, exist_ok=True)
+                self._log_fd = os.open(self._cursor_log(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            index = self._cursors.get(thread, 0)
+            if index >= len(turns):
+                raise ScriptError(f"script for {self.model!r} has no reply left after {len(turns)} turns")
+            self._cursors[thread] = index + 1
+            self._calls += 1
+            return index, turns[index]
+
+    def _finish_turn(self, thread: str, index: int) -> None:
+        """Log a finished turn (one append); a call cut short is replayed by the next process."""
+        if self._log_fd is not None:
+            os.write(self._log_fd, f"{thread}\t{index + 1}\n".encode())
+
+    def __del__(self) -> None:
+        if self._log_fd is not None:
+            os.close(self._log_fd)
+
+    @staticmethod
+    def _thread(run_manager: Any) -> str:
+        metadata = getattr(run_manager, "metadata", None) or {}
+        return str(metadata.get("thread_id", "default"))
+
+    def _reply(self, messages: list[BaseMessage], index: int, turn: dict[str, Any]) -> ChatResult:
+        if "raise" in turn:
+            raise ScriptError(str(turn["raise"]))
+        content = str(turn.get("content", ""))
+        tool_calls = [
+            {"name": call["name"], "args": call.get("args", {}), "id": f"call_{index}_{i}"}
+            for i, call in enumerate(turn.get("tool_calls") or [])
+        ]
+        usage = self._usage(messages, content, tool_calls, turn.get("usage") or {})
+        message = AIMessage(
+            content=content,
+            tool_calls=tool_calls,
+            usage_metadata=usage,
+            response_metadata={"model_name": self.model, "scripted": True},
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    @staticmethod
+    def _usage(messages: list[BaseMessage], content: str, tool_calls: list[dict[str, Any]],
+               given: dict[str, Any]) -> dict[str, int]:
+        """The turn's ``usage`` (``input_tokens``, ``output_tokens``), else an estimate of four characters a token."""
+        prompt = "".join(str(m.content) for m in messages)
+        output = content + "".join(str(c["args"]) for c in tool_calls)
+        usage = {"input_tokens": int(given.get("input_tokens", _estimate_tokens(prompt))),
+                 "output_tokens": int(given.get("output_tokens", _estimate_tokens(output)))}
+        return {**usage, "total_tokens": usage["input_tokens"] + usage["output_tokens"]}
+
+    def _delay(self, turn: dict[str, Any]) -> float:
+        return float(turn.get("latency", self.latency))
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        thread = self._thread(run_manager)
+        index, turn = self._take_turn(thread)
+        if self._delay(turn):
+            time.sleep(self._delay(turn))
+        self._finish_turn(thread, index)
+        return self._reply(messages, index, turn)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        thread = self._thread(run_manager)
+        index, turn = self._take_turn(thread)
+        if self._delay(turn):
+            await asyncio.sleep(self._delay(turn))
+        self._finish_turn(thread, index)
+        return self._reply(messages, index, turn)

@@ -1,0 +1,116 @@
+"""Hidden verification: ``verify`` tools run on the worker's first and final answers, never shown to a model.
+
+A check is a registered tool with settings, as in ``grader.tools``. It takes the answer text as its one
+argument the model would fill (``code`` for ``run_test_suite``, ``text`` for ``count_syllables``) and
+passes when its result carries ``ok: true``. A result without a boolean ``ok``, a sandbox refusal, or a
+tool that raises makes the check unverifiable: never a pass nor a fail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.tools import BaseTool
+
+from ..config.schema import RubricConfig
+from ..errors import ConfigError
+from ..records import CheckOutcome, CheckResult, Verification
+from ..tools.registry import ToolRegistry, tool_settings, validate_settings
+from .sets import Task
+
+GRADER_SOURCE = "rubric_grader"
+"""The ``name`` RubricMiddleware gives the revision requests it injects as HumanMessages."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One resolved ``verify`` tool: the tool, the argument the answer goes in, and its settings."""
+
+    name: str
+    tool: BaseTool
+    argument: str
+    settings: dict[str, Any]
+
+
+def resolve_check(registry: ToolRegistry, name: str, settings: dict[str, Any], key: str) -> Check:
+    """The check ``name`` with ``settings``, validated as ``grader.tools`` settings are; ``key`` names the config key."""
+    tool = registry.find(name, key).tool
+    settings = validate_settings(tool, settings, key)
+    missing = [setting for setting, field in tool_settings(tool).items() if field.is_required() and setting not in settings]
+    if missing:
+        raise ConfigError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
+    visible = list(tool.tool_call_schema.model_fields)
+    if len(visible) != 1:
+        raise ConfigError(key, f"tool {tool.name!r} takes {len(visible)} arguments from a model, not one",
+                          "a verify tool takes the answer as its only argument (e.g. code or text)")
+    return Check(name, tool, visible[0], settings)
+
+
+def resolve_checks(registry: ToolRegistry, rubric: RubricConfig, tasks: list[Task]) -> dict[str, list[Check]]:
+    """Each task's checks (task id -> checks), resolved and validated before any model call.
+
+    The rubric's own settings are checked under their keys first (``rubric.verify.NAME``); a task's
+    merged ones under the task's (``rubric.dataset[3].verify.NAME``) when it comes from a dataset.
+    """
+    for name, settings in rubric.verify.items():
+        key = f"rubric.verify.{name}"
+        validate_settings(registry.find(name, key).tool, dict(settings or {}), key)
+    checks = {}
+    for task in tasks:
+        prefix = f"rubric.dataset[{task.index}].verify" if rubric.dataset else "rubric.verify"
+        checks[task.id] = [resolve_check(registry, name, settings, f"{prefix}.{name}") for name, settings in task.verify.items()]
+    return checks
+
+
+def final_answer(messages: list[Any]) -> str | None:
+    """The worker's answer: the text of its last message without tool calls."""
+    from langchain_core.messages import AIMessage
+
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and not message.tool_calls:
+            return message.text
+    return None
+
+
+def first_answer(messages: list[Any]) -> str | None:
+    """The worker's answer to the latest user message (a thread's last turn) before the grader's first
+    revision request; with none, the final answer."""
+    from langchain_core.messages import HumanMessage
+
+    asked = max((index for index, message in enumerate(messages)
+                 if isinstance(message, HumanMessage) and message.name != GRADER_SOURCE), default=0)
+    for index in range(asked, len(messages)):
+        message = messages[index]
+        if isinstance(message, HumanMessage) and message.name == GRADER_SOURCE:
+            return final_answer(messages[:index])
+    return final_answer(messages)
+
+
+async def run_check(check: Check, answer: str) -> CheckResult:
+    """One check on one answer; whatever goes wrong makes it unverifiable, never passed."""
+    try:
+        # no callbacks: the run's recorder must not see it (it is nobody's tool call)
+        result = await check.tool.ainvoke({check.argument: answer, **check.settings}, config={"callbacks": []})
+    except Exception as exc:  # a tool error or a sandbox refusal: the answer could not be checked
+        return CheckResult(tool=check.name, outcome=CheckOutcome.UNVERIFIABLE, error=f"{type(exc).__name__}: {exc}")
+    details = result if isinstance(result, dict) else {"result": repr(result)[:2000]}
+    if details.get("refused"):  # the sandbox would not run the code: nothing was checked
+        return CheckResult(tool=check.name, outcome=CheckOutcome.UNVERIFIABLE, details=details,
+                           error=f"the sandbox refused to run the code: {details['refused']}")
+    if not isinstance(details.get("ok"), bool):
+        return CheckResult(tool=check.name, outcome=CheckOutcome.UNVERIFIABLE, details=details,
+                           error=f"{check.name} returned no boolean 'ok' (are its settings enough to decide a pass?)")
+    return CheckResult(tool=check.name, outcome=CheckOutcome.PASSED if details["ok"] else CheckOutcome.FAILED,
+                       details=details)
+
+
+async def verify(checks: list[Check], answer: str | None) -> Verification:
+    """Every check on ``answer``: failed if any failed, else unverifiable if any was, else passed."""
+    if answer is None or not answer.strip():
+        return Verification(outcome=CheckOutcome.UNVERIFIABLE, error="the worker gave no answer")
+    results = [await run_check(check, answer) for check in checks]
+    outcomes = {result.outcome for result in results}
+    outcome = next(o for o in (CheckOutcome.FAILED, CheckOutcome.UNVERIFIABLE, CheckOutcome.PASSED) if o in outcomes)
+    passed = None if outcome is CheckOutcome.UNVERIFIABLE else outcome is CheckOutcome.PASSED
+    return Verification(outcome=outcome, passed=passed, checks=results)
