@@ -1,55 +1,130 @@
-"""``rubric_runner.run``: a run from Python, composed from the same config as the command line."""
+"""The public face: a run, a resume, a follow-up turn and a regrade from Python, each one launch.
+
+Each composes its config as the command line does (from overrides, and config dirs searched before the
+package's own), claims its run dir, and returns the typed record: ``RunRecord``. Runs may go on at once
+in threads: each writes only its own files. A problem the user must fix before the run dir is claimed
+raises ``UsageError`` (one line: the key and the fix); anything later ends in the returned record.
+Ctrl-C (KeyboardInterrupt) records the run as interrupted, then goes on up.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-from omegaconf import OmegaConf, open_dict
-
+from .compat.hydra import combinations, first_sweep
 from .config.compose import compose
-from .config.hydra_errors import describe
-from .errors import ConfigError
-from .records import RunRecord
-from .redaction import config_secrets, redact, redact_override
+from .errors import UsageError
+from .loop.followup import next_turn, record_dir_of, resumed_turn
+from .loop.launch import launch
+from .loop.regrade import new_regrade_dir, regraded_dirs, transcript_dirs
+from .loop.request import Launch
+from .loop.signals import StopRequest
+from .records import (
+    REGRADES_DIR,
+    RESULT_FILE,
+    ConfigSources,
+    RunKind,
+    RunRecord,
+    find_run_dirs,
+    read_record,
+    recorded_sources,
+)
+
+RUN_DIR = "RUN_DIR"
 
 
-class ComposeError(ValueError):
-    """Hydra could not compose the config from the overrides; the message names the key and the fix."""
+def _dirs(config_dirs: Sequence[str | Path]) -> list[str]:
+    return [os.path.abspath(config_dir) for config_dir in config_dirs]
 
 
-def run(overrides: list[str] | None = None, run_dir: str | Path | None = None) -> RunRecord:
+def run(overrides: Sequence[str] = (), run_dir: str | Path | None = None, config_dirs: Sequence[str | Path] = (),
+        stop: StopRequest | None = None) -> RunRecord:
     """Run the rubric loop with ``overrides`` (as on the command line) and return its record.
 
-    ``run_dir`` defaults to a new dir under ``outputs/runs/`` (``hydra.run.dir``). Raises
-    ``ComposeError`` when Hydra cannot compose the overrides, and ``ConfigError`` when ``run_dir``
-    already holds another run's record (unless ``run.resume=true``); any other problem, a config
-    error found later included, ends in the returned record, as on the command line. Runs may go
-    on at once in threads: each writes only its own files. Ctrl-C (KeyboardInterrupt) records the
-    run as interrupted, then goes on up.
+    ``run_dir`` defaults to a new dir under ``outputs/runs/`` (``hydra.run.dir``); ``config_dirs`` are
+    searched for config before the package's own (``--config-dir``).
     """
-    from .loop.launch import claim_run_dir, execute
-
-    overrides = list(overrides or [])
-    try:
-        cfg = compose(overrides, return_hydra_config=True)
-        chosen = Path(run_dir) if run_dir is not None else Path(str(cfg.hydra.run.dir))
-    except Exception as exc:  # Hydra and OmegaConf raise many types; all mean the overrides do not compose
-        raise ComposeError(describe(exc, overrides)) from None
-    with open_dict(cfg):
-        del cfg["hydra"]
-    claim_run_dir(chosen, bool(OmegaConf.select(cfg, "run.resume")))
-    save_config(chosen, cfg, overrides)
-    return execute(cfg, chosen, overrides, claimed=True)
+    sources = ConfigSources(overrides=list(overrides), config_dirs=_dirs(config_dirs))
+    return launch(Launch(sources, run_dir=Path(run_dir) if run_dir is not None else None, stop=stop))
 
 
-def save_config(run_dir: Path, cfg, overrides: list[str]) -> None:
-    """The composed config and the overrides in ``.hydra/``, as the command line's runs keep them (for resume)."""
-    saved = run_dir / ".hydra"
-    saved.mkdir(exist_ok=True)
-    secrets = config_secrets(OmegaConf.to_container(cfg, resolve=False), overrides)
-    (saved / "config.yaml").write_text(redact(OmegaConf.to_yaml(cfg), secrets), encoding="utf-8")
-    (saved / "overrides.yaml").write_text(yaml.safe_dump([redact_override(o) for o in overrides]), encoding="utf-8")
+def _recorded(record_dir: Path, config_dirs: Sequence[str | Path]) -> ConfigSources:
+    """The config sources a record dir's run was composed from, with more config dirs after them."""
+    sources = recorded_sources(record_dir)
+    if sources is None:
+        raise UsageError(RUN_DIR, f"{record_dir} holds no record of its config (no result.json header, no .hydra/)",
+                         "give the dir of a run, as a run prints after `run dir:`")
+    return sources.model_copy(update={"config_dirs": [*sources.config_dirs, *_dirs(config_dirs)]})
 
 
-__all__ = ["ComposeError", "ConfigError", "run"]
+def resume(run_dir: str | Path, overrides: Sequence[str] = (), config_dirs: Sequence[str | Path] = (),
+           stop: StopRequest | None = None) -> RunRecord:
+    """Continue the run (or follow-up turn) in ``run_dir`` from its checkpoints, with the config it ran with;
+    ``overrides`` may change only what leaves its tasks as they were (repeats, concurrency, budgets, console)."""
+    run_dir = Path(run_dir).resolve()
+    sources = _recorded(run_dir, config_dirs)
+    record = read_record(run_dir / RESULT_FILE)
+    follow_up = None
+    if record is not None and record.header.kind is RunKind.TURN and record.task is not None:
+        follow_up = resumed_turn(run_dir, record.task)
+    sources = sources.model_copy(update={"overrides": [*sources.overrides, *overrides, "run.resume=true"]})
+    return launch(Launch(sources, run_dir=run_dir, key=RUN_DIR, resume=True, follow_up=follow_up, stop=stop))
+
+
+def continue_run(run_dir: str | Path, message: str, overrides: Sequence[str] = (), task: str | None = None,
+                 repeat: int = 0, config_dirs: Sequence[str | Path] = (), stop: StopRequest | None = None) -> RunRecord:
+    """Send ``message`` on the thread of a finished run (``task``, ``repeat``: one task of a task set) as a
+    follow-up turn, graded against the same rubric or a new one (``rubric.text=...``); its record goes to
+    ``turns/<n>/`` below the run's record dir."""
+    run_dir = Path(run_dir).resolve()
+    follow_up = next_turn(record_dir_of(run_dir, task, repeat), message)
+    before = recorded_sources(follow_up.previous)
+    sources = before.model_copy(update={"config_dirs": [*before.config_dirs, *_dirs(config_dirs)]}) if before else \
+        _recorded(run_dir, config_dirs)
+    sources = sources.model_copy(update={"overrides": [*sources.overrides, *overrides]})
+    return launch(Launch(sources, run_dir=follow_up.dir(), key=RUN_DIR, follow_up=follow_up, stop=stop))
+
+
+@dataclass(frozen=True)
+class Regrade:
+    """Where a regrade wrote its records, and the records: one per run graded again, per grader."""
+
+    dir: Path
+    records: list[RunRecord]
+
+
+def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool = False,
+            config_dirs: Sequence[str | Path] = (), stop: StopRequest | None = None) -> Regrade:
+    """Grade the transcripts saved under ``run_dir`` (a run dir, or a sweep dir: each of its runs, and their
+    follow-up turns) again, one grading pass each, with ``overrides`` on each run's own config; the records go
+    to ``run_dir/regrades/<time>/``. With ``multirun``, once per combination of the overrides' values
+    (``grader=haiku,gpt``), each in a numbered dir."""
+    root = Path(run_dir).resolve()
+    swept = first_sweep(list(overrides))
+    if swept is not None and not multirun:
+        raise UsageError(swept[0], "several values are a regrade with each, which needs -m", f"rubric-runner regrade RUN_DIR -m {swept[1]}")
+    graders = combinations(list(overrides)) if multirun else [list(overrides)]
+    launches = []
+    for grader in graders:  # every config composes before any regrade starts
+        for source in (record_dir for run in find_run_dirs(root) for record_dir in regraded_dirs(run)):
+            recorded = _recorded(source, config_dirs)  # the graded run's configuration, not its console
+            kept = [o for o in recorded.overrides if not o.lstrip("+~").startswith("run.console")]
+            composed = recorded.model_copy(update={"overrides": [*kept, *grader]})
+            launches.append((grader, source, composed, compose(composed)))
+    launches = [planned for planned in launches if transcript_dirs(planned[1])]
+    if not launches:
+        raise UsageError(RUN_DIR, f"{root} holds no saved transcript", "give the dir of a run or sweep that has run")
+    out_dir = new_regrade_dir(root / REGRADES_DIR)
+    records = []
+    for grader, source, composed, cfg in launches:
+        base = out_dir / str(graders.index(grader)) if multirun else out_dir
+        target = base if source == root else base / source.relative_to(root)
+        records.append(launch(Launch(composed, run_dir=target, key=RUN_DIR, regraded_from=source,
+                                     regraded_with=tuple(grader), composed=cfg, stop=stop)))
+    return Regrade(out_dir, records)
+
+
+__all__ = ["Regrade", "UsageError", "continue_run", "regrade", "resume", "run"]

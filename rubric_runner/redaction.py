@@ -72,6 +72,15 @@ def redact(text: str, secrets: list[str] | None = None) -> str:
     return text
 
 
+def redact_config(data: Any) -> Any:
+    """A resolved config (plain dicts and lists) with every secret value replaced, in strings at any depth."""
+    if isinstance(data, dict):
+        return {key: REDACTED if is_secret_key(key) and data[key] else redact_config(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [redact_config(item) for item in data]
+    return redact(data) if isinstance(data, str) else data
+
+
 def _override_parts(override: str) -> tuple[str, str | None]:
     """``"+a.b=v"`` -> ``("a.b", "v")``; ``(key, None)`` for an override without a value."""
     key, sep, value = override.partition("=")

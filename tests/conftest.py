@@ -16,9 +16,9 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
+import rubric_runner
 from rubric_runner.config.compose import register_configs
 from rubric_runner.config.environment import API_KEY_ENV
-from rubric_runner.loop.launch import execute as run
 from rubric_runner.paths import CONF_DIR
 
 register_configs()
@@ -35,8 +35,6 @@ def offline_env(monkeypatch):
         for name in names:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", BUNDLED_PLUGINS)
-    # each test's fake servers are new, though a port may be one an earlier test's server had
-    monkeypatch.setattr("rubric_runner.grader.strategies.PROBED", {})
 
 
 @pytest.fixture
@@ -88,23 +86,29 @@ def write_dataset(path: Path, ids: list[str]) -> Path:
     return path
 
 
+SCRIPTED_EVIDENCE = "rubric.evidence=[]"
+"""A test's grader turns rest on no tool call unless the test says so: the default rubric's (haiku's)
+rule that a satisfied verdict rests on count_syllables is left out (tests of that rule set it)."""
+
+
 def scripted_overrides(script: Path, *extra: str) -> list[str]:
     """Overrides for a fully scripted run replaying ``script``."""
-    return ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}", "run.console=false", *extra]
+    return ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}", "run.console=false",
+            SCRIPTED_EVIDENCE, *extra]
 
 
 def run_scripted(tmp_path: Path, script: Path, *extra: str):
     """Run in-process with scripted models; returns (result, run_dir)."""
     overrides = scripted_overrides(script, *extra)
     run_dir = tmp_path / "run"
-    return run(compose_config(overrides), run_dir, overrides), run_dir
+    return rubric_runner.run(overrides, run_dir), run_dir
 
 
 def run_in_process(tmp_path: Path, *overrides: str):
     """Run in-process with ``overrides`` (console off); returns (result, run_dir)."""
-    overrides = ("run.console=false", *overrides)
+    overrides = ("run.console=false", SCRIPTED_EVIDENCE, *overrides)
     run_dir = tmp_path / "run"
-    return run(compose_config(list(overrides)), run_dir, list(overrides)), run_dir
+    return rubric_runner.run(list(overrides), run_dir), run_dir
 
 
 def read_events(run_dir: Path) -> list[dict[str, Any]]:

@@ -8,13 +8,17 @@ from pathlib import Path
 from rubric_runner.records import (
     RESULT_FILE,
     TASKS_DIR,
+    ConfigSources,
     Criterion,
     Evaluation,
     GraderInfo,
     ModelInfo,
     RubricInfo,
+    RunHeader,
     RunRecord,
     Status,
+    TaskRecord,
+    TaskTally,
     Usage,
 )
 
@@ -29,7 +33,7 @@ def task_status(job: int, task: int, repeat: int) -> Status:
     return Status.MAX_ITERATIONS_REACHED if repeat == 1 and task % 3 == 0 else Status.SATISFIED
 
 
-def _task_record(job_dir: Path, job: int, task: int, repeat: int, common: dict) -> RunRecord:
+def _task_record(job_dir: Path, job: int, task: int, repeat: int, message: str | None = None) -> TaskRecord:
     status = task_status(job, task, repeat)
     revised = status is not Status.FAILED and task % 2 == 0
     attempts = [ANSWER, ANSWER.replace("seen", "found")] if revised else [ANSWER]
@@ -40,12 +44,12 @@ def _task_record(job_dir: Path, job: int, task: int, repeat: int, common: dict) 
                                        gap=None if result == "satisfied" else "test_order fails")])
         for i, result in enumerate(results)
     ]
-    return RunRecord(
+    return TaskRecord(
         status=status, exit_code=int(status.exit_code), iterations=len(evaluations), evaluations=evaluations,
-        final_answer=attempts[-1], attempts=attempts, task_id=f"task{task:05d}", repeat=repeat,
+        final_answer=attempts[-1], attempts=attempts, task_id=f"task{task:05d}", repeat=repeat, task=message,
         usage={"worker": Usage(calls=2, input_tokens=900, output_tokens=120, total_tokens=1020),
                "grader": Usage(calls=len(evaluations), input_tokens=1500, output_tokens=80, total_tokens=1580)},
-        run_dir=str(job_dir / TASKS_DIR / f"task{task:05d}-r{repeat}"), wall_seconds=1.5, **common,
+        run_dir=str(job_dir / TASKS_DIR / f"task{task:05d}-r{repeat}"), wall_seconds=1.5,
     )
 
 
@@ -53,17 +57,18 @@ def write_task_sweep(root: Path, jobs: int, tasks: int, repeats: int = 1) -> Non
     """A sweep dir of ``jobs`` multi-task jobs (workers scripted:w0, w1, ...) of ``tasks`` tasks x ``repeats`` each."""
     for job in range(jobs):
         job_dir = root / str(job)
-        common = {"worker": ModelInfo(model=f"scripted:w{job}"), "grader": GraderInfo(model="scripted:judge", max_iterations=3),
-                  "rubric": RubricInfo(name="code_tasks"), "overrides": [f"worker.model=scripted:w{job}"]}
-        records = []
-        for task, repeat in ((task, repeat) for task in range(tasks) for repeat in range(repeats)):
-            record = _task_record(job_dir, job, task, repeat, common)
+        header = RunHeader(worker=ModelInfo(model=f"scripted:w{job}"), grader=GraderInfo(model="scripted:judge", max_iterations=3),
+                           rubric=RubricInfo(name="code_tasks"), sources=ConfigSources(overrides=[f"worker.model=scripted:w{job}"]))
+        keys = [(task, repeat) for task in range(tasks) for repeat in range(repeats)]
+        tally = TaskTally(len(keys))
+        for index, (task, repeat) in enumerate(keys):
+            record = _task_record(job_dir, job, task, repeat)
             task_dir = Path(record.run_dir)
             task_dir.mkdir(parents=True)
             (task_dir / RESULT_FILE).write_text(record.model_dump_json())
-            records.append(record)
-        parent = RunRecord(run_dir=str(job_dir), **common)
-        parent.aggregate_tasks(records, repeats=repeats)
+            tally.add(index, record)
+        parent = RunRecord(run_dir=str(job_dir), header=header)
+        tally.fill(parent, repeats=repeats)
         parent.exit_code = int(parent.status.exit_code)
         (job_dir / RESULT_FILE).write_text(parent.model_dump_json())
 
@@ -74,10 +79,13 @@ def write_run_sweep(root: Path, jobs: int, workers: int = 4) -> None:
     for job in range(jobs):
         job_dir = root / str(job)
         worker, task = job % workers, job // workers
-        common = {"worker": ModelInfo(model=f"scripted:w{worker}"), "grader": GraderInfo(model="scripted:judge", max_iterations=3),
-                  "rubric": RubricInfo(name="code", task=f"Write solve() for case {task}."),
-                  "overrides": [f"worker.model=scripted:w{worker}", f"rubric.task=Write solve() for case {task}."]}
-        record = _task_record(job_dir, worker, task, 0, common)
-        record.task_id, record.repeat, record.run_dir = None, None, str(job_dir)
+        message = f"Write solve() for case {task}."
+        header = RunHeader(worker=ModelInfo(model=f"scripted:w{worker}"), grader=GraderInfo(model="scripted:judge", max_iterations=3),
+                           rubric=RubricInfo(name="code", task=message),
+                           sources=ConfigSources(overrides=[f"worker.model=scripted:w{worker}", f"rubric.task={message}"]))
+        task_record = _task_record(job_dir, worker, task, 0, message)
+        task_record.task_id, task_record.repeat, task_record.run_dir = None, None, str(job_dir)
+        record = RunRecord(header=header, task=task_record, status=task_record.status, exit_code=task_record.exit_code,
+                           wall_seconds=task_record.wall_seconds, run_dir=str(job_dir))
         job_dir.mkdir(parents=True)
         (job_dir / RESULT_FILE).write_text(record.model_dump_json())

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import run_cli, verdict, write_script
+from conftest import SCRIPTED_EVIDENCE, run_cli, verdict, write_script
 
 A, B = "Has a title", "Cites a source"
-SCRIPTED = ("worker=scripted", "grader=scripted", "run.console=false")
+SCRIPTED = ("worker=scripted", "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE)
 STATUSES = ["satisfied", "satisfied", "satisfied", "error", "max_iterations_reached", "max_iterations_reached"]
 PRICES = {"scripted:alpha": (100, 400), "scripted:beta": (200, 800), "demo": (50, 100)}
 """USD per 1M input/output tokens; ``demo`` (a bare model id) prices the grader ``scripted:demo``."""

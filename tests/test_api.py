@@ -14,7 +14,7 @@ import structlog
 from conftest import read_events, scripted_overrides, verdict, write_script
 
 import rubric_runner
-from rubric_runner.api import ComposeError
+from rubric_runner.errors import UsageError
 from rubric_runner.records import RunRecord, Status
 
 
@@ -72,6 +72,6 @@ def test_runs_at_once_in_threads_write_only_their_own_events(tmp_path):
 
 
 def test_overrides_that_do_not_compose_raise_one_line(tmp_path):
-    with pytest.raises(ComposeError, match=r"^grader: 'grader/nope' not found \(use one of: "):
+    with pytest.raises(UsageError, match=r"^grader: 'grader/nope' not found \(use one of: "):
         rubric_runner.run(["grader=nope"], run_dir=tmp_path / "run")
     assert not (tmp_path / "run").exists()

@@ -1,6 +1,6 @@
 """Malformed command lines: exit code 2, one line on stderr naming the key and the fix, no traceback. A
 command line Hydra cannot compose leaves no run dir; one rejected after composing leaves a run dir whose
-result.json says status error, ConfigError. Some of each kind run as a real ``python -m rubric_runner``
+result.json says status error, UsageError. Some of each kind run as a real ``python -m rubric_runner``
 subprocess, the others in this process (``SUBPROCESS``)."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
-from conftest import compose_config, run_cli
+from conftest import run_cli
 
+import rubric_runner
 from rubric_runner.cli import run_command
-from rubric_runner.loop.launch import execute as run
 
 SCRIPTED = ("worker=scripted", "grader=scripted")
 LINE = re.compile(r"error: (?P<key>\S+): .+ \(.+\)")
 
-# id: (arguments, key named on the line, "compose" (no run dir) or "run" (a ConfigError record))
+# id: (arguments, key named on the line, "compose" (no run dir) or "run" (a UsageError record))
 CASES = {
     "unknown-worker-preset": (["worker=nope"], "worker", "compose"),
     "unknown-grader-preset": (["grader=nope"], "grader", "compose"),
@@ -109,7 +109,7 @@ def _arguments(case: str, tmp) -> list[str]:
 
 def _in_process(case: str, tmp, capsys) -> SimpleNamespace:
     overrides = _arguments(case, tmp)[:-1]
-    result = run(compose_config(overrides), tmp / "run", overrides)
+    result = rubric_runner.run(overrides, tmp / "run")
     out = capsys.readouterr()
     return SimpleNamespace(returncode=result.exit_code, stdout=out.out, stderr=out.err)
 
@@ -162,7 +162,7 @@ def test_bad_input(outcomes, case, tmp_path, capsys, monkeypatch):
         assert not run_dir.exists()
         return
     record = json.loads((run_dir / "result.json").read_text())
-    assert (record["status"], record["exit_code"], record["error"]["type"]) == ("error", 2, "ConfigError")
+    assert (record["status"], record["exit_code"], record["error"]["type"]) == ("error", 2, "UsageError")
     assert key in record["error"]["key"]
     assert "sk-in-config" not in "".join(p.read_text() for p in run_dir.rglob("*") if p.suffix in (".yaml", ".json", ".jsonl"))
 
@@ -186,7 +186,7 @@ def _user_files(tmp):
     (tmp / "empty").mkdir()
 
 
-# id: (arguments, key named on the line, "compose" (no run or sweep dir) or "run" (a ConfigError record))
+# id: (arguments, key named on the line, "compose" (no run or sweep dir) or "run" (a UsageError record))
 COMMANDS = {
     "sweep-bad-second-value": (["-m", *SCRIPTED, "rubric=code,haikuu"], "rubric", "compose"),
     "sweep-bad-first-value": (["-m", *SCRIPTED, "rubric=haikuu,code"], "rubric", "compose"),

@@ -12,7 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import cli_process, run_cli, run_scripted, verdict, write_dataset, write_script
+from conftest import (
+    SCRIPTED_EVIDENCE,
+    cli_process,
+    run_cli,
+    run_scripted,
+    verdict,
+    write_dataset,
+    write_script,
+)
 
 from rubric_runner.cli import run_command
 from rubric_runner.loop.checkpoints import InlineSqliteSaver, keep_latest
@@ -43,7 +51,7 @@ def test_a_many_step_task_keeps_checkpoint_bytes_of_its_final_state(tmp_path):
     sizes = {}
     for keep in ("all", "latest"):
         record, run_dir = run_scripted(tmp_path / keep, script, f"run.keep_checkpoints={keep}")
-        assert (record.status, record.iterations) == ("satisfied", 3), record.error
+        assert (record.status, record.task.iterations) == ("satisfied", 3), record.error
         sizes[keep] = _stored(run_dir / "checkpoints.sqlite")
         transcript = (run_dir / "transcript.json").stat().st_size
     final_state = transcript + STEPS * len(NOTE)  # the messages and the files written
@@ -54,7 +62,7 @@ def test_a_many_step_task_keeps_checkpoint_bytes_of_its_final_state(tmp_path):
     assert sizes["all"][0] > 2 * STEPS and sizes["all"][2] > 3 * latest
 
     with sqlite3.connect(tmp_path / "latest" / "run" / "checkpoints.sqlite", check_same_thread=False) as db:
-        (kept,) = InlineSqliteSaver(db).list({"configurable": {"thread_id": record.thread_id}})
+        (kept,) = InlineSqliteSaver(db).list({"configurable": {"thread_id": record.task.thread_id}})
     messages = json.loads((tmp_path / "latest" / "run" / "transcript.json").read_text())["messages"]
     assert [m.content for m in kept.checkpoint["channel_values"]["messages"].value] == [m["data"]["content"] for m in messages]
     assert sorted(kept.checkpoint["channel_values"]["files"].value) == sorted(f"/notes/{i}.md" for i in range(STEPS))
@@ -124,7 +132,7 @@ def test_resume_and_continue_on_a_run_whose_finished_tasks_were_cut(tmp_path, ca
                                        "grader": [{**verdict("needs_revision", ("c", False)), "latency": 3},
                                                   verdict("satisfied", ("c", True))]}})
     run_dir = tmp_path / "run"
-    args = ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}",
+    args = ["worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE, f"worker.script={script}", f"grader.script={script}",
             f"rubric.dataset={dataset}", "run.concurrency=3", f"hydra.run.dir={run_dir}"]
     with cli_process(*args, cwd=tmp_path) as proc:
         deadline = time.monotonic() + 60
@@ -156,7 +164,7 @@ def test_resume_and_continue_on_a_run_whose_finished_tasks_were_cut(tmp_path, ca
     assert run_command(["continue", "--task", "a", str(run_dir), "Now add a docstring"]) == 0
     turn_dir = run_dir / "tasks" / "a-r0" / "turns" / "2"
     turn = json.loads((turn_dir / "result.json").read_text())
-    assert (turn["status"], turn["final_answer"]) == ("satisfied", "follow-up answer")
+    assert (turn["status"], turn["task"]["final_answer"]) == ("satisfied", "follow-up answer")
     contents = [m["data"]["content"] for m in json.loads((turn_dir / "transcript.json").read_text())["messages"]]
     assert contents[:2] == ["do a", "answer"] and "Now add a docstring" in contents
     assert checkpoints("a") == 1

@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import ROOT, cli_process, run_cli, verdict, write_script
+from conftest import (
+    ROOT,
+    SCRIPTED_EVIDENCE,
+    cli_process,
+    run_cli,
+    verdict,
+    write_script,
+)
 
 
 def test_offline_demo(tmp_path):
@@ -27,7 +34,7 @@ def test_unsatisfied_run_exits_1(tmp_path):
     failing = verdict("needs_revision", ("c", False))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[failing])
     proc = run_cli(
-        "worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}",
+        "worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE, f"worker.script={script}", f"grader.script={script}",
         "grader.max_iterations=1", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path,
     )
     assert proc.returncode == 1, proc.stderr
@@ -41,7 +48,7 @@ def test_missing_key_exits_2_with_one_clear_line(tmp_path):
     assert "ANTHROPIC_API_KEY" in proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     record = json.loads((tmp_path / "run" / "result.json").read_text())
-    assert record["status"] == "error" and record["error"]["type"] == "ConfigError"
+    assert record["status"] == "error" and record["error"]["type"] == "UsageError"
 
 
 def test_unknown_preset_exits_2(tmp_path):
@@ -72,7 +79,7 @@ def test_help_lists_groups_and_options(tmp_path):
 def test_runs_started_at_once_never_share_a_dir(tmp_path):
     """By default each gets a dir of its own; given one dir, the second refuses in one line and leaves the first's record."""
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "latency": 0.5}], grader=[verdict("satisfied", ("c", True))])
-    args = ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}"]
+    args = ["worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE, f"worker.script={script}", f"grader.script={script}"]
     with cli_process(*args, cwd=tmp_path) as one, cli_process(*args, cwd=tmp_path) as two:
         outputs = [proc.communicate(timeout=120) for proc in (one, two)]
     assert (one.returncode, two.returncode) == (0, 0), outputs
@@ -88,8 +95,10 @@ def test_runs_started_at_once_never_share_a_dir(tmp_path):
     codes = sorted((one.returncode, two.returncode))
     assert codes == [0, 2], outputs
     refused = next(err for proc, (_, err) in zip((one, two), outputs) if proc.returncode == 2)
-    assert refused == f"error: hydra.run.dir: {shared} already holds another run's record (leave hydra.run.dir unset " \
-                      "for a new dir, or continue that run with `rubric-runner resume DIR`)\n"
+    holder = next(proc.pid for proc in (one, two) if proc.returncode == 0)
+    assert re.fullmatch(rf"error: hydra.run.dir: {re.escape(str(shared))} is in use by pid {holder} on \S+ \(rubric-runner "
+                        r"worker=scripted .*\) \(wait for it to end, or stop it; one process at a time works in a run dir\)\n",
+                        refused), refused
     events = [json.loads(line)["event"] for line in (shared / "events.jsonl").read_text().splitlines()]
     assert events.count("run_start") == 1 and json.loads((shared / "result.json").read_text())["status"] == "satisfied"
     again = run_cli(*args, f"hydra.run.dir={shared}", cwd=tmp_path)

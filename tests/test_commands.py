@@ -32,6 +32,7 @@ def test_plugins_lists_loaded_plugins_with_versions(capsys):
     lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
     assert lines == [
         "builtin_tools rubric_runner 0.1.0",
+        "reports rubric_runner 0.1.0",
         "syllables rubric_runner_syllables 0.1.0",
         "textstats rubric_runner_textstats 0.1.0",
     ]

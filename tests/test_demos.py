@@ -7,42 +7,41 @@ import json
 import re
 
 import pytest
-from conftest import compose_config, read_events
+from conftest import read_events
 
 import rubric_runner
 from rubric_runner.cli import run_command
-from rubric_runner.loop.launch import execute as run
 
 
 def _demo(tmp_path, rubric: str):
     overrides = ["worker=scripted", "grader=scripted", f"rubric={rubric}", "run.console=false", "run.preview_chars=100000"]
-    result = run(compose_config(overrides), tmp_path / "run", overrides)
+    result = rubric_runner.run(overrides, tmp_path / "run")
     outputs = [json.loads(e["output"]) for e in read_events(tmp_path / "run") if e["event"] == "tool_call_end"]
     return result, outputs
 
 
 def test_haiku_demo_counts_syllables_for_real(tmp_path):
     result, outputs = _demo(tmp_path, "haiku")
-    assert (result.status, result.iterations, result.exit_code) == ("satisfied", 2, 0)
+    assert (result.status, result.task.iterations, result.exit_code) == ("satisfied", 2, 0)
     assert [o["syllables"] for o in outputs] == [[7, 7, 5], [5, 7, 5]]
     assert [o["matches_pattern"] for o in outputs] == [False, True]
     assert outputs[0]["problems"] == ["line 1: 7 syllables, expected 5"]
-    assert outputs[0]["lines"][0]["words"] in result.evaluations[0].criteria[1].gap
-    assert [e.result for e in result.evaluations] == ["needs_revision", "satisfied"]
-    first, final = result.verification.first, result.verification.final
+    assert outputs[0]["lines"][0]["words"] in result.task.evaluations[0].criteria[1].gap
+    assert [e.result for e in result.task.evaluations] == ["needs_revision", "satisfied"]
+    first, final = result.task.verification.first, result.task.verification.final
     assert (first.outcome, final.outcome) == ("failed", "passed")
     assert first.checks[0].details["problems"] == ["line 1: 7 syllables, expected 5"]
 
 
 def test_summary_demo_checks_terms_for_real(tmp_path):
     result, outputs = _demo(tmp_path, "summary")
-    assert (result.status, result.iterations, result.exit_code) == ("satisfied", 2, 0)
+    assert (result.status, result.task.iterations, result.exit_code) == ("satisfied", 2, 0)
     assert [o["sentence_count"] for o in outputs] == [1, 1]
     assert [o["missing_terms"] for o in outputs] == [["chlorophyll"], []]
-    first = {c.name: c.passed for c in result.evaluations[0].criteria}
+    first = {c.name: c.passed for c in result.task.evaluations[0].criteria}
     assert first == {"The answer is one sentence": True, "The answer mentions light and chlorophyll": False}
-    assert (result.verified("first"), result.verified("final")) == (False, True)
-    assert result.verification.first.checks[0].details["missing_terms"] == ["chlorophyll"]
+    assert (result.task.verified("first"), result.task.verified("final")) == (False, True)
+    assert result.task.verification.first.checks[0].details["missing_terms"] == ["chlorophyll"]
 
 
 def test_code_tasks_run_offline_with_real_test_runs(tmp_path):
@@ -82,16 +81,16 @@ def test_regrading_a_demo_grades_its_final_answer_again(tmp_path, capsys, rubric
         assert run_command(["regrade", str(run_dir)]) == 0
         out = capsys.readouterr().out
         assert "-- grading pass 1\n" in out
-        assert re.search(r"\n   grader called \w+ -> .*\n   verdict: satisfied - Regraded: ", out)
+        assert re.search(r"\n   grader called \w+ -> .*\n   verdict: satisfied - Graded again: ", out)
         lines = out.splitlines()
         assert "run: satisfied" in lines
         # the answer's hidden check passed and the grader agreed: no error to count against it
         assert lines[lines.index("graders ranked by error against hidden verification:") + 1].startswith(
             "  1. scripted:demo: error 0/1 (0.0%")
     assert sorted(p.read_text() for p in (run_dir / "scripted-cursors").rglob("*.tsv")) == cursors
-    final = json.loads((run_dir / "result.json").read_text())["final_answer"]
+    final = json.loads((run_dir / "result.json").read_text())["task"]["final_answer"]
     for regrade_dir in (run_dir / "regrades").iterdir():
         record = json.loads((regrade_dir / "result.json").read_text())
-        assert (record["status"], record["iterations"]) == ("satisfied", 1)
+        assert (record["status"], record["task"]["iterations"]) == ("satisfied", 1)
         (tool_run,) = [e for e in read_events(regrade_dir) if e["event"] == "tool_call_start"]
         assert final.strip() in tool_run["input"].replace("\\n", "\n")  # the regrade checked the final answer

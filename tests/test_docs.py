@@ -95,7 +95,8 @@ COMMANDS: dict[str, dict[str, Runs | Composes | Skipped]] = {
         "rubric-runner worker=scripted grader=scripted rubric=code_tasks": Runs(says=("tasks 12 x repeats 1: 12/12 satisfied",)),
         "rubric-runner worker=scripted grader=scripted rubric=code '~grader.tools.run_test_suite'": Runs(says=(
             "grader called run_test_suite -> refused: Error: run_test_suite is not a valid tool, try one of [].",
-        )),
+            "! unsupported: the verdict rests on run_test_suite, which gave no evidence in this pass",
+        ), exit_code=1),
     },
     "Real use": {
         "export ANTHROPIC_API_KEY=...": Skipped("sets a provider key"),
@@ -115,7 +116,7 @@ COMMANDS: dict[str, dict[str, Runs | Composes | Skipped]] = {
         "run.cache=outputs/cache.sqlite +run.rate_limits.openai=5": Composes(KEY),
         "rubric-runner worker=scripted grader=scripted rubric=code": Runs(),
         'rubric-runner regrade "$(ls -d outputs/runs/*/* | tail -1)"': Runs(says=(
-            "verdict: satisfied - Regraded: the final answer still passes all four tests.",
+            "verdict: satisfied - Graded again: the final answer still passes all four tests.",
             "regrade records: ",
         )),
     },
@@ -213,7 +214,8 @@ COMMANDS: dict[str, dict[str, Runs | Composes | Skipped]] = {
         "pip install -e .": Runs(undo=f"pip uninstall --yes --quiet {PLUGIN}"),
         "rubric-runner tools": Runs(says=("word_count", "limit")),
         "rubric-runner worker=scripted grader=scripted worker.script=wordcount.yaml grader.script=wordcount.yaml "
-        "'+grader.tools.word_count={limit: 50}'": Runs(says=('grader called word_count -> {"words": 13, "within_limit": true}',)),
+        "'+grader.tools.word_count={limit: 50}' 'rubric.text=- The answer has at most 50 words' 'rubric.evidence=[word_count]'": Runs(
+            says=('grader called word_count -> {"words": 13, "within_limit": true}',)),
     },
     "Sweeps": {
         "python -m rubric_runner -m worker=sonnet,gpt,gemini grader=haiku rubric=code,haiku": Composes(KEY),

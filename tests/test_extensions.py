@@ -11,7 +11,15 @@ import re
 import sys
 
 import pytest
-from conftest import ROOT, read_events, run_cli, run_scripted, scripted_overrides, verdict, write_script
+from conftest import (
+    ROOT,
+    read_events,
+    run_cli,
+    run_scripted,
+    scripted_overrides,
+    verdict,
+    write_script,
+)
 from langchain.agents import AgentState
 from langchain.agents.middleware import AgentMiddleware
 from typing_extensions import NotRequired
@@ -107,7 +115,7 @@ def test_the_readme_example_plugs_into_every_seam_from_the_command_line(my_loop,
     passes = [json.loads(line) for line in (run_dir / "passes.jsonl").read_text().splitlines()]
     assert passes == [{"task": "task", "repeat": 0, "iteration": 0, "result": "needs_revision"},
                       {"task": "task", "repeat": 0, "iteration": 1, "result": "satisfied"}]
-    usage = record["usage"]
+    usage = record["task"]["usage"]
     assert (usage["worker"]["calls"], usage["grader"]["calls"]) == (3, 3)
     assert (tmp_path / "worker_calls.txt").read_text().count("call") == 3
     assert (tmp_path / "grader_calls.txt").read_text().count("call") == 3
@@ -168,8 +176,8 @@ def test_a_langchain_middleware_from_config_runs_in_the_worker(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[LOOK, {"content": "never reached"}], grader=[SATISFIED])
     limit = "worker.middleware=[{_target_: langchain.agents.middleware.ModelCallLimitMiddleware, run_limit: 1}]"
     result, _ = run_scripted(tmp_path, script, limit)
-    assert result.usage["worker"].calls == 1
-    assert "limit" in result.final_answer.lower() and "never reached" not in result.final_answer
+    assert result.task.usage["worker"].calls == 1
+    assert "limit" in result.task.final_answer.lower() and "never reached" not in result.task.final_answer
 
 
 def test_a_local_tool_by_import_path_with_its_setting_from_config(my_loop, tmp_path):
@@ -178,7 +186,7 @@ def test_a_local_tool_by_import_path_with_its_setting_from_config(my_loop, tmp_p
     result, run_dir = run_scripted(tmp_path, script, "+grader.tools={my_loop.shout: {suffix: '??'}}")
     assert result.status == "satisfied", result.error
     assert [e["output"] for e in read_events(run_dir) if e["event"] == "tool_call_end"] == ["HI??"]
-    assert "my_loop.shout" in result.grader.tools
+    assert "my_loop.shout" in result.header.grader.tools
 
 
 BAD = [
@@ -196,10 +204,10 @@ BAD = [
     ("grader.on_evaluation=[my_loop.no_such_function]", "grader.on_evaluation[0]", "'my_loop' has no 'no_such_function'"),
     ("grader.on_evaluation=[rubric_runner.paths.CONF_DIR]", "grader.on_evaluation[0]", "is a PosixPath, not a function"),
     ("grader.on_evaluation=[my_loop.task_and_answer]", "grader.on_evaluation[0]",
-     "cannot be called as task_and_answer(evaluation=, task=)"),
+     "cannot be called as task_and_answer(event=)"),
     ("grader.on_evaluation=[log_pass]", "grader.on_evaluation[0]", "'log_pass' is not a dotted import path"),
-    ("grader.prepare_messages_for_grader=my_loop.log_pass", "grader.prepare_messages_for_grader",
-     "cannot be called as log_pass(messages)"),
+    ("grader.prepare_messages_for_grader=shutil.copy", "grader.prepare_messages_for_grader",
+     "cannot be called as copy(messages)"),
     ("grader.build_grader_state=my_loop.log_pass", "grader.build_grader_state", "needs grader.state_schema"),
     ("grader.state_schema=rubric_runner.context.TaskRef", "grader.state_schema", "has no messages field"),
     ("grader.context_schema=my_loop.log_pass", "grader.context_schema", "is not a class"),
@@ -214,7 +222,7 @@ BAD = [
 def test_a_bad_seam_ends_before_any_model_call_naming_its_key(my_loop, tmp_path, override, key, problem):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[SATISFIED])
     result, run_dir = run_scripted(tmp_path, script, override)
-    assert (result.status, result.exit_code, result.error.type) == ("error", 2, "ConfigError")
+    assert (result.status, result.exit_code, result.error.type) == ("error", 2, "UsageError")
     assert result.error.key == key
     assert problem in result.error.message
     assert not any(e["event"] == "model_call_start" for e in read_events(run_dir))

@@ -66,8 +66,8 @@ def test_fault(tmp_path, fake_keys, case):
     assert (record["status"], result.status) == (status, status), record["error"]
     assert worker.remaining == grader.remaining == 0  # every scripted turn, fault or reply, was asked for
     if cause is None:
-        assert record["error"] is None and record["final_answer"] == "the answer"
-        assert (record["iterations"], record["exit_code"]) == (1, 0)
+        assert record["error"] is None and record["task"]["final_answer"] == "the answer"
+        assert (record["task"]["iterations"], record["exit_code"]) == (1, 0)
     else:
         assert cause.lower() in record["error"]["message"].lower()
-        assert record["exit_code"] == 3 and record["error"]["type"] != "ConfigError"
+        assert record["exit_code"] == 3 and record["error"]["type"] != "UsageError"

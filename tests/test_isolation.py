@@ -26,9 +26,25 @@ from pathlib import Path
 
 import hostile
 import pytest
-from conftest import ROOT, copy_pytest, read_events, run_cli, run_in_process, verdict, write_script
+from conftest import (
+    ROOT,
+    SCRIPTED_EVIDENCE,
+    copy_pytest,
+    read_events,
+    run_cli,
+    run_in_process,
+    verdict,
+    write_script,
+)
 
-from rubric_runner.sandbox import Limits, choose, isolation_setting, pytest_path, run_cases, unavailable
+from rubric_runner.sandbox import (
+    Limits,
+    choose,
+    isolation_setting,
+    pytest_path,
+    run_cases,
+    unavailable,
+)
 from rubric_runner.sandbox.isolation import INSTALL_FIX, UNISOLATED
 from rubric_runner.tools.builtin import run_test_suite
 from rubric_runner.tools.registry import bind_settings
@@ -339,7 +355,7 @@ def test_a_refusal_reaches_the_grader_the_record_and_the_console_once(tmp_path, 
     refusals = [e for e in events if e["event"] == "sandbox_refused"]
     # two grader calls, then the hidden check of the answer (first and final are one answer here)
     assert len(refusals) == 3 and "apt install bubblewrap" in refusals[0]["message"]
-    final = result.verification.final
+    final = result.task.verification.final
     assert final.outcome == "unverifiable" and final.checks[0].error.startswith("the sandbox refused to run the code: ")
     warnings = [line for line in capsys.readouterr().err.splitlines() if "refused" in line]
     assert warnings == [f"warning: {refusals[0]['message']}"]
@@ -456,13 +472,15 @@ def test_the_offline_demo_is_refused_for_an_ordinary_user_without_bubblewrap(ord
     assert warnings == [f"warning: the sandbox refused to run generated code: no isolation is available: bubblewrap is "
                         f"not installed (no bwrap on PATH), and the namespace backend needs root. Fix: {INSTALL_FIX}"]
     events = read_events(run_dir)
-    # two grader calls, and the hidden checks of the first and the final answer
-    assert [e["event"] for e in events if e["event"].startswith("sandbox_")] == ["sandbox_refused"] * 4
+    # three grader calls (the satisfied verdict rests on tests the sandbox refused: it is sent back once), and the
+    # hidden checks of the first and the final answer
+    assert [e["event"] for e in events if e["event"].startswith("sandbox_")] == ["sandbox_refused"] * 5
     record = json.loads((run_dir / "result.json").read_text())
-    assert {record["verification"][answer]["outcome"] for answer in ("first", "final")} == {"unverifiable"}
+    assert record["status"] == "unsupported" and demo.returncode == 1
+    assert {record["task"]["verification"][answer]["outcome"] for answer in ("first", "final")} == {"unverifiable"}
     outputs = [e["output"] for e in events if e["event"] == "tool_call_end"]
     refusal = '{"ok": false, "passed": [], "failures": ["sandbox: refused to run the code: no isolation is available'
-    assert len(outputs) == 2 and all(output.startswith(refusal) for output in outputs)
+    assert len(outputs) == 3 and all(output.startswith(refusal) for output in outputs)
     doctor = _cli_as_user(ordinary_user, installed_for_user, "doctor", path=NO_BWRAP)
     assert doctor.returncode == 1 and INSTALL_FIX in doctor.stdout.splitlines()[-1], doctor.stdout + doctor.stderr
 
@@ -475,7 +493,7 @@ def test_an_ordinary_users_run_refreshes_its_report_in_a_child_process(ordinary_
     data.write_text("".join(json.dumps({"id": f"t{i}", "task": f"do {i}"}) + "\n" for i in range(6)))
     run_dir = scratch / "tasks"
     command, env = _cli_for_user(ordinary_user, installed_for_user, "worker=scripted", "grader=scripted", "run.console=false",
-                                 "~grader.tools.count_syllables", "~rubric.verify.count_syllables",  # plugins are not loaded here
+                                 "~grader.tools.count_syllables", "~rubric.verify.count_syllables", SCRIPTED_EVIDENCE,  # no plugins here
                                  f"worker.script={script}", f"grader.script={script}", f"rubric.dataset={data}",
                                  "run.concurrency=1", f"hydra.run.dir={run_dir}")
     proc = subprocess.Popen(command, env=env, cwd=scratch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -13,19 +13,28 @@ from browser import Page, browse
 from conftest import run_cli, verdict, write_script
 
 import rubric_runner
-from rubric_runner.analysis.judge import SUMMARY_FIELDS, Rate, grader_key, judge, judge_groups, ranked
+from rubric_runner.analysis.judge import (
+    SUMMARY_FIELDS,
+    Rate,
+    grader_key,
+    judge,
+    judge_groups,
+    ranked,
+)
 from rubric_runner.cli import run_command
 from rubric_runner.paths import DATA_DIR
 from rubric_runner.records import (
     CheckOutcome,
     GraderInfo,
     ModelInfo,
-    RunRecord,
+    RunHeader,
     Status,
+    TaskRecord,
     Usage,
     Verification,
     Verifications,
     load_record,
+    load_task,
 )
 from rubric_runner.report import load_prices
 
@@ -37,21 +46,25 @@ def _check(passed: bool | None) -> Verification:
     return Verification(outcome=OUTCOME[passed], passed=passed)
 
 
+def header(grader: str = "g:model", overrides: list[str] | None = None) -> RunHeader:
+    """Who ran a task: a worker, a grader, and for a regrade the overrides it put on the graded run."""
+    return RunHeader(worker=ModelInfo(model="w:model"), grader=GraderInfo(model=grader),
+                     regraded_from="/runs/x" if overrides else None, regraded_with=overrides)
+
+
 def record(status: str, first: bool | None, final: bool | None, grader: str = "g:model", tokens: int = 100,
-           overrides: list[str] | None = None) -> RunRecord:
-    """A run ending ``status`` whose first and final answers verified ``first`` and ``final``
+           overrides: list[str] | None = None) -> tuple[RunHeader, TaskRecord]:
+    """A task ending ``status`` whose first and final answers verified ``first`` and ``final``
     (None: unverifiable); ``tokens`` billed by each of worker and grader, half input, half output."""
     usage = {role: Usage(calls=1, input_tokens=tokens // 2, output_tokens=tokens // 2, total_tokens=tokens)
              for role in ("worker", "grader")}
-    return RunRecord(status=Status(status), usage=usage, worker=ModelInfo(model="w:model"), grader=GraderInfo(model=grader),
-                     verification=Verifications(first=_check(first), final=_check(final)),
-                     overrides=overrides or [], regraded_from="/runs/x" if overrides else None)
+    return header(grader, overrides), TaskRecord(status=Status(status), usage=usage,
+                                                 verification=Verifications(first=_check(first), final=_check(final)))
 
 
-def unverified(status: str = "error") -> RunRecord:
-    """A run that ended before its answers could be checked (no verification at all)."""
-    return RunRecord(status=Status(status), usage={"worker": Usage(total_tokens=60, input_tokens=30, output_tokens=30)},
-                     worker=ModelInfo(model="w:model"), grader=GraderInfo(model="g:model"))
+def unverified(status: str = "error") -> tuple[RunHeader, TaskRecord]:
+    """A task that ended before its answers could be checked (no verification at all)."""
+    return header(), TaskRecord(status=Status(status), usage={"worker": Usage(total_tokens=60, input_tokens=30, output_tokens=30)})
 
 
 # the scripted HumanEval demo, plus a run whose final answer could not be checked and one that errored
@@ -119,14 +132,14 @@ def test_no_judgement_without_verification():
 def test_graders_ranked_by_error_on_the_same_answers():
     truth = [(True, True), (False, True), (True, True), (False, False), (False, False)]  # (first, final) passed
 
-    def graded(script: str, verdicts: str) -> list[RunRecord]:
+    def graded(script: str, verdicts: str) -> list[tuple[RunHeader, TaskRecord]]:
         return [record("satisfied" if verdict == "S" else "failed", first, final, overrides=[f"grader.script={script}"])
                 for verdict, (first, final) in zip(verdicts, truth)]
 
     records = [*graded("lenient.yaml", "SSSSS"), *graded("strict.yaml", "FFFFF"), *graded("right.yaml", "SSSFF"),
                *graded("picky.yaml", "FFSFF")]
     order = [(key, (j.error.part, j.false_satisfied.part, j.false_rejection.part))
-             for key, j in ranked(judge_groups(records, grader_key, PRICES))]
+             for key, j in ranked(judge_groups(records, lambda task: grader_key(task[0]), PRICES))]
     assert order == [
         (("g:model", "grader.script=right.yaml"), (0, 0, 0)),
         (("g:model", "grader.script=picky.yaml"), (2, 0, 2)),    # as many errors as lenient, none of them a false satisfied
@@ -134,14 +147,13 @@ def test_graders_ranked_by_error_on_the_same_answers():
         (("g:model", "grader.script=strict.yaml"), (3, 0, 3)),
     ]
     assert all(j.error.whole == 5 and j.false_satisfied.whole == 2 and j.false_rejection.whole == 3
-               for _, j in ranked(judge_groups(records, grader_key, PRICES)))
+               for _, j in ranked(judge_groups(records, lambda task: grader_key(task[0]), PRICES)))
 
 
 def test_a_graders_key_is_its_model_and_for_a_regrade_its_overrides():
-    assert grader_key(record("satisfied", True, True, grader="anthropic:claude-haiku-4-5")) == ("anthropic:claude-haiku-4-5", "")
-    regraded = record("satisfied", True, True, overrides=["grader=scripted", "grader.script=a.yaml"])
-    assert grader_key(regraded) == ("g:model", "grader=scripted grader.script=a.yaml")
-    groups = judge_groups([*DEMO, record("satisfied", True, True, grader="other:model")], lambda r: r.grader.model, PRICES)
+    assert grader_key(header("anthropic:claude-haiku-4-5")) == ("anthropic:claude-haiku-4-5", "")
+    assert grader_key(header(overrides=["grader=scripted", "grader.script=a.yaml"])) == ("g:model", "grader=scripted grader.script=a.yaml")
+    groups = judge_groups([*DEMO, record("satisfied", True, True, grader="other:model")], lambda r: r[0].grader.model, PRICES)
     assert [(key, j.runs) for key, j in groups.items()] == [("g:model", 6), ("other:model", 1)]
 
 
@@ -161,7 +173,8 @@ def demo(tmp_path_factory) -> Path:
 
 
 def test_a_lenient_verdict_is_a_false_satisfied_and_the_loop_lifts_the_pass_rate(demo):
-    records = [load_record(path) for path in sorted((demo / "tasks").iterdir())]
+    run = load_record(demo)
+    records = [(run.header, load_task(path)) for path in sorted((demo / "tasks").iterdir())]
     j = judge(records, load_prices())
     # HumanEval-3: its examples pass, HumanEval's check() does not, and the scripted grader is satisfied
     cells = (j.satisfied_passed, j.satisfied_failed, j.rejected_passed, j.rejected_failed)
@@ -170,7 +183,7 @@ def test_a_lenient_verdict_is_a_false_satisfied_and_the_loop_lifts_the_pass_rate
     # HumanEval-1 fails at first and passes after the grader's revision request
     assert (j.first.part, j.final.part, j.fixed, j.broken) == (2, 3, 1, 0)
     assert j.lift == pytest.approx(0.2)
-    assert j.tokens == sum(r.usage[role].total_tokens for r in records for role in ("worker", "grader")) > 0
+    assert j.tokens == sum(r.usage[role].total_tokens for _, r in records for role in ("worker", "grader")) > 0
     assert j.tokens_per_success == pytest.approx(j.tokens / 3) and j.cost is None  # scripted models have no price
 
 
@@ -189,10 +202,10 @@ def test_regrade_with_several_graders_ranks_them_on_the_same_transcripts(demo, t
     assert "error 2/5 (40.0%, 95% CI 11.8-76.9%); false satisfied 2/2 (100.0%" in ranking[1]
     assert "error 3/5 (60.0%, 95% CI 23.1-88.2%); false satisfied 0/2 (0.0%, 95% CI 0.0-65.8%); false rejection 3/3" in ranking[2]
     (out_dir,) = (run_dir / "regrades").iterdir()
-    originals = {path.name: load_record(path) for path in (run_dir / "tasks").iterdir()}
+    originals = {path.name: load_task(path) for path in (run_dir / "tasks").iterdir()}
     for index, name in enumerate(("lenient", "strict", "careful")):
-        regraded = [load_record(path) for path in sorted((out_dir / str(index) / "tasks").iterdir())]
-        assert [r.overrides for r in regraded] == [[f"grader.script={JUDGES / name}.yaml"]] * 5
+        assert load_record(out_dir / str(index)).header.regraded_with == [f"grader.script={JUDGES / name}.yaml"]
+        regraded = [load_task(path) for path in sorted((out_dir / str(index) / "tasks").iterdir())]
         # the same answers, verified once by the original run: the regrade re-ran no check
         assert all(r.verification == originals[Path(r.run_dir).name].verification for r in regraded)
     assert {"report.md", "report.html", "summary.jsonl"} <= {path.name for path in out_dir.iterdir()}
@@ -232,7 +245,7 @@ def test_a_sweep_dir_is_regraded_job_by_job_and_its_regrades_are_not_its_runs(tm
     records = {path.relative_to(out_dir).parent.as_posix(): load_record(path.parent) for path in out_dir.glob("*/*/result.json")}
     assert {key: record.status for key, record in records.items()} == {
         "0/0": "max_iterations_reached", "0/1": "max_iterations_reached", "1/0": "satisfied", "1/1": "satisfied"}
-    assert records["1/1"].regraded_from == str(sweep_dir / "1")
+    assert records["1/1"].header.regraded_from == str(sweep_dir / "1")
     ranking = proc.stdout[proc.stdout.index("graders ranked"):].splitlines()[1:3]
     assert ranking[0].startswith(f"  1. grader.script={ok}: error 0/2 (0.0%")
     assert ranking[1].startswith(f"  2. grader.script={revise}: error 2/2 (100.0%")
@@ -302,7 +315,7 @@ def test_report_md_shows_each_rate_with_its_count_and_interval(demo):
     assert judges["error"] == "2/5 (40.0%, 95% CI 11.8-76.9%)"
     assert (judges["first pass"], judges["final pass"]) == ("2/5 (40.0%, 95% CI 11.8-76.9%)", "3/5 (60.0%, 95% CI 23.1-88.2%)")
     assert judges["lift"] == "+20.0 pts (fixed 1, broken 0)"
-    tokens = sum(load_record(p).usage[role].total_tokens for p in (demo / "tasks").iterdir() for role in ("worker", "grader"))
+    tokens = sum(load_task(p).usage[role].total_tokens for p in (demo / "tasks").iterdir() for role in ("worker", "grader"))
     assert (judges["tokens/verified success"], judges["est. USD/verified success"]) == (f"{tokens / 3:,.0f}", "n/a")
     [graders] = _md_table(text, "### Graders across workers, fewest errors first")
     assert (graders["rank"], graders["grader"], graders["workers"]) == ("1", "scripted:demo", "scripted:demo")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import free_port, run_cli, write_script
+from conftest import SCRIPTED_EVIDENCE, free_port, run_cli, write_script
 from sweeps import SCRIPTED, STATUSES, read_rows, run_six_job_sweep
 from wire import FAKE_KEYS, FakeServer, model_overrides, text
 
@@ -29,7 +29,9 @@ DETERMINISTIC = (
     "worker_tokens", "grader_tokens", "error",
 )
 """Summary fields that scripted models make the same on every launcher (not timings or dirs)."""
-RECORD_FIELDS = ("status", "exit_code", "iterations", "final_answer", "usage", "worker", "grader", "rubric", "overrides", "error")
+RUN_FIELDS = ("status", "exit_code", "error")
+TASK_FIELDS = ("iterations", "final_answer", "usage")
+HEADER_FIELDS = ("worker", "grader", "rubric", "sources")
 RAY_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # Ray's single-machine mode: every address is 127.0.0.1
@@ -47,9 +49,11 @@ def normalized(sweep_dir: Path, tmp: Path) -> tuple[list[dict[str, Any]], list[d
     records = []
     for row in rows:
         record = json.loads((sweep_dir / row["job"] / "result.json").read_text())
+        task = record["task"] or {}  # the crashed job never got to its task
         evaluations = [{key: e.get(key) for key in ("result", "explanation", "criteria", "iteration")}
-                       for e in record["evaluations"]]
-        records.append(plain({**{key: record.get(key) for key in RECORD_FIELDS}, "evaluations": evaluations}))
+                       for e in task.get("evaluations", [])]
+        records.append(plain({**{key: record[key] for key in RUN_FIELDS}, **{key: task.get(key) for key in TASK_FIELDS},
+                              **{key: record["header"][key] for key in HEADER_FIELDS}, "evaluations": evaluations}))
     return rows, records
 
 
@@ -131,7 +135,7 @@ def test_ray_workers_get_keys_from_the_submitting_shell(ray_cluster, tmp_path, m
         proc = run_cli(
             "-m", "hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address={address}",
             *model_overrides("worker", server, max_retries=0), "grader=scripted", f"grader.script={grader}",
-            "run.console=false", cwd=tmp_path,
+            "run.console=false", SCRIPTED_EVIDENCE, cwd=tmp_path,
         )
     assert proc.returncode == 0, proc.stderr
     assert [request.key for request in server.requests] == [FAKE_KEYS["ANTHROPIC_API_KEY"]]

@@ -58,7 +58,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_the_imports():
     graph = imports()
     assert "rubric_runner.records.models" in graph["rubric_runner.records.store"]
-    assert "rubric_runner.records" in graph["rubric_runner.loop.session"]
+    assert "rubric_runner.records" in graph["rubric_runner.loop.task"]
 
 
 def test_no_import_circles():

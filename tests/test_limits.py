@@ -9,13 +9,22 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import compose_config, read_events, run_cli, run_scripted, scripted_overrides, verdict, write_dataset, write_script
+from conftest import (
+    compose_config,
+    read_events,
+    run_cli,
+    run_scripted,
+    scripted_overrides,
+    verdict,
+    write_dataset,
+    write_script,
+)
 
+import rubric_runner
 from rubric_runner.cli import run_command
 from rubric_runner.config.validate import validate
-from rubric_runner.errors import ConfigError
-from rubric_runner.loop.launch import execute
-from rubric_runner.records import ExitCode, Status, read_record
+from rubric_runner.errors import UsageError
+from rubric_runner.records import ExitCode, Status, read_record, read_task
 
 OK = verdict("satisfied", ("c", True))
 HUNDRED = {"input_tokens": 60, "output_tokens": 40}
@@ -37,13 +46,13 @@ TASK_IDS = {"fast1", "slow", "fast2", *(f"t{i:02}" for i in range(20))}
 
 
 def _tasks(run_dir: Path) -> dict[str, object]:
-    return {path.parent.name: read_record(path) for path in sorted(run_dir.glob("tasks/*/result.json"))}
+    return {path.parent.name: read_task(path) for path in sorted(run_dir.glob("tasks/*/result.json"))}
 
 
 @pytest.mark.parametrize("key", ["limits.worker_calls", "limits.total_tokens", "limits.wall_seconds", "run.budget_usd",
                                  "sweep.budget_tokens"])
 def test_a_limit_must_be_positive(key):
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(UsageError) as caught:
         validate(compose_config(["worker=scripted", "grader=scripted", f"{key}=0"]))
     assert caught.value.key == key and f"e.g. {key}=" in str(caught.value)
 
@@ -55,12 +64,12 @@ def test_a_worker_calling_a_tool_forever_stops_at_its_call_limit(tmp_path):
     record, run_dir = _run(tmp_path, script, "limits.worker_calls=5")
     assert time.monotonic() - started < 30
     assert (record.status, record.exit_code) == (Status.LIMIT_EXCEEDED, ExitCode.UNSATISFIED)
-    assert record.limit.model_dump() == {"name": "limits.worker_calls", "limit": 5, "value": 5}
+    assert record.task.limit.model_dump() == {"name": "limits.worker_calls", "limit": 5, "value": 5}
     assert record.error.message == "limits.worker_calls reached: 5 of 5"
-    assert record.usage["worker"].calls == 5 and record.usage["grader"].calls == 0
+    assert record.task.usage["worker"].calls == 5 and record.task.usage["grader"].calls == 0
     messages = json.loads((run_dir / "transcript.json").read_text())["messages"]
     assert [m["type"] for m in messages].count("tool") == 5  # the transcript so far is kept
-    assert read_record(run_dir / "result.json").limit == record.limit
+    assert read_record(run_dir / "result.json").task.limit == record.task.limit
 
 
 def test_worker_tokens_stop_the_worker_and_total_tokens_the_grader(tmp_path):
@@ -70,14 +79,14 @@ def test_worker_tokens_stop_the_worker_and_total_tokens_the_grader(tmp_path):
     by_worker, _ = _run(tmp_path, script, "limits.worker_tokens=250", "grader.max_iterations=9", name="worker")
     # worker, grader, worker, grader, worker (300 worker tokens), then the 4th worker call is refused
     assert by_worker.status is Status.LIMIT_EXCEEDED
-    assert by_worker.limit.model_dump() == {"name": "limits.worker_tokens", "limit": 250, "value": 300}
-    assert [e.result for e in by_worker.evaluations] == ["needs_revision"] * 3  # the evaluations so far are kept
+    assert by_worker.task.limit.model_dump() == {"name": "limits.worker_tokens", "limit": 250, "value": 300}
+    assert [e.result for e in by_worker.task.evaluations] == ["needs_revision"] * 3  # the evaluations so far are kept
     by_total, _ = _run(tmp_path, script, "limits.total_tokens=300", "grader.max_iterations=9", name="total")
     # worker, grader, worker: 300 tokens, so the second grading pass's call is refused
     assert by_total.status is Status.LIMIT_EXCEEDED
-    assert by_total.limit.model_dump() == {"name": "limits.total_tokens", "limit": 300, "value": 300}
-    assert [e.result for e in by_total.evaluations] == ["needs_revision"]  # no grader_error recorded for it
-    assert by_total.usage["grader"].calls == 1
+    assert by_total.task.limit.model_dump() == {"name": "limits.total_tokens", "limit": 300, "value": 300}
+    assert [e.result for e in by_total.task.evaluations] == ["needs_revision"]  # no grader_error recorded for it
+    assert by_total.task.usage["grader"].calls == 1
 
 
 def test_a_task_over_its_wall_clock_limit_ends_so_and_the_others_finish(tmp_path):
@@ -116,8 +125,8 @@ def test_a_budget_for_eight_of_twenty_tasks_then_resume_with_a_larger_one(tmp_pa
     assert (record.status, record.exit_code) == (Status.BUDGET_EXCEEDED, ExitCode.BUDGET_EXCEEDED)
     (budget,) = record.budgets
     assert (budget.scope, budget.tokens, budget.reached) == ("run", 1600, True)
-    assert budget.spent_tokens == sum(u.total_tokens for u in record.usage.values()) >= 1600
-    never = read_record(run_dir / "tasks" / not_run[0] / "result.json")
+    assert budget.spent_tokens == sum(u.total_tokens for u in record.aggregate.usage.values()) >= 1600
+    never = read_task(run_dir / "tasks" / not_run[0] / "result.json")
     assert never.usage["worker"].calls == 0 and never.limit.name == "run.budget_tokens"
     summary = [e for e in read_events(run_dir) if e["event"] == "run_end"]
     assert summary and summary[0]["status"] == "budget_exceeded"
@@ -139,7 +148,7 @@ def test_a_budget_for_eight_of_twenty_tasks_then_resume_with_a_larger_one(tmp_pa
     assert again.status is Status.SATISFIED and again.aggregate.satisfied == 20
     assert (again.aggregate.reused, again.aggregate.rerun) == (len(done), 20 - len(done))
     # nothing done twice: one worker and one grader call per task in all
-    assert again.usage["worker"].calls == 20 and again.usage["grader"].calls == 20
+    assert again.aggregate.usage["worker"].calls == 20 and again.aggregate.usage["grader"].calls == 20
     assert again.budgets[0].spent_tokens == 4000 and not again.budgets[0].reached
 
 
@@ -155,7 +164,7 @@ def test_tasks_in_flight_finish_their_call_and_resume_from_there(tmp_path):
         assert task.usage["worker"].calls == 1 and task.usage["grader"].calls == 0 and task.final_answer == "x"
     again, _ = _run(tmp_path, script, *extra, "run.resume=true", "run.budget_tokens=1000")
     assert again.aggregate.satisfied == 4
-    assert again.usage["worker"].calls == 4 and again.usage["grader"].calls == 4  # graded, the worker not asked again
+    assert again.aggregate.usage["worker"].calls == 4 and again.aggregate.usage["grader"].calls == 4  # graded, the worker not asked again
 
 
 def test_cached_calls_do_not_consume_the_budget(tmp_path):
@@ -163,7 +172,7 @@ def test_cached_calls_do_not_consume_the_budget(tmp_path):
     data = write_dataset(tmp_path / "tasks.jsonl", [f"t{i}" for i in range(6)])
     extra = (f"rubric.dataset={data}", f"run.cache={tmp_path / 'cache.sqlite'}")
     first, _ = _run(tmp_path, script, *extra, name="first")
-    assert first.status is Status.SATISFIED and first.usage["worker"].total_tokens == 600
+    assert first.status is Status.SATISFIED and first.aggregate.usage["worker"].total_tokens == 600
     second, _ = _run(tmp_path, script, *extra, "run.budget_tokens=200", name="second")
     assert second.status is Status.SATISFIED and second.aggregate.cache_hits == 12
     assert second.budgets[0].spent_tokens == 0 and not second.budgets[0].reached
@@ -231,7 +240,7 @@ def test_the_progress_line_shows_the_spend_against_the_budget(tmp_path, monkeypa
     data = write_dataset(tmp_path / "tasks.jsonl", ["a", "b", "c"])
     overrides = [o for o in scripted_overrides(script, f"rubric.dataset={data}", "run.concurrency=1", "run.budget_tokens=5000")
                  if o != "run.console=false"]
-    execute(compose_config(overrides), tmp_path / "run", overrides)
+    rubric_runner.run(overrides, tmp_path / "run")
     lines = terminal.getvalue().split("\r")
     assert "tasks 1/3  satisfied 1  tokens 200  run budget 200/5,000 tokens" in lines
     assert "tasks 3/3  satisfied 3  tokens 600  run budget 600/5,000 tokens\n" in lines

@@ -11,11 +11,21 @@ import uuid
 
 import code_task_solutions
 import pytest
-from conftest import on_terminal, read_events, run_in_process, run_scripted, scripted_overrides, verdict, write_script
+from conftest import (
+    SCRIPTED_EVIDENCE,
+    on_terminal,
+    read_events,
+    run_in_process,
+    run_scripted,
+    scripted_overrides,
+    verdict,
+    write_script,
+)
 from wire import FakeServer, fault, model_overrides, text
 from wire import verdict as wire_verdict
 
-from rubric_runner.grader.middleware import coverage
+import rubric_runner
+from rubric_runner.grader.evidence import coverage
 
 CODE = ("All tests pass in run_test_suite", "The function is named find_duplicates and accepts a single list argument")
 HAIKU = ("The poem has three lines", "Lines follow a 5-7-5 syllable pattern", "The theme is spring")
@@ -57,10 +67,10 @@ def test_satisfied_without_the_required_tool_is_sent_back_then_flagged(tmp_path)
     ok = verdict("satisfied", *((c, True) for c in CODE))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[ok, ok])
     result, run_dir = run_scripted(tmp_path, script, "rubric=code")
-    assert (result.status, result.exit_code, result.iterations) == ("unsupported", 1, 1)
+    assert (result.status, result.exit_code, result.task.iterations) == ("unsupported", 1, 1)
     record = json.loads((run_dir / "result.json").read_text())
-    assert record["evaluations"][-1]["result"] == "satisfied"
-    assert record["evaluations"][-1]["unsupported"] == {"missing": ["run_test_suite"]}
+    assert record["task"]["evaluations"][-1]["result"] == "satisfied"
+    assert record["task"]["evaluations"][-1]["unsupported"] == {"missing": ["run_test_suite"]}
     events = [e["event"] for e in read_events(run_dir)]
     assert events.index("verdict_sent_back") < events.index("verdict_unsupported")
 
@@ -69,7 +79,7 @@ def test_sent_back_verdict_that_then_calls_the_tool_is_accepted(tmp_path):
     ok = verdict("satisfied", *((c, True) for c in CODE))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[ok, TESTS, ok])
     result, run_dir = run_scripted(tmp_path, script, "rubric=code")
-    assert result.status == "satisfied" and result.evaluations[-1].unsupported is None
+    assert result.status == "satisfied" and result.task.evaluations[-1].unsupported is None
     tool_ends = [e for e in read_events(run_dir) if e["event"] == "tool_call_end" and e["agent"] == "grader"]
     assert [e["tool"] for e in tool_ends] == ["run_test_suite"] and '"ok": true' in tool_ends[0]["output"]
 
@@ -88,21 +98,21 @@ def test_other_ways_a_verdict_needs_evidence(tmp_path, extra, first_criterion):
     assert result.status == "satisfied"
     script = write_script(tmp_path / "t.yaml", worker=[{"content": "a\nb\nc"}], grader=[ok, ok])
     result, _ = run_scripted(tmp_path / "again", script, *extra)
-    assert result.status == "unsupported" and result.evaluations[-1].unsupported.missing == ["count_syllables"]
+    assert result.status == "unsupported" and result.task.evaluations[-1].unsupported.missing == ["count_syllables"]
 
 
 def test_a_rubric_line_that_names_a_tool_requires_it_whatever_the_criteria_say(tmp_path):
     ok = verdict("satisfied", ("All tests pass", True), (CODE[1], True))  # the criterion leaves the tool out
     script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[ok, ok])
     result, _ = run_scripted(tmp_path, script, "rubric=code")
-    assert result.status == "unsupported" and result.evaluations[-1].unsupported.missing == ["run_test_suite"]
+    assert result.status == "unsupported" and result.task.evaluations[-1].unsupported.missing == ["run_test_suite"]
 
 
 def test_a_needs_revision_verdict_needs_no_evidence_for_its_failures(tmp_path):
     failing = verdict("needs_revision", (CODE[0], False), (CODE[1], True))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[failing])
     result, run_dir = run_scripted(tmp_path, script, "rubric=code", "grader.max_iterations=1")
-    assert result.status == "max_iterations_reached" and result.evaluations[-1].unsupported is None
+    assert result.status == "max_iterations_reached" and result.task.evaluations[-1].unsupported is None
     assert not any(e["event"] == "verdict_sent_back" for e in read_events(run_dir))
 
 
@@ -110,13 +120,11 @@ def test_coverage_is_flagged_and_can_count_as_not_satisfied(tmp_path, capsys):
     partial = verdict("satisfied", (HAIKU[0], True), ("Uses vivid imagery", True))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "a\nb\nc"}], grader=[partial])
     overrides = [o for o in scripted_overrides(script) if o != "run.console=false"]
-    from conftest import compose_config
 
-    from rubric_runner.loop.launch import execute as run
-
-    result = run(compose_config(overrides), tmp_path / "run", overrides)
+    
+    result = rubric_runner.run(overrides, tmp_path / "run")
     assert result.status == "satisfied"
-    flag = result.evaluations[-1].coverage.model_dump()
+    flag = result.task.evaluations[-1].coverage.model_dump()
     assert flag == {"lines": 3, "criteria": 2, "uncovered": list(HAIKU[1:]), "other": ["Uses vivid imagery"]}
     out = capsys.readouterr().out
     assert "! coverage: 2 criteria for 3 rubric lines, not covered: Lines follow a 5-7-5 syllable pattern; The theme is spring" in out
@@ -146,8 +154,8 @@ def test_console_labels_the_scripted_role_only(tmp_path, fake_keys, capsys):
         assert record.exit_code == 3, record.error  # grader_error: the script has no grader turn left
         header = capsys.readouterr().out.splitlines()[0]
         assert header.startswith("rubric_runner: worker=openai:local-model grader=scripted:demo (scripted: replays a script")
-        record = rubric_runner.run(["worker=scripted", f"worker.script={script}", *model_overrides("grader", grader)],
-                                   tmp_path / "b")
+        record = rubric_runner.run(["worker=scripted", f"worker.script={script}", *model_overrides("grader", grader),
+                                    SCRIPTED_EVIDENCE], tmp_path / "b")
     assert record.exit_code == 0, record.error
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("rubric_runner: worker=scripted:demo (scripted: replays a script, no provider is called) grader=openai:local-model rubric=haiku")
@@ -191,7 +199,6 @@ def test_a_task_takes_its_unfinished_calls_off_the_live_line():
 
 
 def test_regrade_checks_evidence_too(tmp_path, capsys):
-    import rubric_runner
     from rubric_runner.cli import run_command
 
     ok = verdict("satisfied", *((c, True) for c in CODE))
@@ -205,8 +212,8 @@ def test_regrade_checks_evidence_too(tmp_path, capsys):
     assert "verdict sent back: it rests on run_test_suite" in out and "! unsupported" in out
     (regrade_dir,) = (run_dir / "regrades").iterdir()
     record = json.loads((regrade_dir / "result.json").read_text())
-    assert record["status"] == "unsupported" and record["evaluations"][0]["unsupported"] == {"missing": ["run_test_suite"]}
-    assert record["grader"]["strategy"] == "tool"
+    assert record["status"] == "unsupported" and record["task"]["evaluations"][0]["unsupported"] == {"missing": ["run_test_suite"]}
+    assert record["header"]["grader"]["strategy"] == "tool"
 
 
 def test_max_tokens_reaches_a_server_that_knows_only_max_tokens(tmp_path, fake_keys):

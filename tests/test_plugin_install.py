@@ -23,7 +23,7 @@ import readme
 from conftest import (
     BUNDLED_PLUGINS,
     ROOT,
-    compose_config,
+    SCRIPTED_EVIDENCE,
     read_events,
     run_cli,
     scripted_overrides,
@@ -31,7 +31,7 @@ from conftest import (
     write_script,
 )
 
-from rubric_runner.loop.launch import execute as run
+import rubric_runner
 
 PACKAGE = "rr-throwaway-plugin"
 BROKEN = {
@@ -99,14 +99,16 @@ FILES = {
 
 
         @hookimpl
-        def on_evaluation(evaluation, task):
+        def on_evaluation(event):
+            task, evaluation = event.task, event.evaluation
             _log(hook="on_evaluation", task_id=task.task_id, repeat=task.repeat, run_dir=task.run_dir,
-                 thread_id=task.thread_id, iteration=evaluation["iteration"], result=evaluation["result"],
-                 grading_run_id=evaluation["grading_run_id"])
+                 thread_id=task.thread_id, iteration=evaluation.iteration, result=evaluation.result,
+                 grading_run_id=evaluation.grading_run_id)
 
 
         @hookimpl
-        def on_run_end(record):
+        def on_run_end(event):
+            record = event.record
             _log(hook="on_run_end", status=record.status, runs=record.aggregate.runs if record.aggregate else None)
     ''',
     "rr_throwaway/raising.py": """
@@ -114,14 +116,14 @@ FILES = {
 
 
         @hookimpl
-        def on_evaluation(evaluation):
-            evaluation["result"] = "tampered"
+        def on_evaluation(event):
+            event.evaluation.result = "tampered"
             raise RuntimeError("on_evaluation broken on purpose")
 
 
         @hookimpl
-        def on_run_end(record):
-            record.status = "failed"
+        def on_run_end(event):
+            event.record.status = "satisfied"
             raise RuntimeError("on_run_end broken on purpose")
     """,
     "rr_throwaway/broken.py": 'raise ImportError("broken on purpose")\n',
@@ -221,7 +223,7 @@ def test_a_run_uses_the_installed_tool_from_config(tmp_path):
     )
     run_dir = tmp_path / "run"
     proc = run_cli(
-        "worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}",
+        "worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE, f"worker.script={script}", f"grader.script={script}",
         "+grader.tools.shout={suffix: '?!'}", "+grader.tools.word_count={limit: 1}", f"hydra.run.dir={run_dir}",
         cwd=tmp_path,
     )
@@ -234,7 +236,7 @@ def test_a_run_uses_the_installed_tool_from_config(tmp_path):
 @pytest.mark.usefixtures("enabled")
 def test_a_shared_tool_name_needs_the_qualified_name(tmp_path):
     overrides = scripted_overrides(ROOT / "rubric_runner" / "data" / "scripts" / "summary.yaml", "rubric=summary")
-    result = run(compose_config(overrides), tmp_path / "ambiguous", overrides)
+    result = rubric_runner.run(overrides, tmp_path / "ambiguous")
     assert (result.status, result.exit_code, result.error.key) == ("error", 2, "grader.tools.text_stats")
     assert "tool 'text_stats' is provided by plugins 'textstats' and 'throwaway'" in result.error.message
     assert "name it as textstats/text_stats or throwaway/text_stats" in result.error.message
@@ -246,9 +248,9 @@ def test_a_shared_tool_name_needs_the_qualified_name(tmp_path):
         "~rubric.verify.text_stats",  # the preset's hidden check names the same tool
         "+rubric.verify={textstats/text_stats: {required_terms: [light, chlorophyll]}}",
     ]
-    result = run(compose_config(qualified), tmp_path / "qualified", qualified)
+    result = rubric_runner.run(qualified, tmp_path / "qualified")
     assert result.status == "satisfied", result.error
-    assert (result.verification.first.outcome, result.verification.final.outcome) == ("failed", "passed")
+    assert (result.task.verification.first.outcome, result.task.verification.final.outcome) == ("failed", "passed")
     ends = [e for e in read_events(tmp_path / "qualified") if e["event"] == "tool_call_end"]
     assert ends and all('"missing_terms"' in e["output"] for e in ends)
 
@@ -268,7 +270,7 @@ def test_without_the_env_var_every_installed_plugin_loads(installed, monkeypatch
 
 
 def test_evaluation_and_run_end_hooks_see_every_pass_and_a_raising_hook_changes_nothing(installed, monkeypatch, tmp_path):
-    from rubric_runner.records import read_record
+    from rubric_runner.records import read_record, read_task
 
     log = tmp_path / "hooks.jsonl"
     monkeypatch.setenv("RR_THROWAWAY_LOG", str(log))
@@ -281,13 +283,13 @@ def test_evaluation_and_run_end_hooks_see_every_pass_and_a_raising_hook_changes_
         tasks={"b": {"grader": [verdict("failed", ("c", False), explanation="no")]}},
     )
     overrides = scripted_overrides(script, f"rubric.dataset={data}", "run.repeats=2")
-    record = run(compose_config(overrides), tmp_path / "run", overrides)
+    record = rubric_runner.run(overrides, tmp_path / "run")
     assert record.status == "failed" and record.aggregate.statuses == {"satisfied": 2, "failed": 2}
 
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     seen = sorted(tuple(line[k] for k in ("task_id", "repeat", "iteration", "result", "grading_run_id", "run_dir", "thread_id"))
                   for line in lines if line["hook"] == "on_evaluation")
-    tasks = [read_record(Path(row.run_dir) / "result.json") for row in record.tasks]
+    tasks = [read_task(Path(row.run_dir) / "result.json") for row in record.tasks]
     recorded = sorted((t.task_id, t.repeat, e.iteration, e.result, e.grading_run_id, t.run_dir, t.thread_id)
                       for t in tasks for e in t.evaluations)
     assert len(seen) == 6 and seen == recorded  # a-r0, a-r1: two passes each; b-r0, b-r1: one each

@@ -6,7 +6,14 @@ import json
 import logging
 
 import pytest
-from conftest import ROOT, compose_config, read_events, run_scripted, verdict, write_script
+from conftest import (
+    ROOT,
+    compose_config,
+    read_events,
+    run_scripted,
+    verdict,
+    write_script,
+)
 
 from rubric_runner import hookimpl
 from rubric_runner.cli import run_command
@@ -28,6 +35,7 @@ def test_bundled_plugins_load_from_their_packages():
     assert plugins.failures == []
     assert {name: (info.package, info.version) for name, info in plugins.info.items()} == {
         "builtin_tools": ("rubric_runner", "0.1.0"),
+        "reports": ("rubric_runner", "0.1.0"),
         "syllables": ("rubric_runner_syllables", "0.1.0"),
         "textstats": ("rubric_runner_textstats", "0.1.0"),
     }
@@ -41,7 +49,7 @@ def test_env_var_naming_a_missing_plugin_warns_and_goes_on(monkeypatch, caplog):
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "syllables, no_such_plugin")
     with caplog.at_level(logging.WARNING, logger="rubric_runner.plugins.manager"):
         plugins = Plugins()
-    assert set(plugins.info) == {"builtin_tools", "syllables"}
+    assert set(plugins.info) == {"builtin_tools", "reports", "syllables"}
     assert [failure.name for failure in plugins.failures] == ["no_such_plugin"]
     assert "plugin 'no_such_plugin' failed to load" in caplog.text
 
@@ -103,7 +111,7 @@ def test_scripted_worker_calls_a_registered_tool(tmp_path):
     ]
     result, run_dir = run_scripted(tmp_path, script, *overrides)
     assert result.status == "satisfied", result.error
-    assert result.worker.tools == ["run_test_suite"] and result.grader.tools == []
+    assert result.header.worker.tools == ["run_test_suite"] and result.header.grader.tools == []
     ends = [e for e in read_events(run_dir) if e["event"] == "tool_call_end" and e["tool"] == "run_test_suite"]
     assert [e["agent"] for e in ends] == ["worker"]
     output = json.loads(ends[0]["output"])

@@ -13,12 +13,20 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import cli_process, compose_config, free_port, run_cli, scripted_overrides, verdict, write_script
+from conftest import (
+    cli_process,
+    compose_config,
+    free_port,
+    run_cli,
+    scripted_overrides,
+    verdict,
+    write_script,
+)
 from test_interrupt import _script, _wait_for
 
 from rubric_runner.config.environment import POSTGRES_URL_ENV
 from rubric_runner.config.validate import validate
-from rubric_runner.errors import ConfigError
+from rubric_runner.errors import UsageError
 
 psycopg = pytest.importorskip("psycopg", reason="pip install 'rubric_runner[postgres]'")
 
@@ -80,9 +88,9 @@ def test_a_run_checkpoints_to_postgres(tmp_path, pg_env):
     proc = run_cli(*scripted_overrides(script, "run.checkpointer=postgres"), f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     record = json.loads((run_dir / "result.json").read_text())
-    assert (record["status"], record["iterations"]) == ("satisfied", 2)
+    assert (record["status"], record["task"]["iterations"]) == ("satisfied", 2)
     assert not (run_dir / "checkpoints.sqlite").exists()
-    assert _checkpoints(url, password, record["thread_id"]) == 1  # the finished thread keeps its latest
+    assert _checkpoints(url, password, record["task"]["thread_id"]) == 1  # the finished thread keeps its latest
     assert _files_holding(run_dir, password) == []
 
 
@@ -97,16 +105,16 @@ def test_interrupt_then_resume_from_postgres(tmp_path, pg_env):
         os.kill(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
-    thread_id = json.loads((run_dir / "result.json").read_text())["thread_id"]
+    thread_id = json.loads((run_dir / "result.json").read_text())["task"]["thread_id"]
     saved = _checkpoints(url, password, thread_id)
     assert saved > 0
 
     resumed = run_cli("resume", str(run_dir), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     record = json.loads((run_dir / "result.json").read_text())
-    assert (record["status"], record["resumed"], record["thread_id"]) == ("satisfied", 1, thread_id)
-    assert (record["usage"]["worker"]["calls"], record["usage"]["grader"]["calls"]) == (2, 4)  # nothing redone
-    assert [e["result"] for e in record["evaluations"]] == ["needs_revision", "satisfied"]
+    assert (record["status"], record["resumed"], record["task"]["thread_id"]) == ("satisfied", 1, thread_id)
+    assert (record["task"]["usage"]["worker"]["calls"], record["task"]["usage"]["grader"]["calls"]) == (2, 4)  # nothing redone
+    assert [e["result"] for e in record["task"]["evaluations"]] == ["needs_revision", "satisfied"]
     assert _checkpoints(url, password, thread_id) == 1
     assert not (run_dir / "checkpoints.sqlite").exists()
 
@@ -121,7 +129,7 @@ def test_a_finished_thread_cut_to_its_latest_checkpoint_continues_from_postgres(
         proc = run_cli(*scripted_overrides(script, "run.checkpointer=postgres", f"run.keep_checkpoints={keep}"),
                        f"hydra.run.dir={run_dir}", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
-        thread_id = json.loads((run_dir / "result.json").read_text())["thread_id"]
+        thread_id = json.loads((run_dir / "result.json").read_text())["task"]["thread_id"]
         with psycopg.connect(url, password=password) as db:
             counts[keep] = [db.execute(f"SELECT count(*) FROM {table} WHERE thread_id = %s", (thread_id,)).fetchone()[0]
                             for table in ("checkpoints", "checkpoint_writes", "checkpoint_blobs")]
@@ -131,7 +139,7 @@ def test_a_finished_thread_cut_to_its_latest_checkpoint_continues_from_postgres(
     turn = run_cli("continue", str(run_dir), "Now add a docstring", cwd=tmp_path)
     assert turn.returncode == 0, turn.stderr
     record = json.loads((run_dir / "turns" / "2" / "result.json").read_text())
-    assert (record["status"], record["final_answer"]) == ("satisfied", "docstring added")
+    assert (record["status"], record["task"]["final_answer"]) == ("satisfied", "docstring added")
     contents = [m["data"]["content"] for m in json.loads((run_dir / "turns" / "2" / "transcript.json").read_text())["messages"]]
     assert contents.index("draft") < contents.index("final") < contents.index("Now add a docstring")
     assert _checkpoints(url, password, thread_id) == 1
@@ -153,12 +161,12 @@ def test_a_sweep_of_parallel_jobs_sets_up_one_fresh_database(tmp_path, postgres,
     assert proc.returncode == 0, proc.stderr
     records = [json.loads((sweep_dir / job / "result.json").read_text()) for job in ("0", "1")]
     assert [r["status"] for r in records] == ["satisfied", "satisfied"]
-    assert all(_checkpoints(fresh, password, r["thread_id"]) > 0 for r in records)
+    assert all(_checkpoints(fresh, password, r["task"]["thread_id"]) > 0 for r in records)
 
 
 def test_postgres_without_a_database_is_a_config_error(tmp_path, monkeypatch):
     monkeypatch.delenv(POSTGRES_URL_ENV, raising=False)
-    with pytest.raises(ConfigError, match=POSTGRES_URL_ENV) as caught:
+    with pytest.raises(UsageError, match=POSTGRES_URL_ENV) as caught:
         validate(compose_config(["worker=scripted", "grader=scripted", "run.checkpointer=postgres"]))
     assert caught.value.key == "run.checkpoint_url"
     script = write_script(tmp_path / "s.yaml", [{"content": "x"}], [verdict("satisfied", ("c", True))])
@@ -169,6 +177,6 @@ def test_postgres_without_a_database_is_a_config_error(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("url", ["postgresql://rubric:hunter2-long@db:5432/rubric", "host=db user=rubric password=hunter2-long"])
 def test_a_password_in_checkpoint_url_is_refused(url):
-    with pytest.raises(ConfigError, match="passwords are not accepted in config") as caught:
+    with pytest.raises(UsageError, match="passwords are not accepted in config") as caught:
         validate(compose_config(["worker=scripted", "grader=scripted", "run.checkpointer=postgres", f"run.checkpoint_url='{url}'"]))
     assert caught.value.key == "run.checkpoint_url"

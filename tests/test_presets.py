@@ -88,21 +88,21 @@ def test_any_init_chat_model_string_and_client_settings_pass_through(dummy_keys)
     ],
 )
 def test_missing_key_names_the_variable(preset, variable):
-    from rubric_runner.errors import ConfigError
-    from rubric_runner.models.preflight import preflight
+    from rubric_runner.errors import UsageError
+    from rubric_runner.models.preflight import check_keys
 
     config = validate(compose_config([f"worker={preset}", "grader=scripted"]))
-    with pytest.raises(ConfigError) as caught:
-        preflight(config, ("grader", "worker"))
+    with pytest.raises(UsageError) as caught:
+        check_keys(config, ("grader", "worker"))
     assert variable in str(caught.value) and "worker=scripted grader=scripted" in str(caught.value)
 
 
 def test_unreachable_ollama_names_the_base_url():
-    from rubric_runner.errors import ConfigError
+    from rubric_runner.errors import UsageError
     from rubric_runner.models.preflight import check_server
 
     config = validate(compose_config(["worker=ollama", "worker.base_url=http://127.0.0.1:9"]))
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(UsageError) as caught:
         check_server(config.worker, "worker")
     assert "nothing answers at http://127.0.0.1:9" in str(caught.value) and caught.value.key == "worker.base_url"
     assert "start `ollama serve`" in str(caught.value)

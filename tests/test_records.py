@@ -8,29 +8,41 @@ import json
 
 import jsonschema
 import pytest
-from conftest import ROOT, compose_config, scripted_overrides, verdict, write_script
+from conftest import ROOT, scripted_overrides, verdict, write_script
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
 import rubric_runner
 from rubric_runner.cli import run_command
 from rubric_runner.cli.sweep import SweepSummary
-from rubric_runner.loop.launch import execute
 from rubric_runner.loop.signals import StopRequest
-from rubric_runner.records import RESULT_FILE, ExitCode, Status, load_record, read_record
-from rubric_runner.records.schema import json_schema
+from rubric_runner.records import (
+    RESULT_FILE,
+    ExitCode,
+    Status,
+    load_record,
+    load_task,
+    read_record,
+    read_task,
+)
+from rubric_runner.records.schema import SCHEMAS, json_schema
 
-SCHEMA_FILE = ROOT / "schemas" / "result.schema.json"
+SCHEMA_DIR = ROOT / "schemas"
 OK = verdict("satisfied", ("c", True))
 
 
-def test_committed_schema_is_the_generated_one():
-    assert SCHEMA_FILE.read_text() == json_schema(), "run: python -m rubric_runner.records.schema > schemas/result.schema.json"
+def _schema(name: str) -> dict:
+    return json.loads((SCHEMA_DIR / name).read_text())
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_committed_schema_is_the_generated_one(name):
+    assert (SCHEMA_DIR / name).read_text() == json_schema(name), "run: python -m rubric_runner.records.schema schemas"
 
 
 def _run(tmp_path, name, script, *extra, stop=None):
     overrides = scripted_overrides(script, *extra)
-    return execute(compose_config(overrides), tmp_path / name, overrides, stop=stop)
+    return rubric_runner.run(overrides, tmp_path / name, stop=stop)
 
 
 @pytest.fixture(scope="module")
@@ -80,28 +92,29 @@ def written(tmp_path_factory):
 @pytest.mark.parametrize("path", ["single run", "multi-task run", "task", "resumed run", "config error", "interrupted",
                                   "unsupported verdict", "grader error", "python api", "regrade", "crashed job"])
 def test_every_written_record_validates(written, path):
-    schema = json.loads(SCHEMA_FILE.read_text())
+    schema = _schema("task.schema.json" if path == "task" else "run.schema.json")
     assert written[path], f"no record written by: {path}"
     for file in written[path]:
         data = json.loads(file.read_text())
+        assert data["schema_version"] == 2
         jsonschema.validate(data, schema)
-        assert read_record(file).model_dump(mode="json") == data
-        assert load_record(file.parent).status == data["status"] != "running"
+        assert (read_task if path == "task" else read_record)(file).model_dump(mode="json") == data
+        assert (load_task if path == "task" else load_record)(file.parent).status == data["status"] != "running"
 
 
 def test_what_a_grading_pass_noted_is_in_the_record(written):
     unsupported = json.loads(written["unsupported verdict"][0].read_text())
-    assert unsupported["grader"]["strategy"] == "tool" and "probe" not in unsupported["grader"]
-    assert unsupported["evaluations"][-1]["unsupported"] == {"missing": ["run_test_suite"]}
-    assert unsupported["evaluations"][-1]["coverage"]["uncovered"] == [
+    assert unsupported["header"]["grader"]["strategy"] == "tool" and "probe" not in unsupported["header"]["grader"]
+    assert unsupported["task"]["evaluations"][-1]["unsupported"] == {"missing": ["run_test_suite"]}
+    assert unsupported["task"]["evaluations"][-1]["coverage"]["uncovered"] == [
         "The function is named `find_duplicates` and accepts a single list argument"]
-    grader_error = json.loads(written["grader error"][0].read_text())["evaluations"][-1]
+    grader_error = json.loads(written["grader error"][0].read_text())["task"]["evaluations"][-1]
     assert grader_error["grader_said"] == "Looks fine to me." and "unsupported" not in grader_error
 
 
 def test_a_record_that_breaks_the_schema_is_read_as_unreadable(tmp_path):
     (tmp_path / RESULT_FILE).write_text(json.dumps({"status": "finished"}))
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"status": "finished"}, json.loads(SCHEMA_FILE.read_text()))
+        jsonschema.validate({"status": "finished"}, _schema("run.schema.json"))
     record = load_record(tmp_path)
     assert (record.status, record.error.type) == ("error", "BadRecord")

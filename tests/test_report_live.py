@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT, cli_process, verdict, write_script
+from conftest import ROOT, SCRIPTED_EVIDENCE, cli_process, verdict, write_script
 from many_runs import write_task_sweep
 
 from rubric_runner.report import live
@@ -34,7 +34,7 @@ def test_sweep_report_is_refreshed_as_each_job_ends(tmp_path):
     quick = write_script(tmp_path / "quick.yaml", [{"content": "a haiku"}], [OK])
     slow = write_script(tmp_path / "slow.yaml", [{"content": "a haiku", "latency": 10}], [OK])
     sweep_dir = tmp_path / "sweep"
-    with cli_process("-m", "worker=scripted", "grader=scripted", "run.console=false", f"worker.script={quick},{slow}",
+    with cli_process("-m", "worker=scripted", "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE, f"worker.script={quick},{slow}",
                      "grader.script=${worker.script}", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path) as proc:
         _wait_for(proc, lambda: "In progress" in _text(sweep_dir / "report.html"), "an in-progress report")
         html, md = _text(sweep_dir / "report.html"), _text(sweep_dir / "report.md")
@@ -50,7 +50,7 @@ def test_multi_task_run_refreshes_its_own_report_while_it_runs(tmp_path):
     data = tmp_path / "tasks.jsonl"
     data.write_text("".join(json.dumps({"id": f"t{i}", "task": f"do {i}"}) + "\n" for i in range(8)))
     run_dir = tmp_path / "run"
-    with cli_process("worker=scripted", "grader=scripted", "run.console=false", f"worker.script={script}",
+    with cli_process("worker=scripted", "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE, f"worker.script={script}",
                      f"grader.script={script}", f"rubric.dataset={data}", "run.concurrency=1",
                      f"hydra.run.dir={run_dir}", cwd=tmp_path) as proc:
         _wait_for(proc, lambda: "In progress" in _text(run_dir / "report.md"), "an in-progress report of the run")

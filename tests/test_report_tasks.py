@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from browser import Page, browse, timed_dom
-from conftest import run_cli, verdict
+from conftest import SCRIPTED_EVIDENCE, run_cli, verdict
 from many_runs import write_task_sweep
 
 from rubric_runner.cli import run_command
@@ -47,7 +47,7 @@ def task_sweep(tmp_path_factory):
         (tmp / f"scripted:{worker}.yaml").write_text(json.dumps(script))
     sweep_dir = tmp / "sweep"
     proc = run_cli(
-        "-m", "worker=scripted", "grader=scripted", "run.console=false", "rubric=haiku", f"rubric.dataset={data}",
+        "-m", "worker=scripted", "grader=scripted", "run.console=false", "rubric=haiku", SCRIPTED_EVIDENCE, f"rubric.dataset={data}",
         "worker.model=scripted:alpha,scripted:beta", f"worker.script={tmp}/${{worker.model}}.yaml",
         "grader.script=${worker.script}", "grader.max_iterations=2", "run.repeats=2", "run.concurrency=4",
         "sweep.fail_under=0.76", f"hydra.sweep.dir={sweep_dir}", cwd=tmp,
@@ -201,7 +201,7 @@ def test_single_task_jobs_of_different_tasks_count_as_those_tasks(tmp_path, caps
             (tmp_path / f"scripted:{worker}-{task}.yaml").write_text(json.dumps(turns))
     sweep_dir = tmp_path / "sweep"
     proc = run_cli(
-        "-m", "worker=scripted", "grader=scripted", "run.console=false", "rubric=haiku", "rubric.task=sea,spring",
+        "-m", "worker=scripted", "grader=scripted", "run.console=false", "rubric=haiku", SCRIPTED_EVIDENCE, "rubric.task=sea,spring",
         "worker.model=scripted:alpha,scripted:beta", f"worker.script={tmp_path}/${{worker.model}}-${{rubric.task}}.yaml",
         "grader.script=${worker.script}", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path,
     )

@@ -7,6 +7,8 @@ import json
 import pytest
 from conftest import read_events, run_scripted, verdict, write_script
 
+import rubric_runner
+
 CRITERIA = ("The poem has three lines", "The theme is spring")
 
 
@@ -17,19 +19,19 @@ def test_satisfied_on_first_pass(tmp_path):
         grader=[verdict("satisfied", (CRITERIA[0], True), (CRITERIA[1], True))],
     )
     result, run_dir = run_scripted(tmp_path, script)
-    assert (result.status, result.exit_code, result.iterations) == ("satisfied", 0, 1)
+    assert (result.status, result.exit_code, result.task.iterations) == ("satisfied", 0, 1)
     record = json.loads((run_dir / "result.json").read_text())
     assert record["status"] == "satisfied"
-    assert record["schema_version"] == 1
-    assert record["final_answer"] == "a\nb\nc"
-    assert record["evaluations"][0]["criteria"] == [
+    assert record["schema_version"] == 2
+    assert record["task"]["final_answer"] == "a\nb\nc"
+    assert record["task"]["evaluations"][0]["criteria"] == [
         {"name": CRITERIA[0], "passed": True},
         {"name": CRITERIA[1], "passed": True},
     ]
-    assert record["usage"]["worker"]["calls"] == 1 and record["usage"]["grader"]["calls"] == 1
-    assert record["usage"]["worker"]["total_tokens"] > 0
-    assert record["worker"]["scripted"] is True
-    assert "worker=scripted" in record["overrides"]
+    assert record["task"]["usage"]["worker"]["calls"] == 1 and record["task"]["usage"]["grader"]["calls"] == 1
+    assert record["task"]["usage"]["worker"]["total_tokens"] > 0
+    assert record["header"]["worker"]["scripted"] is True
+    assert "worker=scripted" in record["header"]["sources"]["overrides"]
 
 
 def test_max_iterations_reached(tmp_path):
@@ -40,9 +42,9 @@ def test_max_iterations_reached(tmp_path):
         grader=[failing, failing],
     )
     result, run_dir = run_scripted(tmp_path, script, "grader.max_iterations=2")
-    assert (result.status, result.exit_code, result.iterations) == ("max_iterations_reached", 1, 2)
-    assert [e.result for e in result.evaluations] == ["needs_revision", "max_iterations_reached"]
-    assert result.final_answer == "draft two"
+    assert (result.status, result.exit_code, result.task.iterations) == ("max_iterations_reached", 1, 2)
+    assert [e.result for e in result.task.evaluations] == ["needs_revision", "max_iterations_reached"]
+    assert result.task.final_answer == "draft two"
     transcript = json.loads((run_dir / "transcript.json").read_text())["messages"]
     injected = [m for m in transcript if m["type"] == "human" and m["data"].get("name") == "rubric_grader"]
     assert len(injected) == 1 and f"fix {CRITERIA[0]}" in injected[0]["data"]["content"]
@@ -56,7 +58,7 @@ def test_failed_verdict(tmp_path):
     )
     result, _ = run_scripted(tmp_path, script)
     assert (result.status, result.exit_code) == ("failed", 1)
-    assert result.evaluations[-1].explanation == "the rubric contradicts itself"
+    assert result.task.evaluations[-1].explanation == "the rubric contradicts itself"
 
 
 def test_grader_error_is_recorded_with_its_cause(tmp_path):
@@ -101,24 +103,20 @@ def test_events_cover_the_run(tmp_path):
 
 @pytest.mark.parametrize("rubric", ["code", "haiku", "summary"])
 def test_builtin_demo_scripts_end_satisfied(tmp_path, rubric):
-    from conftest import compose_config
 
-    from rubric_runner.loop.launch import execute as run
-
+    
     overrides = ["worker=scripted", "grader=scripted", f"rubric={rubric}", "run.console=false"]
-    result = run(compose_config(overrides), tmp_path / "run", overrides)
+    result = rubric_runner.run(overrides, tmp_path / "run")
     assert result.status == "satisfied", result.error
 
 
 def test_code_demo_grader_runs_the_real_test_suite(tmp_path):
     """The scripted verdicts agree with what the real run_test_suite reports."""
-    from conftest import compose_config
 
-    from rubric_runner.loop.launch import execute as run
-
+    
     overrides = ["worker=scripted", "grader=scripted", "rubric=code", "run.console=false"]
-    result = run(compose_config(overrides), tmp_path / "run", overrides)
-    assert (result.status, result.iterations, result.exit_code) == ("satisfied", 2, 0)
+    result = rubric_runner.run(overrides, tmp_path / "run")
+    assert (result.status, result.task.iterations, result.exit_code) == ("satisfied", 2, 0)
     outputs = [
         json.loads(e["output"])
         for e in read_events(tmp_path / "run")
@@ -127,5 +125,5 @@ def test_code_demo_grader_runs_the_real_test_suite(tmp_path):
     assert [o["ok"] for o in outputs] == [False, True]
     assert outputs[0]["failures"] == ["test_unhashable: TypeError: unhashable type: 'list'"]
     assert outputs[1]["passed"] == ["test_basic", "test_empty", "test_no_duplicates", "test_unhashable"]
-    first_gap = result.evaluations[0].criteria[0].gap
-    assert "test_unhashable" in first_gap and result.evaluations[0].result == "needs_revision"
+    first_gap = result.task.evaluations[0].criteria[0].gap
+    assert "test_unhashable" in first_gap and result.task.evaluations[0].result == "needs_revision"

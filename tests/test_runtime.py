@@ -9,18 +9,19 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import compose_config, scripted_overrides, verdict, write_script
+from conftest import scripted_overrides, verdict, write_script
 
+import rubric_runner
+from rubric_runner.compat.langchain import _inline_unless_tracing
 from rubric_runner.loop import runtime
 from rubric_runner.loop.checkpoints import InlineSqliteSaver
-from rubric_runner.loop.launch import execute as run
 
 OK = verdict("satisfied", ("c", True))
 
 
 def _run(tmp_path: Path, script: Path, *extra: str):
     overrides = scripted_overrides(script, *extra)
-    return run(compose_config(overrides), tmp_path / "run", overrides), tmp_path / "run"
+    return rubric_runner.run(overrides, tmp_path / "run"), tmp_path / "run"
 
 
 def test_run_checkpoints_read_back_by_langgraphs_async_sqlite_saver(tmp_path):
@@ -30,7 +31,7 @@ def test_run_checkpoints_read_back_by_langgraphs_async_sqlite_saver(tmp_path):
     record, run_dir = _run(tmp_path, script, "run.keep_checkpoints=all")  # every step's checkpoint, to list
     assert record.status == "satisfied"
 
-    config = {"configurable": {"thread_id": record.thread_id, "checkpoint_ns": ""}}
+    config = {"configurable": {"thread_id": record.task.thread_id, "checkpoint_ns": ""}}
 
     async def read() -> tuple:
         async with AsyncSqliteSaver.from_conn_string(str(run_dir / "checkpoints.sqlite")) as saver:
@@ -83,7 +84,7 @@ def test_langsmith_work_stays_on_the_loop_unless_tracing_is_on(monkeypatch):
         import contextvars
 
         monkeypatch.setattr("langsmith.utils.tracing_is_enabled", lambda *a: tracing)
-        return await runtime._inline_unless_tracing(default, contextvars.copy_context(), lambda x: x + 1, 1)
+        return await _inline_unless_tracing(default, contextvars.copy_context(), lambda x: x + 1, 1)
 
     assert asyncio.run(hop(False)) == 2 and calls == []
     assert asyncio.run(hop(True)) == 2 and calls == ["thread pool"]
@@ -102,7 +103,8 @@ def test_a_run_sends_nothing_to_the_thread_pool_and_leaves_the_process_as_it_fou
 
     monkeypatch.setattr(_aiter, "_default_aio_to_thread", counted)
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
-    record, _ = _run(tmp_path, script)
+    with runtime.process_tweaks():  # what the command line opts in to
+        record, _ = _run(tmp_path, script)
     assert record.status == "satisfied"
     assert hops == []
     assert _runtime_overrides.get_runtime_overrides().aio_to_thread is None
@@ -114,5 +116,5 @@ def test_same_records_from_either_checkpointer(tmp_path, checkpointer):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}, {"content": "y"}],
                           grader=[verdict("needs_revision", ("c", False)), OK])
     record, run_dir = _run(tmp_path, script, f"run.checkpointer={checkpointer}")
-    assert (record.status, record.iterations, record.final_answer) == ("satisfied", 2, "y")
+    assert (record.status, record.task.iterations, record.task.final_answer) == ("satisfied", 2, "y")
     assert (run_dir / "checkpoints.sqlite").exists() == (checkpointer == "sqlite")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import run_cli
+from conftest import SCRIPTED_EVIDENCE, run_cli
 from wire import FAKE_KEYS, FakeServer, fault, model_overrides, text, verdict
 
 CONFIG_KEY = "sk-given-in-config-0123456789abcdef"
@@ -42,6 +42,7 @@ def _run(name: str, root) -> tuple:
             *flags,
             *model_overrides("worker", worker, max_retries=0),
             *model_overrides("grader", grader, max_retries=0),
+            SCRIPTED_EVIDENCE,
             *extra[len(flags):],
             f"hydra.run.dir={tmp}/run",
         ]
@@ -91,7 +92,8 @@ def test_no_key_in_a_sweep_its_summary_reports_cache_and_regrades(tmp_path, monk
     grader = FakeServer("anthropic", [OK] * 9, echo_key=True)
     outputs = []
     with worker, grader:
-        common = [*model_overrides("worker", worker, max_retries=0), *model_overrides("grader", grader, max_retries=0)]
+        common = [*model_overrides("worker", worker, max_retries=0), *model_overrides("grader", grader, max_retries=0),
+                  SCRIPTED_EVIDENCE]
         sweep = run_cli("-m", *common, f"rubric.dataset={data}", "run.repeats=1,2", "run.concurrency=1",
                         f"run.cache={cache}", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path, env=FAKE_KEYS)
         outputs.append(sweep.stdout + sweep.stderr)

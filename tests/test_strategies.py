@@ -25,6 +25,8 @@ from wire import (
     verdict,
 )
 
+from rubric_runner.loop.runtime import process_tweaks
+
 GOOD = inspect.getsource(code_task_solutions.find_duplicates)  # passes the code rubric's test suite
 CODE = ("All tests pass in run_test_suite", "The function is named find_duplicates and accepts a single list argument")
 OK = verdict("satisfied", *((c, True) for c in CODE))
@@ -70,10 +72,10 @@ def test_strategy_on_server(tmp_path, fake_keys, server_name, setting):
     record = json.loads((run_dir / "result.json").read_text())
     assert record["status"] == status, record["error"]
     assert grader.remaining == 0
-    assert (record["grader"]["structured_output"], record["grader"]["strategy"]) == (setting, strategy)
+    assert (record["header"]["grader"]["structured_output"], record["header"]["grader"]["strategy"]) == (setting, strategy)
     ran = [r for request in grader.requests for r in tool_results(request) if '"passed"' in r]
     assert len({r for r in ran}) == test_runs  # the real test suite ran in the sandbox, its result went back
-    last = record["evaluations"][-1]
+    last = record["task"]["evaluations"][-1]
     if status == "satisfied":
         assert last["result"] == "satisfied" and "unsupported" not in last and "coverage" not in last
     if status == "unsupported":
@@ -84,7 +86,7 @@ def test_strategy_on_server(tmp_path, fake_keys, server_name, setting):
         assert message.startswith(f"grader openai:local-model at {grader.base_url} (grader.structured_output={setting})")
         assert "(fix: try grader.structured_output=named" in message
     if setting == "auto":
-        assert record["grader"]["probe"][strategy] == "works" and grader.probes
+        assert record["header"]["grader"]["probe"][strategy] == "works" and grader.probes
 
 
 def test_server_errors_quote_the_body_and_name_the_fix(tmp_path, fake_keys):
@@ -107,7 +109,7 @@ def test_server_errors_quote_the_body_and_name_the_fix(tmp_path, fake_keys):
         assert cause in message and (quoted is None or quoted in message), message
         assert "effective_strategy" not in message  # the run's own strategy, not the library's guess
         if setting == "tool" and server_name == "llama_cpp":
-            said = result.evaluations[-1].grader_said
+            said = result.task.evaluations[-1].grader_said
             assert said.startswith("```json") and '"arguments"' in said  # the model wrote its tool call as text
             assert any(e["event"] == "grader_text" and e["text"] == said for e in read_events(run_dir))
 
@@ -129,24 +131,25 @@ def test_auto_probes_once_per_run(tmp_path, fake_keys):
         )
     assert result.status == "satisfied", result.tasks
     assert [r.json.get("tool_choice") for r in grader.probes] == ["required", {"type": "function", "function": {"name": "structured_output_probe"}}]
-    assert result.grader.probe == {"tool": "HTTP 500: (empty error message)", "named": "works"}
-    schema = json.loads((ROOT / "schemas" / "result.schema.json").read_text())
-    jsonschema.validate(json.loads((run_dir / "result.json").read_text()), schema)
-    for name in ("a-r0", "b-r0"):
+    assert result.header.grader.probe == {"tool": "HTTP 500: (empty error message)", "named": "works"}
+    jsonschema.validate(json.loads((run_dir / "result.json").read_text()), json.loads((ROOT / "schemas" / "run.schema.json").read_text()))
+    assert json.loads((run_dir / "result.json").read_text())["header"]["grader"]["strategy"] == "named"
+    for name in ("a-r0", "b-r0"):  # the run's tasks, each graded with the strategy its header names
         record = json.loads((run_dir / "tasks" / name / "result.json").read_text())
-        assert record["grader"]["strategy"] == "named"
+        jsonschema.validate(record, json.loads((ROOT / "schemas" / "task.schema.json").read_text()))
+        assert record["status"] == "satisfied" and record["usage"]["grader"]["calls"] == 1
 
 
 def test_runs_in_one_process_probe_a_server_once(tmp_path, fake_keys):
     """The jobs of a basic sweep run in one process: the second run reuses what the first probe found."""
     worker = FakeServer("openai", [text("x"), text("y")])
     grader = FakeServer("openai", [HAIKU_OK, HAIKU_OK], behaviour=LLAMA_CPP_FUNCTIONS)
-    with worker, grader:
+    with worker, grader, process_tweaks():  # a process that runs many runs opts in, as the command line does
         records = [run_in_process(tmp_path / name, "rubric=haiku", *model_overrides("worker", worker),
                                   *model_overrides("grader", grader, **NO_RETRY))[0] for name in ("one", "two")]
     assert [r.status for r in records] == ["satisfied", "satisfied"]
     assert len(grader.probes) == 2  # one round: the tool probe refused, the named one works
-    assert [(r.grader.strategy, r.grader.probe) for r in records] == [
+    assert [(r.header.grader.strategy, r.header.grader.probe) for r in records] == [
         ("named", {"tool": "HTTP 500: (empty error message)", "named": "works"})] * 2
 
 
@@ -174,7 +177,7 @@ def test_json_repairs_count_against_max_model_calls(tmp_path, fake_keys):
     assert [r.json.get("response_format") for r in grader.requests] == [None, {"type": "json_object"}, {"type": "json_object"}]
     assert "not a valid GraderResponse" in json.dumps(grader.requests[1].json["messages"][-1])
     assert "run limit (3/3)" in result.error.message and "raise grader.max_model_calls" in result.error.message
-    assert result.evaluations[-1].grader_said == "Fine!"
+    assert result.task.evaluations[-1].grader_said == "Fine!"
 
 
 def test_named_repairs_a_broken_verdict_with_the_tool_forced(tmp_path, fake_keys):
@@ -206,7 +209,7 @@ def test_named_forces_the_verdict_when_a_forced_evidence_call_comes_back_as_text
         None, {"type": "function", "function": {"name": "run_test_suite"}},
         {"type": "function", "function": {"name": "GraderResponse"}}]
     assert (result.status, result.exit_code) == ("unsupported", 1), result.error
-    assert result.evaluations[-1].unsupported.missing == ["run_test_suite"]
+    assert result.task.evaluations[-1].unsupported.missing == ["run_test_suite"]
 
 
 @pytest.mark.parametrize("reply", [
@@ -219,12 +222,12 @@ def test_no_assistant_message_reaches_a_local_server_with_null_content(reply):
     from langchain.agents.middleware import ModelRequest
     from langchain_openai import ChatOpenAI
 
-    from rubric_runner.models.quirks import ToolCallContent
+    from rubric_runner.models.quirks import filled_content
 
     client = ChatOpenAI(model="local", base_url="http://127.0.0.1:9/v1", api_key="unused")
     messages = [HumanMessage("write it"), reply]
     assert client._get_request_payload(messages)["messages"][1]["content"] in (None, "")  # the client alone
     request = ModelRequest(model=client, messages=messages, system_prompt=None, tools=[], state={}, runtime=None)
-    sent = ToolCallContent._filled(request).messages
+    sent = filled_content(request).messages
     assert client._get_request_payload(sent)["messages"][1]["content"] == " "
     assert messages[1].content == ""  # the agent's own message is unchanged

@@ -19,7 +19,7 @@ from conftest import ROOT, cli_process, compose_config, run_cli, write_script
 from sweeps import SCRIPTED, STATUSES, read_rows, write_scripts
 
 from rubric_runner.config.validate import validate
-from rubric_runner.errors import ConfigError
+from rubric_runner.errors import UsageError
 from rubric_runner.records import Status, collect, sweep_exit_code
 from rubric_runner.report import write_summary
 
@@ -47,8 +47,9 @@ def test_basic_sweep_writes_a_row_per_job_and_exits_3(basic_sweep):
         assert row["run_dir"] == str(job_dir)
         record = json.loads((job_dir / "result.json").read_text())
         assert record["status"] == row["status"]
-        assert row["worker_tokens"] == record["usage"]["worker"]["total_tokens"]
-        assert row["grader_tokens"] == record["usage"]["grader"]["total_tokens"]
+        usage = record["task"]["usage"] if record["task"] else {role: {"total_tokens": 0} for role in ("worker", "grader")}
+        assert row["worker_tokens"] == usage["worker"]["total_tokens"]  # the crashed job never got to its task
+        assert row["grader_tokens"] == usage["grader"]["total_tokens"]
         assert row["wall_seconds"] == record["wall_seconds"]
         if row["job"] != "3":
             assert row["worker_tokens"] > 0 and row["grader_tokens"] > 0
@@ -102,7 +103,7 @@ def test_joblib_sweep_runs_jobs_in_parallel_and_gates_on_fail_under(tmp_path):
     ]
     assert rows[2]["error"] == "ScriptError: provider is down"
     records = [json.loads((sweep_dir / r["job"] / "result.json").read_text()) for r in rows]
-    assert records[0]["evaluations"][-1]["explanation"] == "count_syllables reports three lines of 5-7-5, and the theme is spring."
+    assert records[0]["task"]["evaluations"][-1]["explanation"] == "count_syllables reports three lines of 5-7-5, and the theme is spring."
     start = [datetime.fromisoformat(r["started_at"]) for r in records]
     end = [datetime.fromisoformat(r["ended_at"]) for r in records]
     assert start[1] < end[0] and start[0] < end[1], "jobs 0 and 1 did not overlap"
@@ -206,7 +207,7 @@ def test_exit_codes():
 
 
 def test_fail_under_must_be_a_fraction():
-    with pytest.raises(ConfigError, match="sweep.fail_under"):
+    with pytest.raises(UsageError, match="sweep.fail_under"):
         validate(compose_config(["worker=scripted", "grader=scripted", "sweep.fail_under=1.5"]))
 
 

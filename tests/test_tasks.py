@@ -12,14 +12,23 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import cli_process, compose_config, on_terminal, read_events, run_cli, scripted_overrides, verdict, write_script
+from conftest import (
+    SCRIPTED_EVIDENCE,
+    cli_process,
+    compose_config,
+    on_terminal,
+    read_events,
+    run_cli,
+    scripted_overrides,
+    verdict,
+    write_script,
+)
 
 import rubric_runner
 from rubric_runner.cli import run_command
-from rubric_runner.loop.launch import execute as run
-from rubric_runner.loop.session import Session
+from rubric_runner.loop.task import TaskRun
 from rubric_runner.paths import DATA_DIR
-from rubric_runner.records import CheckOutcome, RunRecord
+from rubric_runner.records import CheckOutcome, RunRecord, TaskRecord, TaskTally
 from rubric_runner.report.live import RunReports
 from rubric_runner.sandbox import Limits, run_cases
 
@@ -35,7 +44,7 @@ def _dataset(path: Path, ids: list[str]) -> Path:
 def _run(tmp_path: Path, script: Path, *extra: str, name: str = "run"):
     overrides = scripted_overrides(script, *extra)
     run_dir = tmp_path / name
-    return run(compose_config(overrides), run_dir, overrides), run_dir
+    return rubric_runner.run(overrides, run_dir), run_dir
 
 
 def test_shipped_coding_dataset_has_ten_tasks_whose_suites_pass_a_reference_solution():
@@ -53,14 +62,12 @@ def test_shipped_coding_dataset_has_ten_tasks_whose_suites_pass_a_reference_solu
 
 
 def test_code_tasks_preset_composes_with_the_dataset():
-    from rubric_runner.config.validate import validate
-    from rubric_runner.loop.agent import AgentFactory
-    from rubric_runner.tasks.sets import load_tasks
+    from rubric_runner.loop.plan import prepare
+    from rubric_runner.records import RunHeader
 
-    config = validate(compose_config(["rubric=code_tasks", "worker=scripted", "grader=scripted"]))
-    tasks = load_tasks(config)
-    assert len(tasks) == 12 and tasks[0].id == "find_duplicates"
-    AgentFactory(config, Path("/nonexistent"), roles=()).check_task_tools(tasks)
+    plan = prepare(compose_config(["rubric=code_tasks", "worker=scripted", "grader=scripted"]), RunHeader(),
+                   Path("/nonexistent"), roles=())  # checks each task's own tool settings against its tools
+    assert len(plan.tasks) == 12 and plan.tasks[0].id == "find_duplicates"
 
 
 def test_multi_task_run_keeps_each_task_apart(tmp_path):
@@ -76,7 +83,7 @@ def test_multi_task_run_keeps_each_task_apart(tmp_path):
         assert transcript["messages"][0]["data"]["content"] == f"do {task_id}"
     ends = [e for e in read_events(run_dir) if e["event"] == "task_end"]
     assert sorted(e["task_id"] for e in ends) == ["a", "b", "c"]
-    assert json.loads((run_dir / "result.json").read_text())["usage"]["worker"]["calls"] == 3
+    assert json.loads((run_dir / "result.json").read_text())["aggregate"]["usage"]["worker"]["calls"] == 3
 
 
 def _max_overlap(records: list[dict]) -> int:
@@ -114,11 +121,13 @@ def test_repeats_run_every_task_k_times(tmp_path):
 
 def test_pass_at_k_math():
     def r(task, repeat, status):
-        return RunRecord(status=status, task_id=task, repeat=repeat, run_dir=f"{task}-{repeat}")
+        return TaskRecord(status=status, task_id=task, repeat=repeat, run_dir=f"{task}-{repeat}")
 
     results = [r("a", 0, "satisfied"), r("a", 1, "failed"), r("b", 0, "satisfied"), r("b", 1, "satisfied"), r("c", 0, "failed"), r("c", 1, "error")]
-    record = RunRecord()
-    record.aggregate_tasks(results, repeats=2)
+    record, tally = RunRecord(), TaskTally(len(results))
+    for index, result in enumerate(results):
+        tally.add(index, result)
+    tally.fill(record, repeats=2)
     assert record.aggregate.pass_at_k == round(2 / 3, 4)  # a and b satisfied at least once
     assert record.aggregate.pass_hat_k == round(1 / 3, 4)  # only b satisfied every time
     assert record.aggregate.satisfied_rate == 0.5
@@ -131,14 +140,14 @@ def test_cache_second_run_makes_no_model_calls_and_keeps_repeats_apart(tmp_path)
     cache = tmp_path / "cache.sqlite"
     extra = (f"rubric.dataset={data}", "run.repeats=2", f"run.cache={cache}")
     first, _ = _run(tmp_path, script, *extra, name="first")
-    assert first.usage["worker"].calls == 4 and first.usage["grader"].calls == 4
+    assert first.aggregate.usage["worker"].calls == 4 and first.aggregate.usage["grader"].calls == 4
     assert first.aggregate.cache_hits == 0
     entries = sqlite3.connect(cache).execute("SELECT COUNT(*) FROM responses").fetchone()[0]
     # two tasks x two repeats x (worker + grader): repeats are not collapsed into one entry
     assert entries == 8
     second, _ = _run(tmp_path, script, *extra, name="second")
     assert second.status == "satisfied"
-    assert second.usage["worker"].calls == 0 and second.usage["grader"].calls == 0
+    assert second.aggregate.usage["worker"].calls == 0 and second.aggregate.usage["grader"].calls == 0
     assert second.aggregate.cache_hits == 8
 
 
@@ -193,7 +202,7 @@ def _mixed_run(tmp_path: Path, ids: list[str], *extra: str):
 
 def _counted_from_disk(run_dir: Path, ids: list[str], repeats: int) -> dict:
     """A multi-task run's numbers, counted afresh from its task records on disk, in task order."""
-    records = [RunRecord.model_validate_json((run_dir / "tasks" / f"{i}-r{k}" / "result.json").read_text())
+    records = [TaskRecord.model_validate_json((run_dir / "tasks" / f"{i}-r{k}" / "result.json").read_text())
                for i in ids for k in range(repeats)]
     usage: dict = {}
     for record in records:
@@ -220,7 +229,8 @@ def _counted_in_record(record: RunRecord) -> dict:
     aggregate = record.aggregate
     return {
         "rows": [(t.task_id, t.repeat, t.status, t.iterations, t.run_dir) for t in record.tasks],
-        "usage": record.usage_dict(), "iterations": record.iterations, "statuses": aggregate.statuses,
+        "usage": {role: counts.model_dump() for role, counts in aggregate.usage.items()},
+        "iterations": record.grading_passes(), "statuses": aggregate.statuses,
         "satisfied": aggregate.satisfied, "pass_at_k": aggregate.pass_at_k, "pass_hat_k": aggregate.pass_hat_k,
         "verification": aggregate.verification,
     }
@@ -240,13 +250,13 @@ def test_resume_starts_only_the_tasks_that_did_not_finish(tmp_path, monkeypatch)
     ids = ["good", "slow", "bad", "fine"]  # each ends final; an error is run again (see above)
     first, run_dir = _mixed_run(tmp_path, ids)
     started: list[str] = []
-    run_task = Session.run_task
+    run_task = TaskRun.__call__
 
-    async def counted(self, task, repeat, previous=None):
-        started.append(f"{task.id}-r{repeat}")
-        return await run_task(self, task, repeat, previous)
+    async def counted(self):
+        started.append(self.key)
+        return await run_task(self)
 
-    monkeypatch.setattr(Session, "run_task", counted)
+    monkeypatch.setattr(TaskRun, "__call__", counted)
     finished, _ = _mixed_run(tmp_path, ids, "run.resume=true")
     assert started == [] and (finished.aggregate.reused, finished.aggregate.rerun) == (8, 0)
     assert all(t.reused for t in finished.tasks)
@@ -265,15 +275,19 @@ def test_a_multi_task_run_lets_go_of_each_task_record_once_counted(tmp_path, mon
     alive: list[int] = []
     task_ended = RunReports.task_ended
 
-    def counting(self):
+    def records_alive() -> int:
         gc.collect()
-        alive.append(sum(isinstance(o, RunRecord) for o in gc.get_objects()))
+        return sum(isinstance(o, (RunRecord, TaskRecord)) for o in gc.get_objects())
+
+    def counting(self):
+        alive.append(records_alive() - before)  # other tests' module-level records are not this run's
         task_ended(self)
 
     monkeypatch.setattr(RunReports, "task_ended", counting)
     monkeypatch.setattr("rubric_runner.report.live.REFRESH_SECONDS", 3600.0)  # a refresh reads every record
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
     data = _dataset(tmp_path / "tasks.jsonl", [f"t{i}" for i in range(16)])
+    before = records_alive()
     record, _ = _run(tmp_path, script, f"rubric.dataset={data}", "run.concurrency=2")
     assert record.aggregate.satisfied == 16 and len(alive) == 16
     assert max(alive) <= 6, alive  # the run's own, the template and those in flight: not one per task done
@@ -288,11 +302,11 @@ def test_regrade_with_another_grader_keeps_the_old_record(tmp_path):
     assert run_command(["regrade", str(run_dir), f"grader.script={strict}"]) == 1
     (regrade_dir,) = (run_dir / "regrades").iterdir()
     record = json.loads((regrade_dir / "result.json").read_text())
-    assert record["status"] == "max_iterations_reached" and record["regraded_from"] == str(run_dir)
-    assert record["evaluations"][0]["criteria"] == [{"name": "c", "passed": False, "gap": "fix c"}]
-    assert record["final_answer"] == "three lines" and record["usage"]["worker"]["calls"] == 0
-    assert record["verification"] == json.loads(before)["verification"]  # the original answer's, not re-run
-    assert record["verification"]["final"]["checks"][0]["details"]["problems"] == ["1 lines, expected 3", "line 1: 2 syllables, expected 5"]
+    assert record["status"] == "max_iterations_reached" and record["header"]["regraded_from"] == str(run_dir)
+    assert record["task"]["evaluations"][0]["criteria"] == [{"name": "c", "passed": False, "gap": "fix c"}]
+    assert record["task"]["final_answer"] == "three lines" and record["task"]["usage"]["worker"]["calls"] == 0
+    assert record["task"]["verification"] == json.loads(before)["task"]["verification"]  # the original answer's, not re-run
+    assert record["task"]["verification"]["final"]["checks"][0]["details"]["problems"] == ["1 lines, expected 3", "line 1: 2 syllables, expected 5"]
     assert (run_dir / "result.json").read_text() == before
 
 
@@ -323,10 +337,10 @@ def test_provider_429s_slow_a_multi_task_run_down_instead_of_failing_it(tmp_path
         overrides = [
             *model_overrides("worker", worker, max_retries=5, timeout=5),
             *model_overrides("grader", grader, max_retries=5, timeout=5),
-            f"rubric.dataset={data}", "run.concurrency=4", "+run.rate_limits.openai=50", "run.console=false",
+            f"rubric.dataset={data}", "run.concurrency=4", "+run.rate_limits.openai=50", "run.console=false", SCRIPTED_EVIDENCE,
         ]
         started = datetime.now()
-        record = run(compose_config(overrides), tmp_path / "run", overrides)
+        record = rubric_runner.run(overrides, tmp_path / "run")
         elapsed = (datetime.now() - started).total_seconds()
     assert record.status == "satisfied", record.tasks
     assert record.aggregate.satisfied == 4
@@ -382,7 +396,7 @@ def test_regrades_started_in_one_second_get_dirs_of_their_own(tmp_path, monkeypa
             return datetime(2026, 12, 1, 10, 0, 0, tzinfo=tz)
 
     monkeypatch.setattr(regrade, "datetime", Frozen)
-    made = [regrade._new_regrade_dir(tmp_path / "regrades") for _ in range(3)]
+    made = [regrade.new_regrade_dir(tmp_path / "regrades") for _ in range(3)]
     assert [path.name for path in made] == ["20261201T100000", "20261201T100000-2", "20261201T100000-3"]
     assert all(path.is_dir() for path in made)
 

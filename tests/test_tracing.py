@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from conftest import run_cli, verdict, write_script
+from conftest import SCRIPTED_EVIDENCE, run_cli, verdict, write_script
 from wire import FAKE_KEYS
 
 LANGSMITH_KEY = "lsv2_pt_FAKElangsmithKEY0123456789abcdef"
@@ -87,7 +87,7 @@ def test_each_task_is_traced_under_a_name_tags_and_metadata_and_no_key_is_posted
     with FakeLangSmith() as server:
         env = {**FAKE_KEYS, "LANGSMITH_TRACING": "true", "LANGSMITH_ENDPOINT": server.url,
                "LANGSMITH_API_KEY": LANGSMITH_KEY, "LANGSMITH_PROJECT": "rubric-tests"}
-        result = run_cli("-m", "worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}",
+        result = run_cli("-m", "worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE, f"worker.script={script}", f"grader.script={script}",
                          "run.console=false", "run.repeats=2", "tags=[nightly]", f"hydra.sweep.dir={sweep_dir}",
                          cwd=tmp_path, env=env)
         assert result.returncode == 0, result.stderr
@@ -110,7 +110,7 @@ def test_each_task_is_traced_under_a_name_tags_and_metadata_and_no_key_is_posted
         assert metadata["run_dir"] == str(task_dir) and metadata["thread_id"] == record["thread_id"]
         assert metadata["grading_run_id"] == record["grading_run_id"] and record["grading_run_id"]
         assert metadata["sweep_dir"] == str(sweep_dir) and metadata["sweep_job"] == "0"
-        assert root["outputs"]["status"] == "satisfied" and root["inputs"] == {"task": record["rubric"]["task"]}
+        assert root["outputs"]["status"] == "satisfied" and root["inputs"] == {"task": record["task"]}
         # the agent's own runs sit in the task's trace and carry its tags, so a model call is found by task too
         inside = [run for run in runs.values() if run.get("trace_id") == root["id"] and run is not root]
         assert {run["run_type"] for run in inside} >= {"chain", "llm"}
@@ -121,7 +121,7 @@ def test_without_tracing_nothing_is_posted(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "draft"}], grader=[verdict("satisfied", ("c", True))])
     with FakeLangSmith() as server:
         env = {"LANGSMITH_TRACING": "false", "LANGSMITH_ENDPOINT": server.url, "LANGSMITH_API_KEY": LANGSMITH_KEY}
-        result = run_cli("worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}",
+        result = run_cli("worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE, f"worker.script={script}", f"grader.script={script}",
                          f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     assert server.bodies == []

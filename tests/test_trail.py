@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import read_events, run_cli, run_scripted, verdict, write_script
+from conftest import (
+    SCRIPTED_EVIDENCE,
+    read_events,
+    run_cli,
+    run_scripted,
+    verdict,
+    write_script,
+)
 from langchain_core.messages import ToolMessage
 
 import rubric_runner
@@ -14,7 +21,7 @@ from rubric_runner.models.scripted import ScriptedChatModel
 from rubric_runner.observe.console import EXCERPT_LINES, EXCERPT_WIDTH
 
 OK = verdict("satisfied", ("c", True))
-TRAIL = ("worker=scripted", "grader=scripted")
+TRAIL = ("worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE)
 
 
 @pytest.fixture
@@ -81,7 +88,7 @@ def test_a_verdict_that_breaks_its_schema_is_refused_recorded_and_shown(tmp_path
     contradicting["tool_calls"][0]["args"]["criteria"][0] = {"name": "c", "passed": False, "gap": "g"}
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "answer"}], grader=[contradicting, OK])
     result, run_dir = run_scripted(tmp_path, script, "run.console=true", "run.preview_chars=5000")
-    assert (result.status, result.iterations) == ("satisfied", 1)
+    assert (result.status, result.task.iterations) == ("satisfied", 1)
     (event,) = [e for e in read_events(run_dir) if e["event"] == "tool_call_refused"]
     assert (event["agent"], event["tool"]) == ("grader", "GraderResponse") and "'passed': False" in event["input"]
     assert "result='satisfied' but at least one criterion has passed=False" in event["told"]

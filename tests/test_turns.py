@@ -57,27 +57,27 @@ def test_follow_up_with_the_same_rubric_carries_it_over_on_the_same_thread_in_a_
     run_dir = _first_run(tmp_path, _script(tmp_path / "s.yaml"))
     first_file = (run_dir / "result.json").read_bytes()
     first = _record(run_dir)
-    _, versions_before = _thread_state(run_dir, first["thread_id"])
+    _, versions_before = _thread_state(run_dir, first["task"]["thread_id"])
 
     assert run_command(["continue", str(run_dir), MESSAGE, "run.console=true"]) == 0
     turn_dir = run_dir / "turns" / "2"
     turn = _record(turn_dir)
     assert (run_dir / "result.json").read_bytes() == first_file  # nothing of the first turn is overwritten
-    assert turn["status"] == "satisfied" and turn["turn"] == 2 and turn["continued_from"] == str(run_dir)
-    assert turn["thread_id"] == first["thread_id"]
-    assert turn["rubric"]["task"] == MESSAGE and turn["rubric"]["text"] == first["rubric"]["text"]
-    assert turn["rubric"]["carried_over"] is True
+    assert turn["status"] == "satisfied" and turn["header"]["turn"] == 2 and turn["header"]["continued_from"] == str(run_dir)
+    assert turn["task"]["thread_id"] == first["task"]["thread_id"]
+    assert turn["task"]["task"] == MESSAGE and turn["task"]["rubric"] == first["task"]["rubric"]
+    assert turn["task"]["rubric_carried_over"] is True
     # RubricMiddleware starts a new grading run after a terminal verdict, even on the same rubric
-    assert turn["grading_run_id"] and turn["grading_run_id"] != first["grading_run_id"]
-    assert [e["explanation"] for e in turn["evaluations"]] == ["second turn"]
-    assert {e["grading_run_id"] for e in turn["evaluations"]} == {turn["grading_run_id"]}
-    assert turn["usage"]["worker"]["calls"] == 1 and turn["usage"]["grader"]["calls"] == 1
-    assert turn["final_answer"].endswith('"""Do nothing."""')
-    assert turn["attempts"] == [turn["final_answer"]], "a turn's record keeps only its own answers"
+    assert turn["task"]["grading_run_id"] and turn["task"]["grading_run_id"] != first["task"]["grading_run_id"]
+    assert [e["explanation"] for e in turn["task"]["evaluations"]] == ["second turn"]
+    assert {e["grading_run_id"] for e in turn["task"]["evaluations"]} == {turn["task"]["grading_run_id"]}
+    assert turn["task"]["usage"]["worker"]["calls"] == 1 and turn["task"]["usage"]["grader"]["calls"] == 1
+    assert turn["task"]["final_answer"].endswith('"""Do nothing."""')
+    assert turn["task"]["attempts"] == [turn["task"]["final_answer"]], "a turn's record keeps only its own answers"
 
-    values, versions_after = _thread_state(run_dir, first["thread_id"])
+    values, versions_after = _thread_state(run_dir, first["task"]["thread_id"])
     assert versions_after["rubric"] == versions_before["rubric"]  # the rubric was not sent again
-    assert values["rubric"] == first["rubric"]["text"]
+    assert values["rubric"] == first["task"]["rubric"]
     transcript = json.loads((turn_dir / "transcript.json").read_text())["messages"]
     contents = [m["data"]["content"] for m in transcript]
     assert contents.index("def f(): pass") < contents.index(MESSAGE)  # the earlier turn is on the thread
@@ -94,24 +94,24 @@ def test_follow_up_with_the_same_rubric_carries_it_over_on_the_same_thread_in_a_
 def test_follow_up_with_a_new_rubric_starts_a_new_grading_run_against_it(tmp_path):
     run_dir = _first_run(tmp_path, _script(tmp_path / "s.yaml"))
     first = _record(run_dir)
-    _, versions_before = _thread_state(run_dir, first["thread_id"])
+    _, versions_before = _thread_state(run_dir, first["task"]["thread_id"])
 
     assert run_command(["continue", str(run_dir), MESSAGE, f"rubric.text={NEW_RUBRIC}"]) == 0
     turn = _record(run_dir / "turns" / "2")
-    assert turn["rubric"]["text"] == NEW_RUBRIC and turn["rubric"]["carried_over"] is False
-    assert turn["grading_run_id"] != first["grading_run_id"] and turn["thread_id"] == first["thread_id"]
-    values, versions_after = _thread_state(run_dir, first["thread_id"])
+    assert turn["task"]["rubric"] == NEW_RUBRIC and turn["task"]["rubric_carried_over"] is False
+    assert turn["task"]["grading_run_id"] != first["task"]["grading_run_id"] and turn["task"]["thread_id"] == first["task"]["thread_id"]
+    values, versions_after = _thread_state(run_dir, first["task"]["thread_id"])
     assert versions_after["rubric"] != versions_before["rubric"]
     assert values["rubric"] == values["_active_rubric"] == NEW_RUBRIC
-    assert values["_current_grading_run_id"] == turn["grading_run_id"]
+    assert values["_current_grading_run_id"] == turn["task"]["grading_run_id"]
 
     # a third turn carries the new rubric over from the second, and is numbered after it
     write_script(tmp_path / "s.yaml", worker=[{"content": "a"}, {"content": "b"}, {"content": "c"}],
                  grader=[verdict("satisfied", ("c", True))] * 3)
     assert run_command(["continue", str(run_dir), "And a test"]) == 0
     third = _record(run_dir / "turns" / "3")
-    assert third["turn"] == 3 and third["continued_from"] == str(run_dir / "turns" / "2")
-    assert third["rubric"]["text"] == NEW_RUBRIC and third["rubric"]["carried_over"] is True
+    assert third["header"]["turn"] == 3 and third["header"]["continued_from"] == str(run_dir / "turns" / "2")
+    assert third["task"]["rubric"] == NEW_RUBRIC and third["task"]["rubric_carried_over"] is True
 
 
 def test_regrade_grades_every_turn_on_its_own_rubric(tmp_path):
@@ -121,9 +121,9 @@ def test_regrade_grades_every_turn_on_its_own_rubric(tmp_path):
     assert run_command(["regrade", str(run_dir)]) == 0
     (out_dir,) = (run_dir / "regrades").iterdir()
     regraded = _record(out_dir / "turns" / "2")
-    assert regraded["turn"] == 2 and regraded["regraded_from"] == str(run_dir / "turns" / "2")
-    assert regraded["rubric"]["text"] == NEW_RUBRIC and regraded["rubric"]["task"] == MESSAGE
-    assert _record(out_dir)["rubric"]["task"] != MESSAGE
+    assert regraded["header"]["turn"] == 2 and regraded["header"]["regraded_from"] == str(run_dir / "turns" / "2")
+    assert regraded["task"]["rubric"] == NEW_RUBRIC and regraded["task"]["task"] == MESSAGE
+    assert _record(out_dir)["task"]["task"] != MESSAGE
 
 
 def test_a_multi_task_run_continues_one_task_by_id(tmp_path, capsys):
@@ -145,8 +145,8 @@ def test_a_multi_task_run_continues_one_task_by_id(tmp_path, capsys):
     assert run_command(["continue", "--task", "b", str(run_dir), MESSAGE]) == 0
     task_dir = run_dir / "tasks" / "b-r0"
     turn = _record(task_dir / "turns" / "2")
-    assert turn["task_id"] == "b" and turn["repeat"] == 0 and turn["thread_id"] == _record(task_dir)["thread_id"]
-    assert turn["final_answer"] == "follow-up answer" and turn["status"] == "satisfied"
+    assert turn["task"]["task_id"] == "b" and turn["task"]["repeat"] == 0 and turn["task"]["thread_id"] == _record(task_dir)["thread_id"]
+    assert turn["task"]["final_answer"] == "follow-up answer" and turn["status"] == "satisfied"
     assert not (run_dir / "tasks" / "a-r0" / "turns").exists()
     assert [job.job for job in collect(run_dir)] == [".", "tasks/b-r0/turns/2"]
 
@@ -189,7 +189,7 @@ def test_interrupt_during_a_follow_up_then_resume(tmp_path, capsys):
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     assert _record(turn_dir)["status"] == "interrupted"
-    assert _record(turn_dir)["evaluations"] == []  # the first turn's verdict is not this turn's
+    assert _record(turn_dir)["task"]["evaluations"] == []  # the first turn's verdict is not this turn's
 
     capsys.readouterr()
     assert run_command(["continue", str(run_dir), "Another message"]) == 2
@@ -197,18 +197,18 @@ def test_interrupt_during_a_follow_up_then_resume(tmp_path, capsys):
 
     assert run_command(["resume", str(turn_dir)]) == 0
     turn = _record(turn_dir)
-    assert turn["status"] == "satisfied" and turn["resumed"] == 1 and turn["turn"] == 2
-    assert [e["result"] for e in turn["evaluations"]] == ["needs_revision", "satisfied"]
+    assert turn["status"] == "satisfied" and turn["resumed"] == 1 and turn["header"]["turn"] == 2
+    assert [e["result"] for e in turn["task"]["evaluations"]] == ["needs_revision", "satisfied"]
     # every scripted reply of the turn was used once: the finished worker call was not repeated
-    assert turn["usage"]["worker"]["calls"] == 2 and turn["usage"]["grader"]["calls"] == 2
-    assert turn["final_answer"] == "final"
+    assert turn["task"]["usage"]["worker"]["calls"] == 2 and turn["task"]["usage"]["grader"]["calls"] == 2
+    assert turn["task"]["final_answer"] == "final"
     assert (run_dir / "result.json").read_bytes() == first_file
 
 
 def test_a_turn_keeps_only_its_own_graded_answers():
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from rubric_runner.loop.session import graded_attempts
+    from rubric_runner.loop.answers import graded_attempts
 
     def revise():
         return HumanMessage("revise", name="rubric_grader")

@@ -63,7 +63,7 @@ def test_verification_is_never_seen_by_the_worker_or_the_grader(tmp_path, monkey
     events = read_events(run_dir)
     assert {e["tool"] for e in events if e["event"].startswith("tool_call")} == {"run_test_suite"}
     assert all(SENTINEL not in e["output"] for e in events if e["event"] == "tool_call_end")
-    assert record.grader.tools == ["run_test_suite"] and record.worker.tools == []
+    assert record.header.grader.tools == ["run_test_suite"] and record.header.worker.tools == []
     verifications = [(e["repeat"], e["answer"], e["outcome"]) for e in events if e["event"] == "verification"]
     assert sorted(verifications) == [(0, "final", "passed"), (0, "first", "failed"), (1, "final", "passed"), (1, "first", "failed")]
 
@@ -96,7 +96,7 @@ def test_a_check_that_cannot_run_is_unverifiable_never_passed(tmp_path):
 def test_no_answer_is_unverifiable(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": ""}], grader=[verdict("failed", ("c", False))])
     record, _ = run_scripted(tmp_path, script, "rubric=code")
-    assert record.verification.final.outcome == "unverifiable" and record.verification.final.error == "the worker gave no answer"
+    assert record.task.verification.final.outcome == "unverifiable" and record.task.verification.final.error == "the worker gave no answer"
 
 
 def test_first_attempt_is_the_answer_before_the_first_revision_request(tmp_path):
@@ -104,19 +104,19 @@ def test_first_attempt_is_the_answer_before_the_first_revision_request(tmp_path)
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "one"}, {"content": "two"}, {"content": "three"}],
                           grader=[revise, revise, verdict("satisfied", ("c", True))])
     record, _ = run_scripted(tmp_path, script, "rubric=summary")
-    assert (record.first_answer, record.final_answer) == ("one", "three")
-    assert [c.details["missing_terms"] for c in (record.verification.first.checks[0], record.verification.final.checks[0])] \
+    assert (record.task.first_answer, record.task.final_answer) == ("one", "three")
+    assert [c.details["missing_terms"] for c in (record.task.verification.first.checks[0], record.task.verification.final.checks[0])] \
         == [["light", "chlorophyll"], ["light", "chlorophyll"]]
 
 
 def test_code_demo_verifies_with_its_hidden_suite(tmp_path):
     record, run_dir = run_scripted(tmp_path, DATA_DIR / "scripts" / "code.yaml", "rubric=code")
-    first, final = record.verification.first, record.verification.final
+    first, final = record.task.verification.first, record.task.verification.final
     assert (record.status, first.outcome, final.outcome) == ("satisfied", "failed", "passed")
     assert [f.split(":")[0] for f in first.checks[0].details["failures"]] == ["hidden_nested_lists", "hidden_dicts_and_numbers"]
     assert len(final.checks[0].details["passed"]) == 5
     saved = json.loads((run_dir / "result.json").read_text())
-    assert saved["verification"]["final"]["passed"] is True and saved["tasks"] == []
+    assert saved["task"]["verification"]["final"]["passed"] is True and saved["tasks"] == []
 
 
 @pytest.mark.parametrize(
@@ -155,7 +155,8 @@ def test_the_rubric_s_own_bad_setting_is_named_by_its_own_key(tmp_path):
 def test_the_first_answer_of_a_follow_up_turn_is_its_own():
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from rubric_runner.tasks.checks import GRADER_SOURCE, first_answer
+    from rubric_runner.compat.deepagents import GRADER_SOURCE
+    from rubric_runner.loop.answers import first_answer
 
     def revise():
         return HumanMessage("revise", name=GRADER_SOURCE)

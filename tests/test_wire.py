@@ -6,7 +6,15 @@ import json
 
 import pytest
 from conftest import compose_config, run_in_process
-from wire import FakeServer, call, model_overrides, offers_tool, text, tool_results, verdict
+from wire import (
+    FakeServer,
+    call,
+    model_overrides,
+    offers_tool,
+    text,
+    tool_results,
+    verdict,
+)
 
 from rubric_runner.config.validate import validate
 from rubric_runner.models.build import build_chat_model
@@ -37,7 +45,7 @@ def test_code_rubric_openai_worker_anthropic_grader_with_evidence_tool(tmp_path,
         result, run_dir = run_in_process(
             tmp_path, "rubric=code", *model_overrides("worker", worker), *model_overrides("grader", grader)
         )
-    assert (result.status, result.iterations, result.exit_code) == ("satisfied", 2, 0), result.error
+    assert (result.status, result.task.iterations, result.exit_code) == ("satisfied", 2, 0), result.error
     assert worker.remaining == grader.remaining == 0
     # the real sandboxed test suite ran, and its results went back to the grader over the wire
     evidence = [json.loads(tool_results(grader.requests[i])[-1]) for i in (1, 3)]
@@ -49,8 +57,8 @@ def test_code_rubric_openai_worker_anthropic_grader_with_evidence_tool(tmp_path,
     assert grader.requests[0].key == fake_keys["ANTHROPIC_API_KEY"]
     assert worker.requests[0].key == fake_keys["OPENAI_API_KEY"]
     record = json.loads((run_dir / "result.json").read_text())
-    assert record["usage"]["worker"] == {"calls": 2, "input_tokens": 22, "output_tokens": 14, "total_tokens": 36, "cached_calls": 0}
-    assert record["final_answer"].startswith("```python\ndef find_duplicates")
+    assert record["task"]["usage"]["worker"] == {"calls": 2, "input_tokens": 22, "output_tokens": 14, "total_tokens": 36, "cached_calls": 0}
+    assert record["task"]["final_answer"].startswith("```python\ndef find_duplicates")
 
 
 def test_haiku_anthropic_worker_openai_grader(tmp_path, fake_keys):
@@ -59,9 +67,9 @@ def test_haiku_anthropic_worker_openai_grader(tmp_path, fake_keys):
     grader = FakeServer("openai", [verdict("satisfied", *((c, True) for c in HAIKU))])
     with worker, grader:
         result, _ = run_in_process(tmp_path, *model_overrides("worker", worker), *model_overrides("grader", grader))
-    assert (result.status, result.final_answer) == ("satisfied", poem)
+    assert (result.status, result.task.final_answer) == ("satisfied", poem)
     assert [r.path for r in worker.requests] == ["/v1/messages"]
-    assert result.usage["grader"].calls == 1 and result.usage["grader"].total_tokens == 18
+    assert result.task.usage["grader"].calls == 1 and result.task.usage["grader"].total_tokens == 18
 
 
 def _strategy_seen(request) -> str:
@@ -111,7 +119,7 @@ def test_grader_structured_output_setting(tmp_path, fake_keys, protocol, model, 
         )
     assert result.status == "satisfied", result.error
     assert _strategy_seen(grader.requests[0]) == expected
-    assert (result.grader.structured_output, result.grader.strategy) == (setting, expected)
+    assert (result.header.grader.structured_output, result.header.grader.strategy) == (setting, expected)
     assert bool(grader.probes) == (setting == "auto" and protocol == "openai")
 
 

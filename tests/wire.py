@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from rubric_runner.grader.strategies import GRADER_TOOL, PROBE_NAME, PROBE_PROMPT
+from rubric_runner.compat.deepagents import GRADER_TOOL
+from rubric_runner.grader.probe import PROBE_NAME, PROBE_PROMPT
 
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 FAKE_KEYS = {

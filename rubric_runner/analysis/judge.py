@@ -14,8 +14,8 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..records import CheckOutcome, RunRecord, Status
-from .prices import ROLES, run_cost
+from ..records import CheckOutcome, RunHeader, Status, TaskRecord
+from .prices import billed, cost_of
 
 T = TypeVar("T")
 
@@ -128,19 +128,24 @@ class Judged:
     cost: float | None
 
 
-def judged(record: RunRecord, prices: dict[str, dict[str, float]]) -> Judged:
-    """What a judgement reads of ``record``."""
+Task = tuple[RunHeader, TaskRecord]
+"""A task as a judgement reads it: its run's header (who ran it) and its record."""
+
+
+def judged(task: Task, prices: dict[str, dict[str, float]]) -> Judged:
+    """What a judgement reads of a task."""
+    header, record = task
     final = record.verification.final if record.verification else None
     return Judged(
         satisfied=record.status is Status.SATISFIED, verified_first=record.verified("first"),
         verified_final=record.verified("final"), verified_outcome=final.outcome if final else None,
-        tokens=sum(record.usage[role].total_tokens for role in ROLES if role in record.usage), cost=run_cost(record, prices),
+        tokens=record.tokens(), cost=cost_of(billed(header, record.usage), prices),
     )
 
 
-def judge(records: Iterable[RunRecord], prices: dict[str, dict[str, float]]) -> Judgement | None:
-    """The judgement of ``records``; None when none of them was verified."""
-    return judge_all([judged(record, prices) for record in records])
+def judge(tasks: Iterable[Task], prices: dict[str, dict[str, float]]) -> Judgement | None:
+    """The judgement of ``tasks``; None when none of them was verified."""
+    return judge_all([judged(task, prices) for task in tasks])
 
 
 def judge_all(runs: list[Judged]) -> Judgement | None:
@@ -170,10 +175,10 @@ def judge_all(runs: list[Judged]) -> Judgement | None:
     )
 
 
-def grader_key(record: RunRecord) -> tuple[str, str]:
+def grader_key(header: RunHeader) -> tuple[str, str]:
     """Who judged a run: the grader's model, and for a regrade its overrides (two graders of one model,
     e.g. with other prompts, rank apart)."""
-    return record.grader.model or "?", " ".join(record.overrides) if record.regraded_from else ""
+    return header.grader.model or "?", " ".join(header.regraded_with or []) if header.regraded_from else ""
 
 
 def grader_label(key: tuple[str, str]) -> str:

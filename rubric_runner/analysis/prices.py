@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from ..paths import CONF_DIR
-from ..records import RunRecord
+from ..records import RunHeader, Usage
 
 PRICES_FILE = CONF_DIR / "prices.yaml"
 ROLES = ("worker", "grader")
@@ -45,17 +45,16 @@ Billed = tuple[tuple[str | None, int, int], ...]
 """Per role (``ROLES``): its model, and the input and output tokens billed to it."""
 
 
-def billed(record: RunRecord) -> Billed:
-    """What a run was billed, per role (a role without usage: none)."""
-    usage = record.usage
+def billed(header: RunHeader, usage: dict[str, Usage]) -> Billed:
+    """What a task of a run with ``header`` was billed, per role (a role without usage: none)."""
     return tuple(
-        (getattr(record, role).model, *((usage[role].input_tokens, usage[role].output_tokens) if role in usage else (0, 0)))
+        (getattr(header, role).model, *((usage[role].input_tokens, usage[role].output_tokens) if role in usage else (0, 0)))
         for role in ROLES
     )
 
 
 def cost_of(bill: Billed, prices: dict[str, dict[str, float]]) -> float | None:
-    """Estimated USD of a ``billed`` run (worker + grader); ``None`` when a model has no price."""
+    """Estimated USD of a ``billed`` task (worker + grader); ``None`` when a model has no price."""
     total = 0.0
     for model, input_tokens, output_tokens in bill:
         price = price_of(model, prices)
@@ -63,8 +62,3 @@ def cost_of(bill: Billed, prices: dict[str, dict[str, float]]) -> float | None:
             return None
         total += (input_tokens * price["input"] + output_tokens * price["output"]) / 1e6
     return total
-
-
-def run_cost(record: RunRecord, prices: dict[str, dict[str, float]]) -> float | None:
-    """Estimated USD of one run (worker + grader); ``None`` when a model has no price."""
-    return cost_of(billed(record), prices)

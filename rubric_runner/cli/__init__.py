@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,12 +28,22 @@ config groups (conf/):
 
   --cfg job     print the composed config without running
   --hydra-help  Hydra's own options
-exit codes: 0 satisfied, 1 unsatisfied, 2 bad config or usage, 3 grader or runtime error, 130 interrupted
+exit codes: 0 satisfied, 1 unsatisfied, 2 bad config or usage, 3 grader or runtime error, 4 below
+            sweep.fail_under (or report --fail-under), 5 stopped by a budget (resume to finish), 130 interrupted
 """
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse that reports a usage error in one line on stderr, naming the fix, and exits 2."""
+    """argparse that reports a usage error in one line on stderr, naming the fix, and exits 2; it keeps its
+    commands (``add_commands``) by name."""
+
+    commands: dict[str, ArgumentParser]
+
+    def add_commands(self) -> Any:
+        """The subparsers its commands are added to (``add_parser``)."""
+        subparsers = self.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+        self.commands = subparsers.choices
+        return subparsers
 
     def error(self, message: str) -> NoReturn:
         if message.startswith("argument ") and message.endswith(")"):  # names the argument and the fix already
@@ -69,9 +78,11 @@ def runs_dir_argument(value: str) -> Path:
 def _add_builtin_commands(subparsers: Any) -> None:
     resume = subparsers.add_parser("resume", help="continue a run from its checkpoints, with its own overrides",
                                    description="Continue the run in RUN_DIR from its checkpoints, with the overrides it ran with.")
+    resume.add_argument("--config-dir", metavar="DIR", help="a config dir the run's config needs, if it did not record it")
     resume.add_argument("run_dir", metavar="RUN_DIR", type=run_dir_argument, help="the run dir")
-    resume.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER, help="more overrides, e.g. run.console=false")
-    resume.set_defaults(handler="rubric_runner.cli.hydra_app:resume")
+    resume.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER,
+                        help="overrides that leave the tasks as they were, e.g. run.concurrency=2 (optional)")
+    resume.set_defaults(handler="rubric_runner.cli.launches:resume")
 
     follow = subparsers.add_parser(
         "continue", help="continue a finished run's thread with a new message (a follow-up turn)",
@@ -79,11 +90,12 @@ def _add_builtin_commands(subparsers: Any) -> None:
         "rubric (carried over) or a new one (rubric.text=...); its record goes to RUN_DIR/turns/<n>/.")
     follow.add_argument("--task", metavar="ID", help="the task to continue, in a multi-task run")
     follow.add_argument("--repeat", metavar="K", type=int, default=0, help="its repeat (default 0)")
+    follow.add_argument("--config-dir", metavar="DIR", help="a config dir the run's config needs, if it did not record it")
     follow.add_argument("run_dir", metavar="RUN_DIR", type=run_dir_argument, help="the run dir")
     follow.add_argument("message", metavar="MESSAGE", help="the follow-up message for the worker")
     follow.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER,
-                        help="more overrides, e.g. rubric.text='- ...' or grader=gpt")
-    follow.set_defaults(handler="rubric_runner.cli.follow_up:continue_run")
+                        help="more overrides, e.g. rubric.text='- ...' or grader=gpt (optional)")
+    follow.set_defaults(handler="rubric_runner.cli.launches:continue_run")
 
     regrade = subparsers.add_parser("regrade", help="grade a run's saved transcripts again, with another grader or rubric",
                                     description="Grade the transcripts saved in RUN_DIR (a run dir, or a sweep dir: each of its "
@@ -91,10 +103,11 @@ def _add_builtin_commands(subparsers: Any) -> None:
                                     "With -m, regrade with each combination of the overrides' values (grader=haiku,gpt), one "
                                     "numbered dir each, and rank the graders by their errors against hidden verification.")
     regrade.add_argument("-m", "--multirun", action="store_true", help="regrade with each value of a list (grader=haiku,gpt)")
+    regrade.add_argument("--config-dir", metavar="DIR", help="a config dir the graders' config needs (a preset of yours)")
     regrade.add_argument("run_dir", metavar="RUN_DIR", type=runs_dir_argument, help="the run dir or sweep dir")
     regrade.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER,
-                         help="overrides for the grader or rubric, e.g. grader=gpt or rubric.text='- ...'")
-    regrade.set_defaults(handler="rubric_runner.loop.regrade:main")
+                         help="overrides for the grader or rubric, e.g. grader=gpt or rubric.text='- ...' (optional)")
+    regrade.set_defaults(handler="rubric_runner.cli.launches:regrade")
 
     report = subparsers.add_parser("report", help="write the summary files and reports of a sweep or run dir",
                                    description="Write summary.jsonl, summary.csv, report.md and report.html into a sweep or run "
@@ -122,7 +135,7 @@ BUILTIN_COMMANDS = ("continue", "doctor", "plugins", "regrade", "report", "resum
 def build_parser(with_plugins: bool) -> ArgumentParser:
     """The command parser: built-in commands, and with ``with_plugins`` those the plugins add."""
     parser = ArgumentParser(prog="rubric-runner", add_help=False)
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+    subparsers = parser.add_commands()
     _add_builtin_commands(subparsers)
     if with_plugins:
         from ..plugins.manager import Plugins
@@ -131,17 +144,9 @@ def build_parser(with_plugins: bool) -> ArgumentParser:
     return parser
 
 
-def _choices(parser: ArgumentParser) -> dict[str, ArgumentParser]:
-    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-
-
 def commands(parser: ArgumentParser) -> list[str]:
     """The names of the parser's commands."""
-    return sorted(_choices(parser))
-
-
-def _subparser(parser: ArgumentParser, command: str) -> ArgumentParser:
-    return _choices(parser)[command]
+    return sorted(parser.commands)
 
 
 def _handler(handler: str | Callable[[argparse.Namespace], int | None]) -> Callable[[argparse.Namespace], int | None]:
@@ -184,7 +189,7 @@ def run_command(argv: list[str]) -> int:
             return ExitCode.USAGE
         args, extra = parser.parse_known_args(argv)
         if extra:
-            _subparser(parser, args.command).error(f"unexpected arguments {' '.join(extra)}")
+            parser.commands[args.command].error(f"unexpected arguments {' '.join(extra)}")
         return int(_handler(args.handler)(args) or 0)
     if "--help" in argv or "-h" in argv:
         print_help()
@@ -195,11 +200,13 @@ def run_command(argv: list[str]) -> int:
 
 
 def main() -> None:
-    """``rubric-runner [COMMAND ...]``: a command, or else Hydra overrides for a run or a sweep."""
+    """``rubric-runner [COMMAND ...]``: a command, or else Hydra overrides for a run or a sweep. A run's exit
+    code is its record's, whoever stopped reading its output."""
+    from ..observe.console import write_line
+
     try:
         code = run_command(sys.argv[1:])
-        sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away (`rubric-runner tools | head -1`): nothing left to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # a listing's reader went away (`rubric-runner tools | head -1`): nothing left to say
         code = ExitCode.SATISFIED
+    write_line("", sys.stdout, end="")  # flushed now, so no closed pipe can fail the interpreter's exit
     sys.exit(code)

@@ -21,7 +21,6 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from ..errors import ConfigError
 from ..records import (
     RESULT_FILE,
     ErrorInfo,
@@ -66,18 +65,9 @@ class SweepSummary(Callback):
         self.code: ExitCode | None = None
 
     def begin(self, config: DictConfig) -> None:
-        """Remember the sweep; a bad price table or ``sweep.fail_under`` stops it before any job (ConfigError)."""
-        from ..report import PriceError, load_prices
-
-        prices = OmegaConf.select(config, "sweep.prices")
-        try:
-            load_prices(prices)
-        except PriceError as exc:
-            raise ConfigError("sweep.prices", str(exc), "give a readable price table, or leave sweep.prices unset") from None
-        fail_under = OmegaConf.select(config, "sweep.fail_under")
-        if fail_under is not None and not (isinstance(fail_under, (int, float)) and 0 <= fail_under <= 1):
-            raise ConfigError("sweep.fail_under", f"must be a fraction from 0 to 1, got {fail_under}", "e.g. sweep.fail_under=0.8")
-        self.sweep = Sweep(Path(str(config.hydra.sweep.dir)).absolute(), fail_under, prices, now(), _job_count(config))
+        """Remember the sweep (its settings were checked with each job's config)."""
+        self.sweep = Sweep(Path(str(config.hydra.sweep.dir)).absolute(), OmegaConf.select(config, "sweep.fail_under"),
+                           OmegaConf.select(config, "sweep.prices"), now(), _job_count(config))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Begin, unless whoever drives Hydra did already."""

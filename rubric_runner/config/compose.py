@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 import secrets
-import threading
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ..paths import CONF_DIR, DATA_DIR
+from ..paths import DATA_DIR
 from .environment import job_env
 from .schema import Config
+
+if TYPE_CHECKING:
+    from ..records import ConfigSources
 
 
 def _package_data(relative: str) -> str:
@@ -45,15 +48,18 @@ def register_configs() -> None:
         OmegaConf.register_new_resolver("unique_time", _unique_time, use_cache=True)
 
 
-_COMPOSING = threading.Lock()
-"""Hydra's compose API keeps its state in a process-wide singleton: one compose at a time."""
-
-
-def compose(overrides: list[str], return_hydra_config: bool = False) -> DictConfig:
-    """The config ``rubric-runner OVERRIDES`` runs with, composed with Hydra's compose API."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+def compose(sources: ConfigSources, with_hydra: bool = False) -> DictConfig:
+    """The config ``sources`` compose to, the package's config dir searched after theirs (with its ``hydra``
+    node when asked); a ``UsageError`` naming the key and the fix when they do not compose."""
+    from ..compat import hydra as compat_hydra
+    from .hydra_errors import usage_error
 
     register_configs()
-    with _COMPOSING, initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=list(overrides), return_hydra_config=return_hydra_config)
+    try:
+        cfg = compat_hydra.load(sources.config_dirs, sources.overrides)
+        if not with_hydra:
+            with open_dict(cfg):
+                del cfg["hydra"]
+        return cfg
+    except Exception as exc:  # Hydra and OmegaConf raise many types; all mean the sources do not compose
+        raise usage_error(exc, sources.overrides) from exc  # the cause, for HYDRA_FULL_ERROR=1's trace

@@ -108,7 +108,7 @@ class GraderConfig(ModelConfig):
     # a verdict that covers fewer or other criteria than the rubric's lines counts as not satisfied
     # (status unsupported); false: it is only flagged
     strict_coverage: bool = False
-    # dotted paths of callables called after every grading pass as fn(evaluation=..., task=...)
+    # dotted paths of callables called after every grading pass as fn(event=...), as the on_evaluation hook is
     on_evaluation: List[str] = field(default_factory=list)
     # dotted path of fn(messages) -> messages: the part of the worker's transcript the grader reads
     prepare_messages_for_grader: Optional[str] = None

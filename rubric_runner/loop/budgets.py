@@ -15,16 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
-from ..analysis.prices import PRICES_FILE, PriceError, load_prices, price_of, run_cost
+from ..analysis.prices import billed, cost_of, load_prices
 from ..config.schema import Config
-from ..errors import ConfigError
-from ..records import BudgetInfo, LimitHit, RunRecord
+from ..records import BudgetInfo, LimitHit, RunHeader, TaskRecord
 
 LEDGER_FILE = "spend.sqlite"
 """The sweep's ledger, in the sweep dir."""
-SCOPES = ("run", "sweep")
 
 
 class SpendLedger:
@@ -60,29 +56,6 @@ class SpendLedger:
         self._connection.close()
 
 
-def load_budget_prices(prices_path: str | None, models: dict[str, str], usd_key: str | None) -> dict[str, Any]:
-    """The price table (``sweep.prices`` or conf/prices.yaml). With ``usd_key``, the key of a USD budget,
-    every model in ``models`` (config key -> model) must have a price: a USD budget is never guessed."""
-    try:
-        prices = load_prices(prices_path)
-    except PriceError as exc:
-        raise ConfigError("sweep.prices", str(exc), "give a readable price table, or leave sweep.prices unset") from None
-    for key, model in models.items() if usd_key else ():
-        if price_of(model, prices) is None:
-            scope = usd_key.partition(".")[0]
-            raise ConfigError(usd_key, f"{model} ({key}) has no price in {prices_path or PRICES_FILE}",
-                              f"add it to the price table (sweep.prices=FILE), or budget in tokens: {scope}.budget_tokens")
-    return prices
-
-
-def check_usd_prices(cfg: Any) -> None:
-    """Before a sweep's jobs start: refuse (ConfigError) a USD budget with a model the price table lacks."""
-    usd_key = next((f"{scope}.budget_usd" for scope in SCOPES if OmegaConf.select(cfg, f"{scope}.budget_usd") is not None), None)
-    if usd_key:
-        models = {f"{role}.model": str(OmegaConf.select(cfg, f"{role}.model")) for role in ("worker", "grader")}
-        load_budget_prices(OmegaConf.select(cfg, "sweep.prices"), models, usd_key)
-
-
 @dataclass
 class Budget:
     """One budget: a cap in tokens and/or USD on what its scope spends, and the ledger it reads."""
@@ -116,29 +89,27 @@ class Budget:
 
 class Budgets:
     """The budgets a run is held to (``run.budget_*``; ``sweep.budget_*`` in a sweep's job) and the prices
-    that turn its tokens into USD. Built before any model call: a USD budget with an unpriced model is a
-    ConfigError."""
+    that turn its tokens into USD (checked with the config: a USD budget has a price for every model)."""
 
-    def __init__(self, config: Config, run_dir: Path, sweep_dir: Path | None = None) -> None:
+    def __init__(self, config: Config, header: RunHeader, run_dir: Path, sweep_dir: Path | None = None) -> None:
         scopes = [("run", config.run, run_dir)] + ([("sweep", config.sweep, sweep_dir)] if sweep_dir else [])
         scopes = [(scope, node, root) for scope, node, root in scopes if node.budget_tokens or node.budget_usd]
+        self.header = header
         self.prices: dict[str, Any] = {}
         self.budgets: list[Budget] = []
         if not scopes:
             return
-        usd_key = next((f"{scope}.budget_usd" for scope, node, _ in scopes if node.budget_usd), None)
-        models = {"worker.model": config.worker.model, "grader.model": config.grader.model}
-        self.prices = load_budget_prices(config.sweep.prices, models, usd_key)
+        self.prices = load_prices(config.sweep.prices)
         for scope, node, root in scopes:
             ledger = SpendLedger(root / LEDGER_FILE if scope == "sweep" else ":memory:")
             self.budgets.append(Budget(scope, node.budget_tokens, node.budget_usd, ledger, Path(root)))
 
-    def book(self, result: RunRecord, task_dir: Path) -> None:
+    def book(self, result: TaskRecord, task_dir: Path) -> None:
         """Book what a task has spent in all (billed tokens, worker and grader; USD at the table's rates)."""
         if not self.budgets:
             return
-        tokens = sum(usage.total_tokens for usage in result.usage.values())
-        usd = run_cost(result, self.prices)
+        tokens = result.tokens()
+        usd = cost_of(billed(self.header, result.usage), self.prices)
         for budget in self.budgets:
             budget.ledger.book(os.path.relpath(task_dir, budget.root), tokens, usd)
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from langgraph.channels.delta import DeltaChannel
-from langgraph.checkpoint.base.id import uuid6
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.sqlite import SqliteSaver
+
+from ..compat.langgraph import (
+    DeltaChannel,
+    InMemorySaver,
+    drop_memory_thread_but,
+    drop_postgres_thread_but,
+    snapshot,
+    uuid6,
+)
 
 
 class InlineSqliteSaver(SqliteSaver):
@@ -74,7 +78,7 @@ async def keep_latest(saver: Any, graph: Any, thread_id: str, values: dict[str, 
         return False
     bumped = {name: saver.get_next_version(versions[name], None) for name in deltas}  # a snapshot goes in a new version
     checkpoint = {**latest.checkpoint, "id": str(uuid6(clock_seq=-2)), "ts": datetime.now(timezone.utc).isoformat(),
-                  "channel_values": {**latest.checkpoint["channel_values"], **{name: _DeltaSnapshot(values[name]) for name in deltas}},
+                  "channel_values": {**latest.checkpoint["channel_values"], **{name: snapshot(values[name]) for name in deltas}},
                   "channel_versions": {**versions, **bumped}}
     metadata = {key: value for key, value in latest.metadata.items() if key != "counters_since_delta_snapshot"}
     kept = await saver.aput(config, checkpoint, metadata, bumped)  # no parent: it will have none
@@ -91,17 +95,7 @@ async def _drop_all_but(saver: Any, thread_id: str, checkpoint_id: str, versions
     """Delete what a thread holds beyond checkpoint ``checkpoint_id``, its writes and the blobs of its ``versions``."""
     if isinstance(saver, InlineSqliteSaver):
         saver.drop_all_but(thread_id, checkpoint_id)
-    elif isinstance(saver, InMemorySaver):  # only this thread's entries: every blob is a version some checkpoint names
-        for namespace, checkpoints in saver.storage.get(thread_id, {}).items():
-            for dropped_id in [kept_id for kept_id in checkpoints if (namespace, kept_id) != ("", checkpoint_id)]:
-                for channel, version in saver.serde.loads_typed(checkpoints.pop(dropped_id)[0])["channel_versions"].items():
-                    if namespace != "" or versions.get(channel) != version:
-                        saver.blobs.pop((thread_id, namespace, channel, version), None)
-                saver.writes.pop((thread_id, namespace, dropped_id), None)
-    else:  # PostgreSQL: one transaction, on the saver's connection (langgraph has no public call for this)
-        kept = (thread_id, checkpoint_id)
-        async with saver._cursor() as cur, cur.connection.transaction():
-            for table in ("checkpoints", "checkpoint_writes"):
-                await cur.execute(f"DELETE FROM {table} WHERE thread_id = %s AND NOT (checkpoint_ns = '' AND checkpoint_id = %s)", kept)
-            await cur.execute("DELETE FROM checkpoint_blobs WHERE thread_id = %s AND (checkpoint_ns <> ''"
-                              " OR version IS DISTINCT FROM (%s::jsonb ->> channel))", (thread_id, json.dumps(versions)))
+    elif isinstance(saver, InMemorySaver):
+        drop_memory_thread_but(saver, thread_id, checkpoint_id, versions)
+    else:
+        await drop_postgres_thread_but(saver, thread_id, checkpoint_id, versions)

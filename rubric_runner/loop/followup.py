@@ -12,8 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.schema import Checkpointer, Config
-from ..errors import ConfigError
-from ..records import RESULT_FILE, TURNS_DIR, RunRecord, Status, read_record, turn_dirs
+from ..errors import UsageError
+from ..records import (
+    RESULT_FILE,
+    TASKS_DIR,
+    TURNS_DIR,
+    Status,
+    TaskRecord,
+    read_task_at,
+    turn_dirs,
+)
 from ..tasks.sets import Task
 
 
@@ -39,8 +47,8 @@ class FollowUp:
         task_id = self.task_id or "task"
         found = next((task for task in tasks if task.id == task_id), None)
         if found is None:
-            raise ConfigError("--task", f"the run's tasks have no {task_id!r} any more", "continue with the config the run had")
-        return Task(found.id, self.message, found.rubric, found.tools)
+            raise UsageError("--task", f"the run's tasks have no {task_id!r} any more", "continue with the config the run had")
+        return Task(found.id, self.message, found.rubric, found.tools, index=found.index)
 
     def carries_over(self, rubric: str) -> bool:
         """Whether ``rubric`` is the one in effect on the thread (then it is not sent again)."""
@@ -59,7 +67,7 @@ def turn_root(record_dir: Path) -> Path:
 def thread_home(record_dir: Path) -> Path:
     """The run dir a thread started in (its checkpoints are there), from the dir of any of its turns."""
     first = turn_root(record_dir)
-    return first.parent.parent if first.parent.name == "tasks" else first
+    return first.parent.parent if first.parent.name == TASKS_DIR else first
 
 
 def record_dir_of(run_dir: Path, task_id: str | None, repeat: int) -> Path:
@@ -67,43 +75,47 @@ def record_dir_of(run_dir: Path, task_id: str | None, repeat: int) -> Path:
     tasks = sorted(path.name for path in (run_dir / "tasks").glob("*") if (path / RESULT_FILE).is_file())
     if not tasks:
         if task_id is not None:
-            raise ConfigError("--task", f"{run_dir} is a single-task run", "leave out --task")
+            raise UsageError("--task", f"{run_dir} is a single-task run", "leave out --task")
         return run_dir
     if task_id is None:
-        raise ConfigError("--task", f"{run_dir} is a multi-task run", f"name the task to continue, one of: {', '.join(tasks)}")
+        raise UsageError("--task", f"{run_dir} is a multi-task run", f"name the task to continue, one of: {', '.join(tasks)}")
     if f"{task_id}-r{repeat}" not in tasks:
-        raise ConfigError("--task", f"{run_dir} has no task {task_id!r} (repeat {repeat})", f"one of: {', '.join(tasks)}")
+        raise UsageError("--task", f"{run_dir} has no task {task_id!r} (repeat {repeat})", f"one of: {', '.join(tasks)}")
     return run_dir / "tasks" / f"{task_id}-r{repeat}"
+
+
+def turn_number(record_dir: Path) -> int:
+    """The turn a record dir holds: n for ``turns/<n>/``, else 1."""
+    return int(record_dir.name) if record_dir.parent.name == TURNS_DIR and record_dir.name.isdigit() else 1
 
 
 def next_turn(record_dir: Path, message: str) -> FollowUp:
     """The turn after the latest one on ``record_dir``'s thread; that turn must have ended with a verdict."""
     latest = ([record_dir, *turn_dirs(record_dir)])[-1]
-    record = read_record(latest / RESULT_FILE)
+    record = read_task_at(latest)
     if record is None:
-        raise ConfigError("RUN_DIR", f"{latest} holds no record of a run", "continue a run that ended with a verdict")
+        raise UsageError("RUN_DIR", f"{latest} holds no record of a run", "continue a run that ended with a verdict")
     if not record.status.terminal:
         fix = (f"resume it first: rubric-runner resume {latest}" if record.status in (Status.INTERRUPTED, Status.ERROR)
                else "continue a run that ended with a verdict")
-        raise ConfigError("RUN_DIR", f"the latest turn ({latest}) is {record.status}, not finished with a verdict", fix)
+        raise UsageError("RUN_DIR", f"the latest turn ({latest}) is {record.status}, not finished with a verdict", fix)
     if not record.thread_id:
-        raise ConfigError("RUN_DIR", f"{latest} names no thread", "continue a run that ended with a verdict")
-    number = (record.turn or 1) + 1
-    return FollowUp(message, number, latest, thread_home(record_dir), record.thread_id, record.rubric.text,
+        raise UsageError("RUN_DIR", f"{latest} names no thread", "continue a run that ended with a verdict")
+    return FollowUp(message, turn_number(latest) + 1, latest, thread_home(record_dir), record.thread_id, record.rubric,
                     record.grading_run_id, record.task_id, record.repeat)
 
 
-def resumed_turn(turn_dir: Path, record: RunRecord) -> FollowUp:
-    """The follow-up an interrupted turn's record describes, to resume it."""
-    number = record.turn or 2
+def resumed_turn(turn_dir: Path, record: TaskRecord) -> FollowUp:
+    """The follow-up an interrupted turn's task record describes, to resume it."""
+    number = turn_number(turn_dir)
     previous = turn_root(turn_dir) if number == 2 else turn_root(turn_dir) / TURNS_DIR / str(number - 1)
-    before = read_record(previous / RESULT_FILE)
-    return FollowUp(record.rubric.task or "", number, previous, thread_home(turn_dir), record.thread_id or "",
-                    before and before.rubric.text, before and before.grading_run_id, record.task_id, record.repeat)
+    before = read_task_at(previous)
+    return FollowUp(record.task or "", number, previous, thread_home(turn_dir), record.thread_id or "",
+                    before and before.rubric, before and before.grading_run_id, record.task_id, record.repeat)
 
 
 def check_thread_kept(config: Config) -> None:
     """A follow-up needs the thread's checkpoints: not in memory, which ended with the run."""
     if config.run.checkpointer == Checkpointer.memory:
-        raise ConfigError("run.checkpointer", "memory checkpoints end with their run: there is no thread to continue",
-                          "continue a run that used sqlite or postgres checkpoints")
+        raise UsageError("run.checkpointer", "memory checkpoints end with their run: there is no thread to continue",
+                         "continue a run that used sqlite or postgres checkpoints")

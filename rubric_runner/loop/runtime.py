@@ -1,7 +1,9 @@
-"""Process-wide settings a run needs, entered by the first active run and restored by the last.
+"""What a run needs of its process: one event loop per thread, and tweaks a process may opt in to.
 
-Runs may go on at once in threads of one process (``rubric_runner.run``); each setting here is
-shared by them and is back as it was once none is active.
+A process that runs many tasks (the command line opts in with ``process_tweaks()``; a Python program may
+too) changes three process-wide settings while tasks run, each for a reason below. Runs may go on at once
+in threads of one process; each setting is entered by the first active run and is back as it was once
+none is active. Without the opt-in, a run changes nothing of its process.
 """
 
 from __future__ import annotations
@@ -13,7 +15,11 @@ import contextvars
 import gc
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
+
+from ..compat.langchain import inline_langsmith, langsmith_defaults
+
+T = TypeVar("T")
 
 
 class ProcessWide:
@@ -45,44 +51,51 @@ class ProcessWide:
 FROZEN_HEAP = ProcessWide(gc.freeze, lambda _: gc.unfreeze())
 """Keep the garbage collector off the objects alive before the tasks start.
 
-Imports, config and the compiled agent are scanned in every full collection while
-tasks run; frozen, collections only look at what the tasks allocate. Unfrozen when
-the last run's tasks end, they are collected as usual.
+Imports, config and the compiled agent are scanned in every full collection while tasks run; frozen,
+collections only look at what the tasks allocate. Unfrozen when the last run's tasks end.
 """
 
-
-async def _inline_unless_tracing(default: Any, ctx: Any, func: Any, /, *args: Any, **kwargs: Any) -> Any:
-    from langsmith.utils import tracing_is_enabled
-
-    if tracing_is_enabled():
-        return await default(ctx, func, *args, **kwargs)
-    return ctx.run(func, *args, **kwargs)
-
-
-def _inline_langsmith() -> None:
-    import langsmith
-
-    langsmith.set_runtime_overrides(aio_to_thread=_inline_unless_tracing)
-
-
-def _langsmith_defaults(_: Any) -> None:
-    import langsmith
-
-    langsmith.set_runtime_overrides()
-
-
-NO_THREAD_HOPS_WITHOUT_TRACING = ProcessWide(_inline_langsmith, _langsmith_defaults)
+NO_THREAD_HOPS_WITHOUT_TRACING = ProcessWide(inline_langsmith, langsmith_defaults)
 """Run LangSmith's run set-up and tear-down in place while tracing is off.
 
-Every middleware model-call wrapper is ``@traceable``; by default each call sends
-two small functions to the default thread pool even with tracing off, and the hops
-cost far more CPU than the functions do. With tracing on, LangSmith's default stays.
+Every middleware model-call wrapper is ``@traceable``; by default each call sends two small functions
+to the default thread pool even with tracing off, and the hops cost far more CPU than the functions do.
 """
+
+PROBES_SEEN: dict[Any, Any] = {}
+"""What ``grader.structured_output=auto`` found of each server: the jobs of a basic sweep run in one
+process, and probe a server once. Kept only while the process has opted in."""
+
+_OPTED_IN: contextvars.ContextVar[bool] = contextvars.ContextVar("rubric_runner_process_tweaks", default=False)
+
+
+@contextlib.contextmanager
+def process_tweaks() -> Iterator[None]:
+    """Opt in, for the length of the block, to the process-wide tweaks above."""
+    token = _OPTED_IN.set(True)
+    try:
+        yield
+    finally:
+        _OPTED_IN.reset(token)
+        if not _OPTED_IN.get():
+            PROBES_SEEN.clear()
+
+
+def remembered(memo: dict[Any, T], key: Any, make: Callable[[], T]) -> T:
+    """``make()``, kept in ``memo`` under ``key`` while the process has opted in to its tweaks."""
+    if not _OPTED_IN.get():
+        return make()
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
 
 
 @contextlib.contextmanager
 def tasks_running() -> Iterator[None]:
-    """What many concurrent tasks need to stay cheap, for the length of a run's tasks."""
+    """What many concurrent tasks need to stay cheap, for the length of a run's tasks (if opted in)."""
+    if not _OPTED_IN.get():
+        yield
+        return
     with FROZEN_HEAP.held(), NO_THREAD_HOPS_WITHOUT_TRACING.held():
         yield
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.schema import ModelConfig
-from ..errors import ConfigError
+from ..errors import UsageError
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -24,7 +24,6 @@ EXTRAS = {
 """The pip extra of rubric_runner that installs each provider's package."""
 
 OLLAMA_DEFAULT_URL = "http://localhost:11434"
-
 OFFLINE_HINT = "or run offline with worker=scripted grader=scripted"
 
 
@@ -78,22 +77,22 @@ def build_chat_model(
     except ImportError as exc:
         extra = EXTRAS.get(provider)
         fix = f"pip install 'rubric_runner[{extra}]'" if extra else f"install {exc.name or 'the provider package'}"
-        raise ConfigError(f"{role}.model", f"provider package for {provider!r} is missing", fix) from None
+        raise UsageError(f"{role}.model", f"provider package for {provider!r} is missing", fix) from None
     except ValueError as exc:  # an unknown provider, or settings the model class rejects
         problem = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         known = "Supported model providers" in problem
         fix = "use one of those providers, or scripted" if known else f"check {role}.model and its client settings"
-        raise ConfigError(f"{role}.model", problem, fix) from None
+        raise UsageError(f"{role}.model", problem, fix) from None
 
 
 def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None, extras: dict[str, Any]) -> BaseChatModel:
     from .scripted import CURSOR_DIR, ScriptedChatModel, ScriptError, load_script
 
     if not node.script:
-        raise ConfigError(f"{role}.script", "the scripted model needs a script file", f"set {role}.script=PATH")
+        raise UsageError(f"{role}.script", "the scripted model needs a script file", f"set {role}.script=PATH")
     try:
         turns, turns_by_task = load_script(node.script, role)
     except ScriptError as exc:
-        raise ConfigError(f"{role}.script", str(exc), "fix the script file") from None
+        raise UsageError(f"{role}.script", str(exc), "fix the script file") from None
     cursor_dir = state_dir / CURSOR_DIR / role if state_dir else None
     return ScriptedChatModel(model=node.model, turns=turns, turns_by_task=turns_by_task, cursor_dir=cursor_dir, **extras)

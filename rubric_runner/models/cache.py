@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sqlite3
 import threading
 import time
@@ -16,11 +15,12 @@ from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
 from langchain_core.messages import message_to_dict, messages_from_dict
 from langchain_core.outputs import ChatGeneration
 
+from ..compat.deepagents import NONCE
 from ..context import current_task
 
-NONCE = re.compile(r"((?:rubric|transcript|criteria)-)[0-9a-f]{16}")
-"""RubricMiddleware wraps each grader payload in tags with a fresh random nonce;
-it is normalized out of the key so identical grading requests hit the cache."""
+VARYING = ("id", "response_metadata", "usage_metadata")
+"""What a message carries that differs from run to run, or between a live reply and its cached copy,
+but is never sent to a provider: left out of the key."""
 
 SETUP_ATTEMPTS = 100
 SCHEMA = """
@@ -33,9 +33,23 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
+def sent(prompt: str) -> str:
+    """What a provider receives of the messages in ``prompt`` (LangChain's serialized list): without
+    ``VARYING`` fields, and with the nonce of RubricMiddleware's payload tags made constant."""
+    try:
+        messages = json.loads(prompt)
+    except ValueError:
+        return NONCE.sub(r"\1N", prompt)
+    for message in messages if isinstance(messages, list) else []:
+        kwargs = message.get("kwargs") if isinstance(message, dict) else None
+        for key in VARYING if isinstance(kwargs, dict) else ():
+            kwargs.pop(key, None)
+    return NONCE.sub(r"\1N", json.dumps(messages, sort_keys=True))
+
+
 def cache_key(prompt: str, llm_string: str, repeat: int) -> str:
-    """Model and parameters (``llm_string``: includes bound tools), messages and repeat index."""
-    material = "\x00".join((NONCE.sub(r"\1N", prompt), llm_string, str(repeat)))
+    """Model and parameters (``llm_string``: includes bound tools), what the messages send, and the repeat index."""
+    material = "\x00".join((sent(prompt), llm_string, str(repeat)))
     return hashlib.sha256(material.encode()).hexdigest()
 
 
@@ -89,7 +103,7 @@ class SQLiteResponseCache(BaseCache):
     @staticmethod
     def _repeat() -> int:
         task = current_task()
-        return task.repeat if task else 0
+        return task.ref.repeat if task else 0
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         """The cached generations for this request, or None."""

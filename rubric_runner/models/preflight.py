@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config.environment import API_KEY_ENV
 from ..config.schema import Config, ModelConfig
-from ..errors import ConfigError
+from ..errors import UsageError
 from .build import OFFLINE_HINT, OLLAMA_DEFAULT_URL, is_scripted, split_model
 
 PREFLIGHT_TIMEOUT = 3.0
@@ -47,12 +47,12 @@ def check_server(node: ModelConfig, role: str) -> None:
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
             names = API_KEY_ENV.get(provider, ("the provider's key variable",))
-            raise ConfigError(f"{role}.base_url", f"the server at {base_url} refused the key (HTTP {exc.code})",
+            raise UsageError(f"{role}.base_url", f"the server at {base_url} refused the key (HTTP {exc.code})",
                               f"set {names[0]} to a key it accepts") from None
         return  # it answers; it just cannot list models here
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", None) or exc
-        raise ConfigError(f"{role}.base_url", f"nothing answers at {base_url} ({reason})",
+        raise UsageError(f"{role}.base_url", f"nothing answers at {base_url} ({reason})",
                           f"{start} or set {role}.base_url, {OFFLINE_HINT}") from None
     try:
         served = read_ids(json.loads(body)) if read_ids else None
@@ -62,7 +62,7 @@ def check_server(node: ModelConfig, role: str) -> None:
         listed = ", ".join(served[:8]) or "no model"
         fix = f"ollama pull {model_id}" if provider == "ollama" else (
             f"set {role}.model={provider}:{served[0]}" if served else "load a model in the server")
-        raise ConfigError(f"{role}.model", f"the server at {base_url} does not serve {model_id!r} (it lists {listed})", fix)
+        raise UsageError(f"{role}.model", f"the server at {base_url} does not serve {model_id!r} (it lists {listed})", fix)
 
 
 def check_keys(config: Config, roles: tuple[str, ...]) -> None:
@@ -78,13 +78,12 @@ def check_keys(config: Config, roles: tuple[str, ...]) -> None:
     models = list(dict.fromkeys(model for model, _ in missing.values()))
     variables = " and ".join(dict.fromkeys(name for _, name in missing.values()))
     need = "needs an API key" if len(models) == 1 else "need API keys"
-    raise ConfigError(",".join(f"{role}.model" for role in missing), f"{' and '.join(models)} {need}",
+    raise UsageError(",".join(f"{role}.model" for role in missing), f"{' and '.join(models)} {need}",
                       f"set {variables} in the environment, {OFFLINE_HINT}")
 
 
-def preflight(config: Config, roles: tuple[str, ...]) -> None:
-    """Everything checked before a model is built: every provider key, then each model's server
-    (a ``base_url``, or Ollama's) answers and serves the model. Each problem is one ``ConfigError``."""
-    check_keys(config, roles)
+def check_servers(config: Config, roles: tuple[str, ...]) -> None:
+    """Each model's server (a ``base_url``, or Ollama's) answers and serves the model: the pre-flight,
+    over the network. Each problem is one ``UsageError``."""
     for role in [role for role in ("worker", "grader") if role in roles]:
         check_server(getattr(config, role), role)

@@ -20,21 +20,20 @@ class ToolCallContent(AgentMiddleware):
     that goes on after it would end there. Only what is sent changes, not the agent's state.
     """
 
-    @staticmethod
-    def _filled(request: ModelRequest) -> ModelRequest:
-        messages = [
-            m.model_copy(update={"content": " "}) if isinstance(m, AIMessage) and not m.content else m
-            for m in request.messages
-        ]
-        return request.override(messages=messages)
-
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
-        return handler(self._filled(request))
+        return handler(filled_content(request))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        return await handler(self._filled(request))
+        return await handler(filled_content(request))
+
+
+def filled_content(request: ModelRequest) -> ModelRequest:
+    """``request`` with a one-space text in each model message that has none."""
+    messages = [m.model_copy(update={"content": " "}) if isinstance(m, AIMessage) and not m.content else m
+                for m in request.messages]
+    return request.override(messages=messages)
 
 
 def compatible_server(node: Any) -> bool:

@@ -12,12 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+)
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from ..compat.deepagents import GRADER_METADATA_KEY, NONCE
 from ..context import current_task
 
 SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -86,10 +90,17 @@ class ScriptedChatModel(BaseChatModel):
 
     Each conversation thread (``thread_id``) replays the script from its own
     position, so one model serves many concurrent tasks; a task listed in
-    ``turns_by_task`` replays its own turns instead. With ``cursor_dir``
-    the positions are kept on disk, one file per script: a resumed run, or a
-    regrade given the run's cursors, continues the script; another script
-    starts at its top.
+    ``turns_by_task`` replays its own turns instead. The position follows
+    from what the call is given, so a call redone after a crash, or answered
+    from the response cache, gets the turn it got the first time: the
+    worker's is the number of its replies on the thread (across follow-up
+    turns); a grading pass starts where the thread's script stood when that
+    pass (its payload) was first graded, and goes on by the grader's replies
+    within it. A ``raise`` turn given counts too, so a retried call gets the
+    turn after it. With ``cursor_dir`` the passes' starts and the raises are
+    kept on disk, one file per script: a resumed run continues the script, a
+    regrade given the run's positions (``carry_on``) goes on after them, and
+    another script starts at its top.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -99,7 +110,12 @@ class ScriptedChatModel(BaseChatModel):
     turns_by_task: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     latency: float = 0.0
     cursor_dir: Path | None = None
-    _cursors: dict[str, int] = PrivateAttr(default_factory=dict)
+    _passes: dict[tuple[str, str], int] = PrivateAttr(default_factory=dict)
+    """Where each grading pass (thread, payload digest) started in the script."""
+    _next: dict[str, int] = PrivateAttr(default_factory=dict)
+    """Each thread's first grader turn not yet given."""
+    _raised: dict[tuple[str, str], int] = PrivateAttr(default_factory=dict)
+    """``raise`` turns given in each conversation: (thread, pass digest; ``""`` for the worker's)."""
     _log_fd: int | None = PrivateAttr(default=None)
     _calls: int = PrivateAttr(default=0)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -126,44 +142,65 @@ class ScriptedChatModel(BaseChatModel):
         return self
 
     def _load_cursors(self) -> None:
-        """Positions a previous process reached: the last ``thread<TAB>position`` line of each thread."""
+        """Where an earlier process left the grader's passes and threads (``_read_log``)."""
         path = self._cursor_log()
         if path is not None and path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                thread, _, position = line.rpartition("\t")
-                self._cursors[thread] = int(position)
+            self._passes, self._next, self._raised = _read_log(path)
 
     def _cursor_log(self) -> Path | None:
         return self.cursor_dir / f"cursors-{self._script_sha256()[:16]}.tsv" if self.cursor_dir is not None else None
 
-    def _take_turn(self, thread: str) -> tuple[int, dict[str, Any]]:
+    def _log(self, line: str) -> None:
+        if self._log_fd is not None:
+            os.write(self._log_fd, f"{line}\n".encode())
+
+    def _position(self, thread: str, messages: list[BaseMessage], grader: bool) -> tuple[int, str]:
+        """The script position of a call (see the class's docstring), and its conversation's digest."""
+        replies = sum(isinstance(message, AIMessage) for message in messages)
+        if not grader:
+            return replies + self._raised.get((thread, ""), 0), ""
+        payload = next((str(m.content) for m in messages if isinstance(m, HumanMessage)), "")
+        digest = hashlib.sha256(NONCE.sub(r"\1N", payload).encode()).hexdigest()[:16]
+        start = self._passes.get((thread, digest))
+        if start is None:
+            start = self._passes[(thread, digest)] = self._next.get(thread, 0)
+            self._log(f"P\t{thread}\t{digest}\t{start}")
+        return start + replies + self._raised.get((thread, digest), 0), digest
+
+    def _take_turn(self, thread: str, messages: list[BaseMessage], grader: bool) -> tuple[int, dict[str, Any]]:
         task = current_task()
-        turns = self.turns_by_task.get(task.task_id, self.turns) if task else self.turns
+        turns = self.turns_by_task.get(task.ref.task_id, self.turns) if task else self.turns
         with self._lock:
             if self._log_fd is None and self.cursor_dir is not None:
                 self._load_cursors()
                 self.cursor_dir.mkdir(parents=True, exist_ok=True)
                 self._log_fd = os.open(self._cursor_log(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            index = self._cursors.get(thread, 0)
+            index, digest = self._position(thread, messages, grader)
             if index >= len(turns):
                 raise ScriptError(f"script for {self.model!r} has no reply left after {len(turns)} turns")
-            self._cursors[thread] = index + 1
+            if "raise" in turns[index]:
+                raised = self._raised[(thread, digest)] = self._raised.get((thread, digest), 0) + 1
+                self._log(f"R\t{thread}\t{digest}\t{raised}")
             self._calls += 1
             return index, turns[index]
 
-    def _finish_turn(self, thread: str, index: int) -> None:
-        """Log a finished turn (one append); a call cut short is replayed by the next process."""
-        if self._log_fd is not None:
-            os.write(self._log_fd, f"{thread}\t{index + 1}\n".encode())
+    def _finish_turn(self, thread: str, index: int, grader: bool) -> None:
+        """A grader turn was given: the thread's script stands after it (one append to the log)."""
+        if grader:
+            with self._lock:
+                if index + 1 > self._next.get(thread, 0):
+                    self._next[thread] = index + 1
+                    self._log(f"N\t{thread}\t{index + 1}")
 
     def __del__(self) -> None:
         if self._log_fd is not None:
             os.close(self._log_fd)
 
     @staticmethod
-    def _thread(run_manager: Any) -> str:
+    def _caller(run_manager: Any) -> tuple[str, bool]:
+        """The call's thread, and whether the grader makes it."""
         metadata = getattr(run_manager, "metadata", None) or {}
-        return str(metadata.get("thread_id", "default"))
+        return str(metadata.get("thread_id", "default")), GRADER_METADATA_KEY in metadata
 
     def _reply(self, messages: list[BaseMessage], index: int, turn: dict[str, Any]) -> ChatResult:
         if "raise" in turn:
@@ -202,11 +239,11 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        thread = self._thread(run_manager)
-        index, turn = self._take_turn(thread)
+        thread, grader = self._caller(run_manager)
+        index, turn = self._take_turn(thread, messages, grader)
         if self._delay(turn):
             time.sleep(self._delay(turn))
-        self._finish_turn(thread, index)
+        self._finish_turn(thread, index, grader)
         return self._reply(messages, index, turn)
 
     async def _agenerate(
@@ -216,9 +253,34 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        thread = self._thread(run_manager)
-        index, turn = self._take_turn(thread)
+        thread, grader = self._caller(run_manager)
+        index, turn = self._take_turn(thread, messages, grader)
         if self._delay(turn):
             await asyncio.sleep(self._delay(turn))
-        self._finish_turn(thread, index)
+        self._finish_turn(thread, index, grader)
         return self._reply(messages, index, turn)
+
+
+def carry_on(source: Path, target: Path) -> None:
+    """Let the scripted grader in ``target`` (a regrade's cursor dir) go on where the one in ``source`` stood:
+    each thread's next turn, and no pass of ``source``'s to replay."""
+    target.mkdir(parents=True, exist_ok=True)
+    for log in source.glob("cursors-*.tsv"):
+        _, standing, _ = _read_log(log)
+        (target / log.name).write_text("".join(f"N\t{thread}\t{at}\n" for thread, at in standing.items()), encoding="utf-8")
+
+
+def _read_log(path: Path) -> tuple[dict[tuple[str, str], int], dict[str, int], dict[tuple[str, str], int]]:
+    """A cursor log's grading passes (``P thread digest start`` lines), where each thread's script stands
+    (``N thread next`` lines; a ``thread position`` line, as earlier versions wrote, says the same), and the
+    ``raise`` turns given in each conversation (``R thread digest count``)."""
+    passes: dict[tuple[str, str], int] = {}
+    standing: dict[str, int] = {}
+    raised: dict[tuple[str, str], int] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        fields = line.split("\t")
+        if fields[0] in ("P", "R") and len(fields) == 4:
+            (passes if fields[0] == "P" else raised)[(fields[1], fields[2])] = int(fields[3])
+        elif len(fields) in (2, 3):
+            standing[fields[-2]] = max(standing.get(fields[-2], 0), int(fields[-1]))
+    return passes, standing, raised

@@ -1,7 +1,12 @@
-"""The live trail a person reads while a run goes on."""
+"""The live trail a person reads while a run goes on.
+
+Every line goes through ``write_line``: when the reader of stdout or stderr goes away (``| head``), that
+stream is quietly sent to /dev/null from then on, and the run goes on to its end.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -12,6 +17,25 @@ from ..redaction import redact
 SCRIPTED_LABEL = " (scripted: replays a script, no provider is called)"
 LIVE_AFTER = 1.0
 """Seconds a model call runs before the live line shows it."""
+
+
+def _to_devnull(stream: TextIO) -> None:
+    """Point the file descriptor under ``stream`` at /dev/null: later writes succeed and go nowhere."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no descriptor to point anywhere (a test's buffer)
+        pass
+
+
+def write_line(text: str, stream: TextIO, end: str = "\n") -> None:
+    """Write ``text`` and ``end`` to ``stream`` and flush; a reader that went away silences the stream."""
+    try:
+        stream.write(text + end)
+        stream.flush()
+    except BrokenPipeError:
+        _to_devnull(stream)
 
 
 class LiveLine:
@@ -45,7 +69,7 @@ class LiveLine:
 
     def _clear(self) -> None:
         if self._shown:
-            print("\r\033[K", end="", file=sys.stderr, flush=True)
+            write_line("\r\033[K", sys.stderr, end="")
             self._shown = False
 
     def _tick(self) -> None:
@@ -58,7 +82,7 @@ class LiveLine:
                 now = time.monotonic()
                 running = [f"{role} model call {now - since:.0f}s" for role, since in self._calls.values() if now - since >= LIVE_AFTER]
                 if running:
-                    print(f"\r\033[K  ... {', '.join(running)}", end="", file=sys.stderr, flush=True)
+                    write_line(f"\r\033[K  ... {', '.join(running)}", sys.stderr, end="")
                     self._shown = True
 
 
@@ -100,7 +124,7 @@ class Console:
         if self.enabled:
             if self.live is not None:
                 self.live.clear()
-            print(redact(text), file=self.stream, flush=True)
+            write_line(redact(text), self.stream)
 
     def model_call_started(self, key: Any, role: str) -> None:
         """A model call began (the live line counts its seconds on a terminal)."""
@@ -115,7 +139,7 @@ class Console:
     def warning(self, text: str) -> None:
         """Something the user should know that does not stop the run, on stderr."""
         if self.enabled:
-            print(f"warning: {text}", file=sys.stderr, flush=True)
+            write_line(f"warning: {text}", sys.stderr)
 
     def start(self, worker: str, grader: str, rubric: str, scripted: set[str]) -> None:
         """The header: who works, who grades (each labelled if it replays a script), which rubric."""
@@ -165,7 +189,7 @@ class Console:
         if self.enabled and sys.stderr.isatty():
             end = "\n" if done == total else ""
             line = f"tasks {done}/{total}  satisfied {satisfied}  tokens {tokens:,}" + (f"  {spend}" if spend else "")
-            print(f"\r{line}", end=end, file=sys.stderr, flush=True)
+            write_line(f"\r{line}", sys.stderr, end=end)
 
     def summary(self, aggregate: dict[str, Any]) -> None:
         """The numbers of a multi-task run."""
@@ -180,6 +204,6 @@ class Console:
         if error:
             if self.live is not None:
                 self.live.clear()
-            print(redact(f"error: {error}"), file=sys.stderr, flush=True)
+            write_line(redact(f"error: {error}"), sys.stderr)
         self.line(f"status: {status} after {iterations} grading pass(es)")
         self.line(f"run dir: {run_dir}")

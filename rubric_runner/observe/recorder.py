@@ -8,15 +8,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from uuid import UUID
 
-from langchain.agents.middleware import AgentMiddleware, ModelResponse
-from langchain_core.callbacks import BaseCallbackHandler, adispatch_custom_event, dispatch_custom_event
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.callbacks import (
+    BaseCallbackHandler,
+    adispatch_custom_event,
+    dispatch_custom_event,
+)
 from langchain_core.messages import AIMessage, ToolMessage
 
-from ..records import Evaluation, RunRecord
+from ..compat.deepagents import GRADER_METADATA_KEY
+from ..records import Evaluation, TaskRecord
 from .console import Console
 
-GRADER_METADATA_KEY = "rubric_grader_configured_model"
-"""Metadata key RubricMiddleware puts on every call its grader makes."""
 TOOL_REFUSED = "rubric_runner_tool_refused"
 """The custom callback event ``ToolCallWatch`` sends for each call the model was refused."""
 
@@ -34,26 +37,13 @@ def _refusal(request: Any, answer: Any) -> dict[str, Any]:
     return {"tool": call["name"], "args": call.get("args"), "told": answer.content if isinstance(answer, ToolMessage) else answer}
 
 
-def _rejected_outputs(response: Any) -> list[dict[str, Any]]:
-    """Structured-output calls the model node answered with an error (a verdict that breaks its schema)."""
-    if not isinstance(response, ModelResponse) or response.structured_response is not None:
-        return []
-    calls = {call["id"]: call for message in response.result if isinstance(message, AIMessage) for call in message.tool_calls}
-    return [
-        {"tool": message.name, "args": calls.get(message.tool_call_id, {}).get("args"), "told": message.content}
-        for message in response.result
-        if isinstance(message, ToolMessage)
-    ]
-
-
 class ToolCallWatch(AgentMiddleware):
-    """Has every tool call answered, and reports each call the model was refused, with what it was told.
+    """Has every tool call answered, and reports each call to a tool the agent was not given, with what
+    the model was told (the grading pass reports a verdict that breaks its schema the same way).
 
-    Refused are a call to a tool the agent was not given, and a structured-output call (the grader's
-    ``GraderResponse``) that breaks its schema and is sent back to be fixed. Any ``wrap_tool_call``
-    gives an agent a tool node, even one without tools (a grader whose evidence tools were all
-    removed), so a call to a missing tool is answered (``Error: X is not a valid tool, try one of
-    [...]``) instead of being left unanswered.
+    Any ``wrap_tool_call`` gives an agent a tool node, even one without tools (a grader whose evidence
+    tools were all removed), so a call to a missing tool is answered (``Error: X is not a valid tool,
+    try one of [...]``) instead of being left unanswered.
     """
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
@@ -67,18 +57,6 @@ class ToolCallWatch(AgentMiddleware):
         if request.tool is None:
             await adispatch_custom_event(TOOL_REFUSED, _refusal(request, answer))
         return answer
-
-    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        response = handler(request)
-        for refusal in _rejected_outputs(response):
-            dispatch_custom_event(TOOL_REFUSED, refusal)
-        return response
-
-    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        response = await handler(request)
-        for refusal in _rejected_outputs(response):
-            await adispatch_custom_event(TOOL_REFUSED, refusal)
-        return response
 
 
 def sandbox_notices(log: Any, console: Console):
@@ -102,7 +80,7 @@ class Recorder(BaseCallbackHandler):
 
     run_inline = True  # cheap and thread-safe: no need for an executor hop in async runs
 
-    def __init__(self, log: Any, result: RunRecord, console: Console, preview_chars: int) -> None:
+    def __init__(self, log: Any, result: TaskRecord, console: Console, preview_chars: int) -> None:
         self.log = log
         self.result = result
         self.console = console

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from ..records import RunRecord
+from ..records import RunHeader, TaskRecord
 
 
 def tracing_on() -> bool:
@@ -32,20 +32,21 @@ def _sweep_job() -> dict[str, str]:
     return {"sweep_dir": str(hydra.sweep.dir), "sweep_job": str(hydra.job.num)}
 
 
-def trace_labels(record: RunRecord, task_id: str, repeat: int) -> dict[str, Any]:
+def trace_labels(header: RunHeader, record: TaskRecord, task_id: str, repeat: int) -> dict[str, Any]:
     """The ``tags`` and ``metadata`` of every run in a task's trace, for its runnable config (none while
     tracing is off, so the runs' callbacks carry nothing more than before)."""
     if not tracing_on():
         return {}
-    tags = [f"worker:{record.worker.model}", f"grader:{record.grader.model}", f"rubric:{record.rubric.name}",
-            f"task:{task_id}", f"repeat:{repeat}", *([f"turn:{record.turn}"] if record.turn else []), *record.tags]
+    turn = header.turn
+    tags = [f"worker:{header.worker.model}", f"grader:{header.grader.model}", f"rubric:{header.rubric.name}",
+            f"task:{task_id}", f"repeat:{repeat}", *([f"turn:{turn}"] if turn else []), *header.tags]
     metadata = {"run_dir": record.run_dir, "thread_id": record.thread_id, "task_id": task_id, "repeat": repeat,
-                **({"turn": record.turn} if record.turn else {}), **_sweep_job()}
+                **({"turn": turn} if turn else {}), **_sweep_job()}
     return {"tags": tags, "metadata": metadata}
 
 
 @contextlib.contextmanager
-def task_trace(record: RunRecord, task_id: str, repeat: int, message: str) -> Iterator[None]:
+def task_trace(header: RunHeader, record: TaskRecord, task_id: str, repeat: int) -> Iterator[None]:
     """While tracing is on, one trace for a task, named ``rubric_runner <rubric> <task>-r<k>``, with its
     labels and the task message; when it ends, the grading run, status and final answer the record holds."""
     if not tracing_on():
@@ -53,10 +54,10 @@ def task_trace(record: RunRecord, task_id: str, repeat: int, message: str) -> It
         return
     import langsmith
 
-    turn = f" turn {record.turn}" if record.turn else ""
-    name = f"rubric_runner {record.rubric.name} {task_id}-r{repeat}{turn}"
-    labels = trace_labels(record, task_id, repeat)
-    with langsmith.trace(name, "chain", inputs={"task": message}, tags=labels["tags"], metadata=labels["metadata"]) as run:
+    turn = f" turn {header.turn}" if header.turn else ""
+    name = f"rubric_runner {header.rubric.name} {task_id}-r{repeat}{turn}"
+    labels = trace_labels(header, record, task_id, repeat)
+    with langsmith.trace(name, "chain", inputs={"task": record.task}, tags=labels["tags"], metadata=labels["metadata"]) as run:
         try:
             yield
         finally:

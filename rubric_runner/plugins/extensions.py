@@ -3,15 +3,13 @@ grader's transcript and state hooks, each resolved and checked before any model 
 
 from __future__ import annotations
 
-import copy
 import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
 
 from ..config.schema import Config
-from ..context import current_task
-from ..errors import ConfigError
+from ..errors import UsageError
 from .manager import Plugins
 
 IMPORT_HINT = "a dotted path such as my_module.name; a module in the working directory needs PYTHONPATH=."
@@ -26,7 +24,7 @@ def _one_line(exc: BaseException) -> str:
 def locate(path: Any, key: str) -> Any:
     """The object at the dotted ``path`` (``package.module.name``); ``key`` names the config key."""
     if not isinstance(path, str) or "." not in path.strip(".") or " " in path:
-        raise ConfigError(key, f"{path!r} is not a dotted import path", IMPORT_HINT)
+        raise UsageError(key, f"{path!r} is not a dotted import path", IMPORT_HINT)
     parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:split])
@@ -35,27 +33,27 @@ def locate(path: Any, key: str) -> Any:
         except ModuleNotFoundError as exc:
             if exc.name and (module_name == exc.name or module_name.startswith(f"{exc.name}.")):
                 continue  # not a module: maybe an attribute of a shorter one
-            raise ConfigError(key, f"importing {module_name!r} failed: {_one_line(exc)}", "fix that module") from None
+            raise UsageError(key, f"importing {module_name!r} failed: {_one_line(exc)}", "fix that module") from None
         except Exception as exc:  # whatever the module raises on import
-            raise ConfigError(key, f"importing {module_name!r} failed: {_one_line(exc)}", "fix that module") from None
+            raise UsageError(key, f"importing {module_name!r} failed: {_one_line(exc)}", "fix that module") from None
         for attribute in parts[split:]:
             if not hasattr(found, attribute):
-                raise ConfigError(key, f"{module_name!r} has no {'.'.join(parts[split:])!r}", IMPORT_HINT)
+                raise UsageError(key, f"{module_name!r} has no {'.'.join(parts[split:])!r}", IMPORT_HINT)
             found = getattr(found, attribute)
         return found
-    raise ConfigError(key, f"cannot import {path!r}: no module named {parts[0]!r}", IMPORT_HINT)
+    raise UsageError(key, f"cannot import {path!r}: no module named {parts[0]!r}", IMPORT_HINT)
 
 
 def _callable(path: str, key: str, *args: str, **kwargs: Any) -> Callable[..., Any]:
     """The function at ``path``, checked to take ``args`` positionally and ``kwargs`` by keyword."""
     function = locate(path, key)
     if not callable(function):
-        raise ConfigError(key, f"{path!r} is a {type(function).__name__}, not a function", IMPORT_HINT)
+        raise UsageError(key, f"{path!r} is a {type(function).__name__}, not a function", IMPORT_HINT)
     try:
         inspect.signature(function).bind(*args, **kwargs)
     except TypeError:
         wanted = ", ".join([*args, *(f"{name}=" for name in kwargs)])
-        raise ConfigError(key, f"{path!r} cannot be called as {path.rsplit('.', 1)[-1]}({wanted})",
+        raise UsageError(key, f"{path!r} cannot be called as {path.rsplit('.', 1)[-1]}({wanted})",
                           "give it those parameters") from None
     except ValueError:  # no signature to check (some builtins): trust it
         pass
@@ -67,73 +65,65 @@ def _schema(path: str | None, key: str, needs_messages: bool) -> type | None:
         return None
     schema = locate(path, key)
     if not isinstance(schema, type):
-        raise ConfigError(key, f"{path!r} is not a class", "name a TypedDict, dataclass or pydantic model")
+        raise UsageError(key, f"{path!r} is not a class", "name a TypedDict, dataclass or pydantic model")
     if needs_messages and "messages" not in getattr(schema, "__annotations__", {}):
-        raise ConfigError(key, f"{path!r} has no messages field", "extend langchain.agents.AgentState")
+        raise UsageError(key, f"{path!r} has no messages field", "extend langchain.agents.AgentState")
     return schema
 
 
-def build_middleware(specs: list[Any], key: str, own: list[Any]) -> list[Any]:
+def build_middleware(specs: list[Any], key: str, own: set[str]) -> list[Any]:
     """Middleware from ``{_target_: ..., ...}`` specs, each checked to be an ``AgentMiddleware`` that
-    works in async runs and whose name no earlier one in the stack (``own`` first) has."""
+    works in async runs and whose name no earlier one in the stack (the runner's ``own`` first) has."""
     from hydra.utils import instantiate
     from langchain.agents.middleware import AgentMiddleware
 
     built: list[Any] = []
-    names = {middleware.name for middleware in own}
+    names = set(own)
     for index, spec in enumerate(specs):
         item = f"{key}[{index}]"
         if not isinstance(spec, dict) or "_target_" not in spec:
-            raise ConfigError(item, "a middleware needs a _target_", MIDDLEWARE_EXAMPLE)
+            raise UsageError(item, "a middleware needs a _target_", MIDDLEWARE_EXAMPLE)
         target = spec["_target_"]
         locate(target, f"{item}._target_")
         try:
             middleware = instantiate(spec, _convert_="all")  # arguments as plain lists and dicts
         except Exception as exc:  # Hydra wraps the target's own error
-            raise ConfigError(item, f"{target}(...) failed: {_one_line(exc.__cause__ or exc)}", "fix its arguments") from None
+            raise UsageError(item, f"{target}(...) failed: {_one_line(exc.__cause__ or exc)}", "fix its arguments") from None
         if not isinstance(middleware, AgentMiddleware):
-            raise ConfigError(item, f"{target}(...) made {type(middleware).__name__}, not an AgentMiddleware", MIDDLEWARE_EXAMPLE)
+            raise UsageError(item, f"{target}(...) made {type(middleware).__name__}, not an AgentMiddleware", MIDDLEWARE_EXAMPLE)
         for hook in ("wrap_model_call", "wrap_tool_call"):
             kind = type(middleware)
             if getattr(kind, hook) is not getattr(AgentMiddleware, hook) and \
                     getattr(kind, f"a{hook}") is getattr(AgentMiddleware, f"a{hook}"):
-                raise ConfigError(item, f"{target} has {hook} but no a{hook}",
+                raise UsageError(item, f"{target} has {hook} but no a{hook}",
                                   f"agents run asynchronously here: implement a{hook} too")
         if middleware.name in names:
-            raise ConfigError(item, f"the stack already has a middleware named {middleware.name!r}",
+            raise UsageError(item, f"the stack already has a middleware named {middleware.name!r}",
                               "each middleware of one agent needs its own name")
         names.add(middleware.name)
         built.append(middleware)
     return built
 
 
-def _call_each(listeners: list[tuple[str, Callable[..., Any]]], hook: str, log: Any,
-               arguments: Callable[[], dict[str, Any]]) -> None:
-    """Call each ``(source, function)`` with fresh ``arguments()``; one that raises is logged as a
-    ``hook_error`` naming its plugin or path, and the others are still called."""
+def _call_each(listeners: list[tuple[str, Callable[..., Any]]], hook: str, log: Any, event: Any) -> None:
+    """Call each ``(source, function)`` with ``event``; one that raises is logged as a ``hook_error``
+    naming its plugin or path, and the others are still called."""
     for source, listener in listeners:
         try:
-            listener(**arguments())
+            listener(event=event)
         except Exception as exc:  # a hook's bug must not change the run
             log.warning("hook_error", hook=hook, source=source, error=_one_line(exc), exc_info=exc)
 
 
-def notify_run_end(record: Any, log: Any) -> None:
-    """Hand every plugin's ``on_run_end`` hook a copy of the run's finished record."""
-    _call_each(Plugins.load().hook_functions("on_run_end"), "on_run_end", log,
-               lambda: {"record": record.model_copy(deep=True)})
-
-
 class LoopExtensions:
-    """What a run's config and plugins add to the loop: evaluation listeners, both agents' middleware,
-    and ``RubricMiddleware``'s grader arguments."""
+    """What a run's config and plugins add to the loop: the hooks' listeners, both agents' middleware,
+    and ``RubricMiddleware``'s grader arguments. ``*_own`` name the runner's own middleware of each agent."""
 
-    def __init__(self, config: Config, plugins: Plugins, grader_own: list[Any], worker_own: list[Any]) -> None:
+    def __init__(self, config: Config, plugins: Plugins, grader_own: set[str], worker_own: set[str]) -> None:
         grader = config.grader
-        self.listeners = plugins.hook_functions("on_evaluation") + [
-            (path, _callable(path, f"grader.on_evaluation[{index}]", evaluation=None, task=None))
-            for index, path in enumerate(grader.on_evaluation)
-        ]
+        self.listeners = {hook: plugins.hook_functions(hook) for hook in ("on_evaluation", "on_task_end", "on_run_end")}
+        self.listeners["on_evaluation"] += [(path, _callable(path, f"grader.on_evaluation[{index}]", event=None))
+                                            for index, path in enumerate(grader.on_evaluation)]
         self.grader_middleware = build_middleware(grader.middleware, "grader.middleware", grader_own)
         self.worker_middleware = build_middleware(config.worker.middleware, "worker.middleware", worker_own)
         self.grader_arguments: dict[str, Any] = {}
@@ -142,8 +132,8 @@ class LoopExtensions:
                 grader.prepare_messages_for_grader, "grader.prepare_messages_for_grader", "messages")
         if grader.build_grader_state:
             if not grader.state_schema:
-                raise ConfigError("grader.build_grader_state", "needs grader.state_schema",
-                                  "name the state schema that declares the fields it sets")
+                raise UsageError("grader.build_grader_state", "needs grader.state_schema",
+                                 "name the state schema that declares the fields it sets")
             self.grader_arguments["build_grader_state"] = _callable(
                 grader.build_grader_state, "grader.build_grader_state", "state", "iteration")
         for name, key, needs_messages in (("grader_state_schema", "state_schema", True),
@@ -152,18 +142,11 @@ class LoopExtensions:
             if schema is not None:
                 self.grader_arguments[name] = schema
 
-    def observing(self, on_evaluation: Callable[[dict[str, Any]], None] | None) -> Callable[[dict[str, Any]], None] | None:
-        """``on_evaluation`` followed by every plugin's ``on_evaluation`` hook and ``grader.on_evaluation``
-        callable, each given its own copy; one that raises is logged as ``hook_error`` and the loop goes on."""
-        if on_evaluation is None:
-            return None
+    def notify(self, hook: str, event: Any, log: Any) -> None:
+        """Hand ``event`` to every listener of ``hook``."""
+        _call_each(self.listeners[hook], hook, log, event)
 
-        def observe(evaluation: dict[str, Any]) -> None:
-            on_evaluation(evaluation)
-            context = current_task()
-            if context is not None:
-                task = context.ref()
-                _call_each(self.listeners, "on_evaluation", context.recorder.log,
-                           lambda: {"evaluation": copy.deepcopy(evaluation), "task": task})
 
-        return observe
+def notify_run_end(event: Any, log: Any) -> None:
+    """Hand a run's end to every plugin's ``on_run_end`` hook (a run that ended before its config was read)."""
+    _call_each(Plugins.load().hook_functions("on_run_end"), "on_run_end", log, event)

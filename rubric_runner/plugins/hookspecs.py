@@ -1,4 +1,8 @@
-"""The plugin contract: every hook a rubric_runner plugin may implement."""
+"""The plugin contract: every hook a rubric_runner plugin may implement.
+
+Hooks are called with keyword arguments; an event hook gets one frozen ``plugins.events`` object.
+A hook that raises is logged as a ``hook_error`` naming its plugin, and the run goes on.
+"""
 
 import pluggy
 
@@ -17,10 +21,15 @@ def register_commands(subparsers):
 
 
 @hookspec
-def on_evaluation(evaluation, task):
-    """See each grading pass: the ``RubricEvaluation`` dict and the ``TaskRef`` it belongs to."""
+def on_evaluation(event):
+    """See each grading pass: a ``GradingPassed`` (the evaluation and the task it graded)."""
 
 
 @hookspec
-def on_run_end(record):
-    """See each finished run: its ``RunRecord``, complete and written, however the run ended."""
+def on_task_end(event):
+    """See each task as its record is written: a ``TaskEnded`` (the record, the task, how far the run is)."""
+
+
+@hookspec
+def on_run_end(event):
+    """See each finished run: a ``RunEnded`` (its record, complete and written, however the run ended)."""

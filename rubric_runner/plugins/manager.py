@@ -17,8 +17,8 @@ from . import hookspecs
 
 ENTRY_POINT_GROUP = "rubric_runner"
 
-DEFAULT_PLUGINS = {"builtin_tools": "rubric_runner.tools.builtin"}
-"""The plugins that come with rubric_runner, by name: loaded like any other, always."""
+DEFAULT_PLUGINS = {"builtin_tools": "rubric_runner.tools.builtin", "reports": "rubric_runner.report.live:PLUGIN"}
+"""The plugins that come with rubric_runner, by name (``module`` or ``module:object``): loaded like any other, always."""
 
 logger = logging.getLogger(__name__)
 
@@ -65,8 +65,10 @@ class Plugins:
         self.manager.add_hookspecs(hookspecs)
         self.info: dict[str, PluginInfo] = {}
         self.failures: list[PluginFailure] = []
-        for name, module_name in DEFAULT_PLUGINS.items():
-            self._add(importlib.import_module(module_name), PluginInfo(name, "rubric_runner", _own_version()))
+        for name, location in DEFAULT_PLUGINS.items():
+            module_name, _, attribute = location.partition(":")
+            module = importlib.import_module(module_name)
+            self._add(getattr(module, attribute) if attribute else module, PluginInfo(name, "rubric_runner", _own_version()))
         self._load_entry_points()
 
     def _add(self, plugin: object, info: PluginInfo) -> None:

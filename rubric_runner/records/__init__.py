@@ -11,15 +11,16 @@ from typing import Any
 
 _NAMES = {
     "models": (
-        "ATTEMPT_CHARS", "SCHEMA_VERSION", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult", "Coverage", "Criterion",
-        "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "RubricInfo", "RunRecord", "TaskRow", "TaskTally",
-        "Unsupported", "Usage", "Verification", "Verifications", "now",
+        "ATTEMPT_CHARS", "SCHEMA_VERSION", "USAGE_ERROR", "Aggregate", "BudgetInfo", "CheckOutcome", "CheckResult",
+        "ConfigSources", "Coverage", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "Place",
+        "RubricInfo", "RunHeader", "RunKind", "RunRecord", "TaskRecord", "TaskRow", "TaskTally", "Unsupported", "Usage",
+        "Verification", "Verifications", "now",
     ),
     "status": ("ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code"),
     "store": (
         "CHECKPOINT_FILE", "EVENTS_FILE", "REGRADES_DIR", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE", "TURNS_DIR",
-        "UNFINISHED", "Job", "collect", "crash_record", "find_run_dirs", "load_record", "read_record", "record_dirs",
-        "saved_overrides", "turn_dirs", "write_json", "write_record",
+        "UNFINISHED", "Job", "collect", "crash_record", "find_run_dirs", "load_record", "load_task", "read_record",
+        "read_task", "read_task_at", "record_dirs", "recorded_sources", "turn_dirs", "write_json", "write_record",
     ),
 }
 _MODULE_OF = {name: module for module, names in _NAMES.items() for name in names}

@@ -1,15 +1,20 @@
-"""The records a run writes (``result.json``), as pydantic models that both write and read them.
+"""The records a run writes, as pydantic models that both write and read them.
+
+A run dir's ``result.json`` is a ``RunRecord``: the run's ``header`` (what ran: the resolved config, where
+it came from, and a fingerprint of what changes a task's behaviour) and how the run ended. A run of one
+task holds that task's ``TaskRecord`` inline (``task``); a task set lists its tasks (``tasks``) with their
+``aggregate``, each task's own record in ``tasks/<id>-r<k>/result.json``. A follow-up turn and a regrade
+are runs too, of their own ``kind``.
 
 ``schema_version`` changes when a field is renamed, removed, or changes meaning or type; adding an
-optional field (with a default, so older records still read) keeps the version. Readers ignore
-fields they do not know, so a record written by a newer version still reads.
+optional field (with a default, so older records still read) keeps the version. Readers ignore fields
+they do not know, so a record written by a newer version still reads; ``records.v1`` reads version 1.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import StrEnum
 from typing import Any
@@ -18,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .status import ExitCode, Status
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+USAGE_ERROR = "UsageError"
 ATTEMPT_CHARS = 8000
 """The most characters of each graded answer a record keeps in ``attempts``."""
 
@@ -80,7 +86,7 @@ class Unsupported(_Model):
     """A verdict that rests on evidence its grading pass never gathered."""
 
     missing: list[str]
-    """The grader tools the verdict rests on that the pass never called."""
+    """The grader tools the verdict rests on that the pass never called (or that no tool could give)."""
 
 
 class Coverage(_Model):
@@ -114,18 +120,23 @@ class Evaluation(_Model):
 
 
 class ErrorInfo(_Model):
-    """Why a run ended in error or was interrupted."""
+    """Why a run or task ended in error or was interrupted."""
 
     type: str
     message: str
     key: str | None = Field(default=None, exclude_if=_omitted_when_none)
-    """The config key, for a ``ConfigError``."""
+    """The config key or argument, for a ``UsageError``."""
 
     @classmethod
     def of(cls, exc: BaseException, type_name: str | None = None) -> ErrorInfo:
-        """The error an exception stands for; a config error names its key."""
-        key = getattr(exc, "key", None) if type(exc).__name__ == "ConfigError" else None
+        """The error an exception stands for; a usage error names its key."""
+        key = getattr(exc, "key", None) if type(exc).__name__ == USAGE_ERROR else None
         return cls(type=type_name or type(exc).__name__, message=str(exc), key=key)
+
+    @property
+    def is_usage(self) -> bool:
+        """Whether the user can fix it in the config or the command (``ConfigError`` in version 1 records)."""
+        return self.type in (USAGE_ERROR, "ConfigError")
 
 
 class CheckOutcome(StrEnum):
@@ -222,17 +233,158 @@ class GraderInfo(ModelInfo):
 
 
 class RubricInfo(_Model):
-    """What was asked and against which criteria."""
+    """The rubric a run was configured with: its name, criteria and task message."""
 
     name: str | None = None
     text: str | None = None
     task: str | None = None
-    carried_over: bool | None = Field(default=None, exclude_if=_omitted_when_none)
+
+
+class RunKind(StrEnum):
+    """What a run did."""
+
+    RUN = "run"
+    """The rubric loop on a task or a task set."""
+    TURN = "turn"
+    """A follow-up turn on a finished run's thread."""
+    REGRADE = "regrade"
+    """One grading pass over another run's saved transcripts."""
+
+
+class ConfigSources(_Model):
+    """Where a run's config came from: what composing it again takes."""
+
+    overrides: list[str] = Field(default_factory=list)
+    """The overrides, as given (a secret's value redacted)."""
+    config_dirs: list[str] = Field(default_factory=list)
+    """Config dirs searched before the package's own (``--config-dir``), absolute."""
+
+
+class RunHeader(_Model):
+    """What a run was: its kind, its config and where that came from, and what ran as worker and grader."""
+
+    kind: RunKind = RunKind.RUN
+    sources: ConfigSources = Field(default_factory=ConfigSources)
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The resolved config (a secret's value redacted)."""
+    fingerprint: str | None = None
+    """A digest of what in the config changes what a task does (``config.fingerprint``): runs with the
+    same fingerprint ran the same configuration, whatever their plumbing (concurrency, repeats, budgets)."""
+    worker: ModelInfo = Field(default_factory=ModelInfo)
+    grader: GraderInfo = Field(default_factory=GraderInfo)
+    rubric: RubricInfo = Field(default_factory=RubricInfo)
+    tags: list[str] = Field(default_factory=list)
+    turn: int | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A follow-up turn's number on its thread (the run itself is turn 1)."""
+    continued_from: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A follow-up turn: the record dir of the turn it continues."""
+    regraded_from: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A regrade: the record dir whose transcripts it graded again."""
+    regraded_with: list[str] | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A regrade: the overrides it put on the config of the run it graded (``grader=gpt``)."""
+
+
+class Place(_Model):
+    """Where a run ran: the host and process, and the cluster's ids of its job where it had one."""
+
+    host: str | None = None
+    pid: int | None = None
+    slurm_job_id: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    slurm_array_job_id: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    slurm_array_task_id: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    ray_node_id: str | None = Field(default=None, exclude_if=_omitted_when_none)
+
+
+class _Ending(_Model):
+    """How a run or a task ended: its status, exit code, error, times."""
+
+    status: Status = Status.RUNNING
+    exit_code: int | None = None
+    error: ErrorInfo | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    wall_seconds: float | None = None
+    resumed: int = 0
+    """How many times it was resumed."""
+    run_dir: str | None = None
+    """Where the record is."""
+
+    def fail(self, exc: BaseException, type_name: str | None = None) -> None:
+        """End as ``error``, ``exc`` the cause."""
+        self.status = Status.ERROR
+        self.error = ErrorInfo.of(exc, type_name)
+
+    def interrupt(self, reason: str) -> None:
+        """End as ``interrupted`` (Ctrl-C, SIGTERM), ``reason`` saying how."""
+        self.status = Status.INTERRUPTED
+        self.error = ErrorInfo(type="KeyboardInterrupt", message=reason)
+
+    def complete(self, started: float) -> None:
+        """How every record ends: exit code, end and wall time (``started``: ``time.monotonic()``)."""
+        usage_error = self.error is not None and self.error.is_usage
+        self.exit_code = int(ExitCode.USAGE if usage_error else self.status.exit_code)
+        self.ended_at = now()
+        self.wall_seconds = round(time.monotonic() - started, 3)
+
+
+class TaskRecord(_Ending):
+    """What one task (a task x repeat) did: its grading passes, answers, verification and usage.
+
+    A task of a task set is recorded in ``tasks/<id>-r<k>/result.json``; a run of one task holds its
+    record inline. ``iterations`` counts grading passes.
+    """
+
+    task_id: str | None = None
+    repeat: int | None = None
+    task: str | None = None
+    """The message the worker was sent."""
+    rubric: str | None = None
+    """The criteria it was graded against."""
+    rubric_carried_over: bool | None = Field(default=None, exclude_if=_omitted_when_none)
     """On a follow-up turn: whether the rubric carried over from the turn before (not sent again)."""
+    iterations: int = 0
+    evaluations: list[Evaluation] = Field(default_factory=list)
+    final_answer: str | None = None
+    attempts: list[str] = Field(default_factory=list)
+    """The worker's answer at each grading pass, in order (the last one may be ungraded when the loop
+    was stopped); each cut to ``ATTEMPT_CHARS`` characters."""
+    first_answer: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """The worker's answer before the grader's first revision request (with ``verify`` checks)."""
+    verification: Verifications | None = Field(default=None, exclude_if=_omitted_when_none)
+    """The hidden ``verify`` checks of the first and the final answer, when the rubric has any."""
+    usage: dict[str, Usage] = Field(default_factory=_usage)
+    thread_id: str | None = None
+    grading_run_id: str | None = None
+    limit: LimitHit | None = None
+    """The limit or budget that ended a ``limit_exceeded``, ``budget_exceeded`` or ``not_run`` task."""
+    regraded_from: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A regraded transcript: the record dir it came from."""
+    schema_version: int = SCHEMA_VERSION
+
+    def stop(self, status: Status, hit: LimitHit) -> None:
+        """End as ``limit_exceeded``, ``budget_exceeded`` or ``not_run``, ``hit`` saying which limit and the figure."""
+        self.status, self.limit = status, hit
+        self.error = ErrorInfo(type="LimitExceeded" if status is Status.LIMIT_EXCEEDED else "BudgetExceeded",
+                               message=f"{hit.name} reached: {hit.value:g} of {hit.limit:g}")
+
+    def complete(self, started: float) -> None:
+        """As every record ends; a grader_error's cause becomes its ``error``."""
+        super().complete(started)
+        if self.status is Status.GRADER_ERROR and self.evaluations and self.error is None:
+            self.error = ErrorInfo(type="GraderError", message=self.evaluations[-1].explanation)
+
+    def verified(self, which: str) -> bool | None:
+        """Whether the ``first`` or ``final`` answer passed its hidden checks; None when unverified or unverifiable."""
+        verification = getattr(self.verification, which) if self.verification else None
+        return verification.passed if verification else None
+
+    def tokens(self) -> int:
+        """Billed tokens, worker and grader."""
+        return sum(counts.total_tokens for counts in self.usage.values())
 
 
 class TaskRow(_Model):
-    """One task of a multi-task run, in its run's record."""
+    """One task of a task set, in its run's record."""
 
     task_id: str | None = None
     repeat: int | None = None
@@ -247,7 +399,7 @@ class TaskRow(_Model):
 
 
 class Aggregate(_Model):
-    """The numbers of a multi-task run."""
+    """The numbers of a task set's run."""
 
     tasks: int
     repeats: int
@@ -264,140 +416,43 @@ class Aggregate(_Model):
     cache_hits: int
     verification: dict[str, dict[str, int]] | None = Field(default=None, exclude_if=_omitted_when_none)
     """With ``verify`` checks: runs by outcome for the ``first`` and the ``final`` answer."""
+    usage: dict[str, Usage] = Field(default_factory=_usage)
+    """Token counts by role, summed over the tasks."""
 
 
-class RunRecord(_Model):
-    """The record of one run or task, written to ``result.json`` however it ends.
+class RunRecord(_Ending):
+    """The record of a run, written to its dir's ``result.json`` however it ends.
 
-    ``iterations`` counts grading passes; ``error`` is set when the run ended by an
-    exception, a config error or an interruption. A task of a multi-task run has
-    ``task_id`` and ``repeat``; the run's own record then lists its ``tasks`` and an
-    ``aggregate``, its status the worst task status and its usage the sum. A regrade
-    record names the record it regraded in ``regraded_from``. A follow-up turn on a finished
-    run's thread has its own record, with its ``turn`` number (2, 3, ...) and ``continued_from``,
-    the record dir of the turn before.
+    ``status`` is the task's for a run of one task, the worst task's for a task set (whose ``usage``
+    and ``iterations`` its ``aggregate`` sums); ``error`` is set when the run ended by an exception, a
+    config error or an interruption before or outside its tasks.
     """
 
-    status: Status = Status.RUNNING
-    exit_code: int | None = None
-    iterations: int = 0
-    evaluations: list[Evaluation] = Field(default_factory=list)
-    final_answer: str | None = None
-    attempts: list[str] = Field(default_factory=list)
-    """The worker's answer at each grading pass, in order (the last one may be ungraded when the loop
-    was stopped); each cut to ``ATTEMPT_CHARS`` characters."""
-    first_answer: str | None = Field(default=None, exclude_if=_omitted_when_none)
-    """The worker's answer before the grader's first revision request (with ``verify`` checks)."""
-    verification: Verifications | None = Field(default=None, exclude_if=_omitted_when_none)
-    """The hidden ``verify`` checks of the first and the final answer, when the rubric has any."""
-    usage: dict[str, Usage] = Field(default_factory=_usage)
-    worker: ModelInfo = Field(default_factory=ModelInfo)
-    grader: GraderInfo = Field(default_factory=GraderInfo)
-    rubric: RubricInfo = Field(default_factory=RubricInfo)
-    overrides: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-    thread_id: str | None = None
-    grading_run_id: str | None = None
-    started_at: str | None = None
-    ended_at: str | None = None
-    wall_seconds: float | None = None
-    run_dir: str | None = None
-    error: ErrorInfo | None = None
-    limit: LimitHit | None = None
-    """The limit or budget that ended a ``limit_exceeded``, ``budget_exceeded`` or ``not_run`` record."""
-    budgets: list[BudgetInfo] = Field(default_factory=list)
-    """The run's budgets (``run.budget_*``, ``sweep.budget_*``) and the spend against them, on a run's record."""
-    resumed: int = 0
-    """How many times the run was resumed."""
-    task_id: str | None = None
-    repeat: int | None = None
+    header: RunHeader = Field(default_factory=RunHeader)
+    task: TaskRecord | None = None
+    """A run of one task: the task's record."""
     tasks: list[TaskRow] = Field(default_factory=list)
+    """A task set: one row per task x repeat, in the run's order."""
     aggregate: Aggregate | None = None
-    regraded_from: str | None = None
-    turn: int | None = Field(default=None, exclude_if=_omitted_when_none)
-    """A follow-up turn's number on its thread (the run itself is turn 1)."""
-    continued_from: str | None = Field(default=None, exclude_if=_omitted_when_none)
-    """A follow-up turn: the record dir of the turn it continues."""
+    budgets: list[BudgetInfo] = Field(default_factory=list)
+    """The run's budgets (``run.budget_*``, ``sweep.budget_*``) and the spend against them."""
+    place: Place | None = None
     schema_version: int = SCHEMA_VERSION
 
-    def fail(self, exc: BaseException, type_name: str | None = None) -> None:
-        """End as ``error``, ``exc`` the cause."""
-        self.status = Status.ERROR
-        self.error = ErrorInfo.of(exc, type_name)
+    def task_usage(self) -> dict[str, Usage]:
+        """Token counts by role: the task's, or the sum over a task set's tasks."""
+        if self.task is not None:
+            return self.task.usage
+        return self.aggregate.usage if self.aggregate is not None else _usage()
 
-    def interrupt(self, reason: str) -> None:
-        """End as ``interrupted`` (Ctrl-C, SIGTERM), ``reason`` saying how."""
-        self.status = Status.INTERRUPTED
-        self.error = ErrorInfo(type="KeyboardInterrupt", message=reason)
-
-    def stop(self, status: Status, hit: LimitHit) -> None:
-        """End as ``limit_exceeded``, ``budget_exceeded`` or ``not_run``, ``hit`` saying which limit and the figure."""
-        self.status, self.limit = status, hit
-        self.error = ErrorInfo(type="LimitExceeded" if status is Status.LIMIT_EXCEEDED else "BudgetExceeded",
-                               message=f"{hit.name} reached: {hit.value:g} of {hit.limit:g}")
-
-    def complete(self, started: float) -> None:
-        """How every record ends: exit code, end and wall time (``started``: ``time.monotonic()``),
-        and a grader_error's cause as ``error``."""
-        config_error = self.error is not None and self.error.type == "ConfigError"
-        self.exit_code = int(ExitCode.USAGE if config_error else self.status.exit_code)
-        self.ended_at = now()
-        self.wall_seconds = round(time.monotonic() - started, 3)
-        if self.status is Status.GRADER_ERROR and self.evaluations and self.error is None:
-            self.error = ErrorInfo(type="GraderError", message=self.evaluations[-1].explanation)
-
-    def aggregate_tasks(self, results: list[RunRecord], repeats: int, reused: Iterable[str] = ()) -> None:
-        """Fill a multi-task run's record from its task records (``reused``: keys ``<id>-r<k>``)."""
-        reused = set(reused)
-        tally = TaskTally(len(results))
-        for index, result in enumerate(results):
-            tally.add(index, result, f"{result.task_id}-r{result.repeat}" in reused)
-        self.aggregate_tally(tally, repeats)
-
-    def aggregate_tally(self, tally: TaskTally, repeats: int) -> None:
-        """Fill a multi-task run's record from the tally of its tasks."""
-        rows = [row for row in tally.rows if row is not None]
-        self.usage = tally.usage
-        self.tasks = rows
-        self.status = max((r.status for r in rows), key=lambda status: status.severity, default=Status.ERROR)
-        if self.status is Status.NOT_RUN and any(r.status is not Status.NOT_RUN for r in rows):
-            self.status = Status.BUDGET_EXCEEDED  # some tasks ran before the budget stopped the run
-        self.iterations = sum(r.iterations for r in rows)
-        by_task: dict[str, list[bool]] = {}
-        for r in rows:
-            by_task.setdefault(r.task_id or "task", []).append(r.status is Status.SATISFIED)
-        runs = len(rows)
-        satisfied = sum(r.status is Status.SATISFIED for r in rows)
-        statuses = Counter(r.status for r in rows)
-        reused = sum(r.reused for r in rows)
-        self.aggregate = Aggregate(
-            tasks=len(by_task),
-            repeats=repeats,
-            runs=runs,
-            satisfied=satisfied,
-            satisfied_rate=round(satisfied / runs, 4) if runs else 0.0,
-            pass_at_k=round(sum(any(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
-            pass_hat_k=round(sum(all(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
-            statuses={status.value: statuses[status] for status in sorted(statuses, key=lambda status: status.severity)},
-            reused=reused,
-            rerun=runs - reused,
-            cache_hits=sum(counts.cached_calls for counts in self.usage.values()),
-            verification=tally.verification_counts(),
-        )
-
-    def verified(self, which: str) -> bool | None:
-        """Whether the ``first`` or ``final`` answer passed its hidden checks; None when unverified or unverifiable."""
-        verification = getattr(self.verification, which) if self.verification else None
-        return verification.passed if verification else None
-
-    def usage_dict(self) -> dict[str, dict[str, int]]:
-        """The usage as plain dicts (for events)."""
-        return {role: counts.model_dump() for role, counts in self.usage.items()}
+    def grading_passes(self) -> int:
+        """Grading passes: the task's, or the sum over a task set's tasks."""
+        return self.task.iterations if self.task is not None else sum(row.iterations for row in self.tasks)
 
 
 class TaskTally:
-    """What a multi-task run's record aggregates of its tasks, taken from each task's record as it
-    ends (its row, usage and verification outcomes): a run of many tasks keeps this, not the records."""
+    """What a task set's record aggregates of its tasks, taken from each task's record as it ends (its
+    row, usage and verification outcomes): a run of many tasks keeps this, not the records."""
 
     def __init__(self, size: int) -> None:
         self.rows: list[TaskRow | None] = [None] * size
@@ -406,8 +461,8 @@ class TaskTally:
         self.outcomes: dict[str, Counter[CheckOutcome]] | None = None
         """Verified tasks by outcome of their ``first`` and ``final`` answer; None while none was verified."""
 
-    def add(self, index: int, record: RunRecord, reused: bool = False) -> None:
-        """Count the task record of the run's ``index``-th task (``reused``: kept from the run before)."""
+    def add(self, index: int, record: TaskRecord, reused: bool = False) -> None:
+        """Count the record of the run's ``index``-th task (``reused``: kept from the run before)."""
         self.rows[index] = TaskRow(task_id=record.task_id, repeat=record.repeat, status=record.status,
                                    iterations=record.iterations, run_dir=record.run_dir, reused=reused,
                                    verified_first=record.verified("first"), verified_final=record.verified("final"))
@@ -419,6 +474,37 @@ class TaskTally:
                 verification = getattr(record.verification, which)
                 if verification is not None:
                     counter[verification.outcome] += 1
+
+    def fill(self, record: RunRecord, repeats: int) -> None:
+        """Fill a task set's run record: its rows, aggregate and status (the worst task's)."""
+        rows = [row for row in self.rows if row is not None]
+        record.tasks = rows
+        status = max((r.status for r in rows), key=lambda status: status.severity, default=Status.ERROR)
+        if status is Status.NOT_RUN and any(r.status is not Status.NOT_RUN for r in rows):
+            status = Status.BUDGET_EXCEEDED  # some tasks ran before the budget stopped the run
+        record.status = status
+        by_task: dict[str, list[bool]] = {}
+        for r in rows:
+            by_task.setdefault(r.task_id or "task", []).append(r.status is Status.SATISFIED)
+        runs = len(rows)
+        satisfied = sum(r.status is Status.SATISFIED for r in rows)
+        statuses = Counter(r.status for r in rows)
+        reused = sum(r.reused for r in rows)
+        record.aggregate = Aggregate(
+            tasks=len(by_task),
+            repeats=repeats,
+            runs=runs,
+            satisfied=satisfied,
+            satisfied_rate=round(satisfied / runs, 4) if runs else 0.0,
+            pass_at_k=round(sum(any(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
+            pass_hat_k=round(sum(all(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
+            statuses={status.value: statuses[status] for status in sorted(statuses, key=lambda status: status.severity)},
+            reused=reused,
+            rerun=runs - reused,
+            cache_hits=sum(counts.cached_calls for counts in self.usage.values()),
+            verification=self.verification_counts(),
+            usage=self.usage,
+        )
 
     def verification_counts(self) -> dict[str, dict[str, int]] | None:
         """``{"first": {outcome: runs}, "final": {...}}`` over the verified tasks; None when none was verified."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -20,14 +21,15 @@ import yaml
 from pydantic_core import to_json
 
 from ..redaction import redact
-from .models import ErrorInfo, RunRecord
+from . import v1
+from .models import ConfigSources, ErrorInfo, RunRecord, TaskRecord
 from .status import Status
 
 RESULT_FILE = "result.json"
 EVENTS_FILE = "events.jsonl"
 TRANSCRIPT_FILE = "transcript.json"
 CHECKPOINT_FILE = "checkpoints.sqlite"
-HYDRA_DIR = ".hydra"
+HYDRA_DIR = v1.HYDRA_DIR
 REGRADES_DIR = "regrades"
 """Below a run or sweep dir: ``regrades/<time>/``, the records of its transcripts graded again."""
 TASKS_DIR = "tasks"
@@ -48,23 +50,67 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def write_record(path: Path, record: RunRecord) -> None:
+def write_record(path: Path, record: RunRecord | TaskRecord) -> None:
     """Write a record (redacted, atomically)."""
     write_json(path, record.model_dump(mode="json"))
 
 
+_VERSION = re.compile(rb'"schema_version":\s*(\d+)')
+
+
+def _version(raw: bytes) -> int:
+    """A record's ``schema_version`` (the last field it writes), read without parsing the record."""
+    match = _VERSION.search(raw, max(0, raw.rfind(b'"schema_version"')))
+    return int(match.group(1)) if match else 1
+
+
+def _parsed_run(raw: bytes, run_dir: Path) -> RunRecord:
+    if _version(raw) >= 2:
+        return RunRecord.model_validate_json(raw)
+    return v1.run_record(json.loads(raw), run_dir)
+
+
+def _parsed_task(raw: bytes) -> TaskRecord:
+    if _version(raw) >= 2:
+        return TaskRecord.model_validate_json(raw)
+    return v1.task_record(json.loads(raw))
+
+
 def read_record(path: Path) -> RunRecord | None:
-    """The record in ``path``, or None when there is none or it is unreadable."""
+    """The run record in ``path``, of any schema version, or None when there is none or it is unreadable."""
     try:
-        return RunRecord.model_validate_json(path.read_bytes())
+        return _parsed_run(path.read_bytes(), path.parent)
     except (OSError, ValueError):
         return None
 
 
-def saved_overrides(run_dir: Path) -> list[str] | None:
-    """The command-line overrides Hydra saved for a run (``.hydra/overrides.yaml``), or None."""
-    path = run_dir / HYDRA_DIR / "overrides.yaml"
-    return (yaml.safe_load(path.read_text(encoding="utf-8")) or []) if path.is_file() else None
+def read_task(path: Path) -> TaskRecord | None:
+    """The task record in ``path``, of any schema version, or None when there is none or it is unreadable."""
+    try:
+        return _parsed_task(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def read_task_at(record_dir: Path) -> TaskRecord | None:
+    """The task record in a record dir: a run's own task (a run of one task, a turn), or a task of a task
+    set; None when there is none."""
+    try:
+        raw = (record_dir / RESULT_FILE).read_bytes()
+        if record_dir.parent.name == TASKS_DIR:
+            return _parsed_task(raw)
+        return _parsed_run(raw, record_dir).task
+    except (OSError, ValueError):
+        return None
+
+
+def recorded_sources(run_dir: Path) -> ConfigSources | None:
+    """Where the config of the run in ``run_dir`` came from: its record's header, else what Hydra saved in
+    ``.hydra/`` (a version 1 run, or one whose record is unreadable); None when neither says."""
+    record = read_record(run_dir / RESULT_FILE)
+    if record is not None and record.schema_version >= 2 and (record.header.sources.overrides or record.header.config):
+        return record.header.sources
+    return v1.saved_sources(run_dir)
 
 
 def _read_yaml(path: Path) -> Any:
@@ -75,18 +121,18 @@ def _read_yaml(path: Path) -> Any:
 
 
 def _fill_from_hydra(record: RunRecord, run_dir: Path) -> None:
-    """What ran, from the config Hydra saved, where the record does not say (it failed early)."""
-    parts = ((record.worker, "worker", "model"), (record.grader, "grader", "model"), (record.rubric, "rubric", "name"))
-    if record.overrides and all(getattr(part, key) for part, _, key in parts):
+    """What ran, from the config Hydra saved, where the header does not say (the run failed early)."""
+    header = record.header
+    parts = ((header.worker, "worker", "model"), (header.grader, "grader", "model"), (header.rubric, "rubric", "name"))
+    if header.sources.overrides and all(getattr(part, key) for part, _, key in parts):
         return
     config = _read_yaml(run_dir / HYDRA_DIR / "config.yaml") or {}
-    for part, section, key in (*parts, (record.rubric, "rubric", "task")):
-        value = (config.get(section) or {}).get(key)
+    for part, section, key in (*parts, (header.rubric, "rubric", "task")):
+        value = (config.get(section) or {}).get(key) if isinstance(config, dict) else None
         if not getattr(part, key) and isinstance(value, str):
             setattr(part, key, value)
-    if not record.overrides:
-        overrides = _read_yaml(run_dir / HYDRA_DIR / "overrides.yaml")
-        record.overrides = overrides if isinstance(overrides, list) else []
+    if not header.sources.overrides:
+        header.sources = v1.saved_sources(run_dir) or header.sources
 
 
 def crash_record(run_dir: Path, error: ErrorInfo, partial: RunRecord | None = None) -> RunRecord:
@@ -94,19 +140,26 @@ def crash_record(run_dir: Path, error: ErrorInfo, partial: RunRecord | None = No
     record = partial.model_copy(deep=True) if partial is not None else RunRecord()
     record.status, record.error, record.run_dir = Status.ERROR, error, str(run_dir)
     record.exit_code = int(Status.ERROR.exit_code)
+    task = record.task
+    if task is not None and not task.status.terminal:  # a run of one task ended as its run did
+        task.status, task.error, task.exit_code = record.status, error, record.exit_code
     _fill_from_hydra(record, run_dir)
     return record
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
 
 
 def load_record(run_dir: Path) -> RunRecord:
     """The run's ``result.json``, or a crash record saying why there is no final one."""
     try:
-        with open(os.path.join(run_dir, RESULT_FILE), "rb") as file:
-            data = file.read()
+        data = _read_bytes(os.path.join(run_dir, RESULT_FILE))
         if not data:
             message = "result.json is empty: the run claimed its dir and its process died (or it is still going)"
             return crash_record(run_dir, ErrorInfo(type=UNFINISHED, message=message))
-        record = RunRecord.model_validate_json(data)
+        record = _parsed_run(data, Path(run_dir))
     except FileNotFoundError:
         return crash_record(run_dir, ErrorInfo(type="NoRecord", message="the job ended before writing result.json"))
     except (OSError, ValueError) as exc:
@@ -116,6 +169,24 @@ def load_record(run_dir: Path) -> RunRecord:
         message = "result.json still says running: the job's process died (or it is still going)"
         return crash_record(run_dir, ErrorInfo(type=UNFINISHED, message=message), record)
     _fill_from_hydra(record, run_dir)
+    return record
+
+
+def load_task(task_dir: Path) -> TaskRecord:
+    """A task's ``result.json``, or a record in error saying why there is no final one (a record that still
+    says ``running`` keeps what it holds)."""
+    try:
+        data = _read_bytes(os.path.join(task_dir, RESULT_FILE))
+        record = _parsed_task(data) if data else None
+    except FileNotFoundError:
+        return TaskRecord(status=Status.ERROR, error=ErrorInfo(type="NoRecord", message="the task left no result.json"))
+    except (OSError, ValueError) as exc:
+        message = f"result.json is unreadable: {str(exc).splitlines()[0]}"
+        return TaskRecord(status=Status.ERROR, error=ErrorInfo(type="BadRecord", message=message))
+    if record is None or record.status is Status.RUNNING:
+        record = record or TaskRecord()
+        record.status, record.exit_code = Status.ERROR, int(Status.ERROR.exit_code)
+        record.error = ErrorInfo(type=UNFINISHED, message="result.json still says running: its process died (or it is still going)")
     return record
 
 

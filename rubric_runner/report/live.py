@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..paths import PACKAGE_DIR
+from ..plugins.events import RunEnded, TaskEnded
+from ..plugins.hookspecs import hookimpl
 from ..records import collect
 from . import Live, write_all
 
@@ -69,8 +71,8 @@ def refresh_sweep(sweep_dir: Path, prices: str | None, since: str | None, jobs_t
 
 
 class RunReports:
-    """A multi-task run's own summary and reports in its run dir: refreshed as its tasks end
-    (``task_ended``) by a child process, and written final by ``close`` once its record is."""
+    """A task set's own summary and reports in its run dir: refreshed as its tasks end (``task_ended``)
+    by a child process, and written final by ``close`` once its record is."""
 
     def __init__(self, run_dir: Path, total: int, prices: str | None) -> None:
         self.run_dir = run_dir
@@ -118,3 +120,28 @@ def write_run(run_dir: Path, prices: str | None, live: Live | None) -> None:
 
 if __name__ == "__main__":
     write_run(Path(sys.argv[1]), sys.argv[3] if len(sys.argv) > 3 else None, Live(jobs=1, runs=int(sys.argv[2])))
+
+
+class OwnReports:
+    """The built-in plugin that keeps each task set's own reports (``RunReports``), from the hooks: a run of
+    more than one task gets its reports as its first task ends, and their final form as it ends."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, RunReports] = {}
+
+    @hookimpl
+    def on_task_end(self, event: TaskEnded) -> None:
+        if event.total > 1:
+            if event.run_dir not in self.runs:
+                prices = (event.run.config.get("sweep") or {}).get("prices")
+                self.runs[event.run_dir] = RunReports(Path(event.run_dir), event.total, prices)
+            self.runs[event.run_dir].task_ended()
+
+    @hookimpl
+    def on_run_end(self, event: RunEnded) -> None:
+        reports = self.runs.pop(str(event.record.run_dir), None)
+        if reports is not None:
+            reports.close()
+
+
+PLUGIN = OwnReports()

@@ -18,7 +18,18 @@ from typing import Any
 
 from ..analysis.judge import Judged, Judgement, grader_key, judge_all
 from ..analysis.prices import Billed, billed, cost_of
-from ..records import TASKS_DIR, UNFINISHED, CheckOutcome, Job, LimitHit, RunRecord, Status, load_record
+from ..records import (
+    TASKS_DIR,
+    UNFINISHED,
+    CheckOutcome,
+    Job,
+    LimitHit,
+    RunHeader,
+    RunRecord,
+    Status,
+    TaskRecord,
+    load_task,
+)
 from ..records.store import gc_paused
 from .trails import script_json, trail
 
@@ -26,32 +37,35 @@ TASK_CHARS = 80
 """A single-task job's task is named by its task message, cut to this many characters."""
 
 
-def group_key(record: RunRecord) -> tuple[str, str, str]:
+def group_key(header: RunHeader) -> tuple[str, str, str]:
     """(worker model, grader model, rubric name) of a run; ``?`` where unknown. A follow-up turn
     groups apart from first turns, its rubric shown as ``code (turn 2)``."""
-    rubric = record.rubric.name or "?"
-    return record.worker.model or "?", record.grader.model or "?", f"{rubric} (turn {record.turn})" if record.turn else rubric
+    rubric = header.rubric.name or "?"
+    return header.worker.model or "?", header.grader.model or "?", f"{rubric} (turn {header.turn})" if header.turn else rubric
 
 
-def record_row(record: RunRecord) -> dict[str, Any]:
-    """What ran and how it ended, as the summary files give it (of a run, or of a whole job)."""
-    usage, error = record.usage, record.error
+def record_row(header: RunHeader, record: RunRecord | TaskRecord) -> dict[str, Any]:
+    """What ran and how it ended, as the summary files give it: of a task, or of a whole job (a run's record)."""
+    task = record.task if isinstance(record, RunRecord) else record
+    usage = record.task_usage() if isinstance(record, RunRecord) else record.usage
+    iterations = record.grading_passes() if isinstance(record, RunRecord) else record.iterations
+    error = record.error
     return {
-        "worker": record.worker.model,
-        "grader": record.grader.model,
-        "rubric": record.rubric.name,
-        "turn": record.turn or 1,
+        "worker": header.worker.model,
+        "grader": header.grader.model,
+        "rubric": header.rubric.name,
+        "turn": header.turn or 1,
         "status": record.status.value,
         "exit_code": record.exit_code,
-        "iterations": record.iterations,
+        "iterations": iterations,
         "worker_tokens": usage["worker"].total_tokens if "worker" in usage else 0,
         "grader_tokens": usage["grader"].total_tokens if "grader" in usage else 0,
         "cache_hits": sum(counts.cached_calls for counts in usage.values()),
         "wall_seconds": record.wall_seconds,
         "error": f"{error.type}: {error.message}" if error else "",
         "run_dir": record.run_dir,
-        "verified_first": record.verified("first"),
-        "verified_final": record.verified("final"),
+        "verified_first": task.verified("first") if task is not None else None,
+        "verified_final": task.verified("final") if task is not None else None,
     }
 
 
@@ -131,7 +145,7 @@ class _Shared(dict):
         return self.setdefault(value, value)
 
 
-def _criteria(record: RunRecord, shared: _Shared) -> tuple[Criteria, Criteria] | None:
+def _criteria(record: TaskRecord, shared: _Shared) -> tuple[Criteria, Criteria] | None:
     graded = [e for e in record.evaluations if e.criteria]
     if not graded:
         return None
@@ -139,22 +153,23 @@ def _criteria(record: RunRecord, shared: _Shared) -> tuple[Criteria, Criteria] |
     return shared(tuple(first)), shared(tuple(final))
 
 
-def _run(index: int, job: Job, record: RunRecord, reused: bool, shared: _Shared) -> Run:
-    message = " ".join((record.rubric.task or "").split()) or "-"
+def _run(index: int, job: Job, record: TaskRecord, reused: bool, shared: _Shared) -> Run:
+    header = job.record.header
+    message = " ".join((record.task or header.rubric.task or "").split()) or "-"
     task = record.task_id or (message if len(message) <= TASK_CHARS else message[:TASK_CHARS] + "\u2026")
     final = record.verification.final if record.verification else None
-    row = record_row(record)
+    row = record_row(header, record)
     del row["status"]
     for key in ("worker", "grader", "rubric"):
         row[key] = shared(row[key])
     return Run(
         index=index, job=job, reused=reused, task=task, task_id=record.task_id, repeat=record.repeat,
-        group=shared(group_key(record)), **row, status=record.status,
-        verified_outcome=final.outcome if final else None, max_iterations=record.grader.max_iterations or 0,
+        group=shared(group_key(header)), **row, status=record.status,
+        verified_outcome=final.outcome if final else None, max_iterations=header.grader.max_iterations or 0,
         verdicts=shared(tuple(shared(e.result) for e in record.evaluations)), criteria=_criteria(record, shared),
-        billed=billed(record), limit=record.limit,
-        grader_key=shared(grader_key(record)),
-        trail=script_json(trail(record)),
+        billed=billed(header, record.usage), limit=record.limit,
+        grader_key=shared(grader_key(header)),
+        trail=script_json(trail(header, record)),
     )
 
 
@@ -177,22 +192,17 @@ def _task_order(name: str) -> tuple[str, int]:
     return task, int(repeat) if repeat.isdigit() else -1
 
 
-def _task_record(job: Job, task_dir: Path, live: bool) -> RunRecord:
-    """A task's record; what ran filled from its job's record where the task's does not say."""
-    record = load_record(task_dir)
-    parent = job.record
+def _task_record(task_dir: Path, live: bool) -> TaskRecord:
+    """A task's record, where it is now."""
+    record = load_task(task_dir)
     if record.task_id is None:
         record.task_id, record.repeat = _task_order(task_dir.name)
-    for part in ("worker", "grader", "rubric"):
-        if getattr(record, part).model_dump(exclude_defaults=True) == {}:
-            setattr(record, part, getattr(parent, part))
-    record.overrides = record.overrides or parent.overrides
     record.run_dir = str(task_dir)
     _mark_running(record, live)
     return record
 
 
-def _mark_running(record: RunRecord, live: bool) -> None:
+def _mark_running(record: RunRecord | TaskRecord, live: bool) -> None:
     """In a report of runs still going, a record that says ``running`` is one, not a crash."""
     if live and record.error is not None and record.error.type == UNFINISHED:
         record.status, record.error, record.exit_code = Status.RUNNING, None, None
@@ -210,10 +220,18 @@ def expand(jobs: list[Job], live: bool = False) -> list[Run]:
         _mark_running(job.record, live)
         task_dirs = _task_dirs(job)
         if not task_dirs:
-            runs.append(_run(len(runs), job, job.record, bool(job.reused), shared))
+            task = job.record.task or _unstarted(job.record)
+            _mark_running(task, live)
+            runs.append(_run(len(runs), job, task, bool(job.reused), shared))
             continue
         reused = {f"{row.task_id}-r{row.repeat}" for row in job.record.tasks if row.reused}
         for task_dir in task_dirs:
-            record = _task_record(job, task_dir, live)
+            record = _task_record(task_dir, live)
             runs.append(_run(len(runs), job, record, task_dir.name in reused, shared))
     return runs
+
+
+def _unstarted(record: RunRecord) -> TaskRecord:
+    """The task of a run that ended before its task began (a config error, a crash): as the run ended."""
+    return TaskRecord(status=record.status, exit_code=record.exit_code, error=record.error, run_dir=record.run_dir,
+                      wall_seconds=record.wall_seconds, task=record.header.rubric.task)

@@ -22,18 +22,13 @@ from ..records import Job, Status, satisfied_rate
 from .runs import Run, expand, judge_runs, record_row
 
 SUMMARY_JSONL = "summary.jsonl"
-
 SUMMARY_CSV = "summary.csv"
-
 TASKS_JSONL = "summary_tasks.jsonl"
-
 TASKS_CSV = "summary_tasks.csv"
-
 SUMMARY_FIELDS = (
     "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations", "runs", "satisfied",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir", *JUDGE_FIELDS,
 )
-
 TASK_FIELDS = (
     "job", "task_id", "repeat", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
@@ -50,9 +45,9 @@ def run_row(run: Run) -> dict[str, Any]:
 def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
     """One job's row: as its record says (a multi-task job's status is its worst task's), with its
     ``runs``, how many of them ended ``satisfied``, and its grader's figures against verification."""
-    row = record_row(job.record)
+    row = record_row(job.record.header, job.record)
     return {key: row.get(key) for key in SUMMARY_FIELDS} | {
-        "job": job.job, "overrides": list(job.record.overrides), "reused": job.reused,
+        "job": job.job, "overrides": list(job.record.header.sources.overrides), "reused": job.reused,
         "runs": len(runs), "satisfied": sum(run.status is Status.SATISFIED for run in runs),
     } | summary_fields(judge_runs(runs, prices))
 

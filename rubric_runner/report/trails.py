@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..records import RunRecord
+from ..records import RunHeader, TaskRecord
 
 TEXT_CHARS = 2000
 """The most characters of an explanation, gap, error or final answer a trail shows."""
@@ -22,7 +22,7 @@ def _cut(text: str | None, limit: int = TEXT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "\u2026"
 
 
-def trail(record: RunRecord) -> dict[str, Any]:
+def trail(header: RunHeader, record: TaskRecord) -> dict[str, Any]:
     """A run's trail: ``passes`` (verdict, explanation, criteria passed of total, failing criteria with
     their gaps), ``attempts`` (the answer each pass graded), ``error``, ``answer``, where it ran."""
     passes = []
@@ -41,7 +41,7 @@ def trail(record: RunRecord) -> dict[str, Any]:
         "error": _cut(f"{error.type}: {error.message}") if error else "",
         "answer": _cut(record.final_answer),
         "run_dir": record.run_dir or "",
-        "overrides": " ".join(record.overrides),
+        "overrides": " ".join(header.sources.overrides),
     }
 
 

@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from . import bwrap
-from .isolation import INSTALL_FIX, UNISOLATED, IsolationSetting, choose, current_setting
+from .isolation import (
+    INSTALL_FIX,
+    UNISOLATED,
+    IsolationSetting,
+    choose,
+    current_setting,
+)
 
 SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL")
 ISOLATED_WORKDIR = "/tmp/sandbox"

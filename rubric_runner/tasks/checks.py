@@ -14,13 +14,10 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from ..config.schema import RubricConfig
-from ..errors import ConfigError
+from ..errors import UsageError
 from ..records import CheckOutcome, CheckResult, Verification
 from ..tools.registry import ToolRegistry, tool_settings, validate_settings
 from .sets import Task
-
-GRADER_SOURCE = "rubric_grader"
-"""The ``name`` RubricMiddleware gives the revision requests it injects as HumanMessages."""
 
 
 @dataclass(frozen=True)
@@ -39,10 +36,10 @@ def resolve_check(registry: ToolRegistry, name: str, settings: dict[str, Any], k
     settings = validate_settings(tool, settings, key)
     missing = [setting for setting, field in tool_settings(tool).items() if field.is_required() and setting not in settings]
     if missing:
-        raise ConfigError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
+        raise UsageError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
     visible = list(tool.tool_call_schema.model_fields)
     if len(visible) != 1:
-        raise ConfigError(key, f"tool {tool.name!r} takes {len(visible)} arguments from a model, not one",
+        raise UsageError(key, f"tool {tool.name!r} takes {len(visible)} arguments from a model, not one",
                           "a verify tool takes the answer as its only argument (e.g. code or text)")
     return Check(name, tool, visible[0], settings)
 
@@ -61,30 +58,6 @@ def resolve_checks(registry: ToolRegistry, rubric: RubricConfig, tasks: list[Tas
         prefix = f"rubric.dataset[{task.index}].verify" if rubric.dataset else "rubric.verify"
         checks[task.id] = [resolve_check(registry, name, settings, f"{prefix}.{name}") for name, settings in task.verify.items()]
     return checks
-
-
-def final_answer(messages: list[Any]) -> str | None:
-    """The worker's answer: the text of its last message without tool calls."""
-    from langchain_core.messages import AIMessage
-
-    for message in reversed(messages):
-        if isinstance(message, AIMessage) and not message.tool_calls:
-            return message.text
-    return None
-
-
-def first_answer(messages: list[Any]) -> str | None:
-    """The worker's answer to the latest user message (a thread's last turn) before the grader's first
-    revision request; with none, the final answer."""
-    from langchain_core.messages import HumanMessage
-
-    asked = max((index for index, message in enumerate(messages)
-                 if isinstance(message, HumanMessage) and message.name != GRADER_SOURCE), default=0)
-    for index in range(asked, len(messages)):
-        message = messages[index]
-        if isinstance(message, HumanMessage) and message.name == GRADER_SOURCE:
-            return final_answer(messages[:index])
-    return final_answer(messages)
 
 
 async def run_check(check: Check, answer: str) -> CheckResult:

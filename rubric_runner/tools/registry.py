@@ -13,7 +13,7 @@ from langchain_core.tools import tool as as_tool
 from pydantic import TypeAdapter, ValidationError
 
 from ..context import current_task
-from ..errors import ConfigError
+from ..errors import UsageError
 from ..plugins.manager import PLUGINS_ENV, Plugins
 
 
@@ -79,13 +79,13 @@ class ToolRegistry:
             plugins = " and ".join(repr(entry.plugin) for entry in matches)
             parent = key.rsplit(".", 1)[0]
             example = f"~{key} '+{parent}={{{matches[0].qualified_name}: {{...}}}}'"
-            raise ConfigError(
+            raise UsageError(
                 key, f"tool {name!r} is provided by plugins {plugins}", f"name it as {names}, e.g. {example}"
             )
         known = ", ".join(sorted({entry.name for entry in self.entries.values()})) or "none"
         allowed = os.environ.get(PLUGINS_ENV)
         hint = f"; {PLUGINS_ENV}={allowed!r} limits which plugins load" if allowed is not None else ""
-        raise ConfigError(
+        raise UsageError(
             key, f"unknown tool {name!r}", f"available tools: {known}; install the plugin that provides it{hint}"
         )
 
@@ -96,7 +96,7 @@ class ToolRegistry:
             key = f"{role}.tools.{name}"
             entry = self.find(name, key)
             if entry.name in tools:
-                raise ConfigError(key, f"{role} already has a tool named {entry.name!r}", "give it only one of them")
+                raise UsageError(key, f"{role} already has a tool named {entry.name!r}", "give it only one of them")
             tools[entry.name] = bind_settings(entry.tool, dict(settings or {}), key)
         return list(tools.values())
 
@@ -118,7 +118,7 @@ def local_tool(path: str, key: str) -> ToolEntry:
     try:
         tool = langchain_tool(found)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(key, f"{path!r} is not a tool: {exc}", "name a @tool or a function with a docstring") from None
+        raise UsageError(key, f"{path!r} is not a tool: {exc}", "name a @tool or a function with a docstring") from None
     module = path.rsplit(".", 1)[0]
     return ToolEntry(tool.name, tool, plugin="local", package=module, version="")
 
@@ -143,14 +143,14 @@ def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> dic
     for name, value in settings.items():
         if name not in fields:
             allowed = ", ".join(sorted(fields)) or "none"
-            raise ConfigError(f"{key}.{name}", f"tool {tool.name!r} has no setting {name!r}", f"settings: {allowed}")
+            raise UsageError(f"{key}.{name}", f"tool {tool.name!r} has no setting {name!r}", f"settings: {allowed}")
         field = fields[name]
         annotation = Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
         try:
             checked[name] = _adapter(annotation).validate_python(value)
         except ValidationError as exc:
             problem = exc.errors()[0]["msg"].removeprefix("Value error, ")
-            raise ConfigError(f"{key}.{name}", f"{problem}, got {value!r}", "fix the setting's value") from None
+            raise UsageError(f"{key}.{name}", f"{problem}, got {value!r}", "fix the setting's value") from None
     return checked
 
 
@@ -163,7 +163,7 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> BaseToo
     settings = validate_settings(tool, settings, key)
     missing = [name for name, field in fields.items() if field.is_required() and name not in settings]
     if missing:
-        raise ConfigError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
+        raise UsageError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
     if not fields:
         return tool
     # The wrapper is the tool callbacks see; the inner call stays silent so it is recorded once.

@@ -77,7 +77,7 @@ def test_headings_are_markdown_or_colon_lines():
 
 
 def test_registered_through_the_entry_point_with_checked_settings(monkeypatch):
-    from rubric_runner.errors import ConfigError
+    from rubric_runner.errors import UsageError
     from rubric_runner.plugins.manager import Plugins
     from rubric_runner.tools.registry import ToolRegistry, bind_settings
 
@@ -86,5 +86,5 @@ def test_registered_through_the_entry_point_with_checked_settings(monkeypatch):
     assert (entry.plugin, entry.package) == ("textstats", "rubric_runner_textstats")
     configured = bind_settings(entry.tool, {"required_terms": ["light", "chlorophyll"]}, "grader.tools.text_stats")
     assert configured.invoke({"text": "Chlorophyll absorbs light."})["missing_terms"] == []
-    with pytest.raises(ConfigError, match=r"^grader\.tools\.text_stats\.required_terms: .*at least 1 character"):
+    with pytest.raises(UsageError, match=r"^grader\.tools\.text_stats\.required_terms: .*at least 1 character"):
         bind_settings(entry.tool, {"required_terms": ["light", " "]}, "grader.tools.text_stats")

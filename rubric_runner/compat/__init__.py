@@ -1,0 +1,1 @@
+"""Assumptions about other packages' internals, one module per package, each pinned by a named test."""

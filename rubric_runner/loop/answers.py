@@ -1,0 +1,45 @@
+"""The worker's answers in a transcript: its final answer, its first, and the one each grading pass saw."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from ..compat.deepagents import GRADER_SOURCE
+from ..records import ATTEMPT_CHARS
+
+
+def final_answer(messages: list[Any]) -> str | None:
+    """The worker's answer: the text of its last message without tool calls."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and not message.tool_calls:
+            return message.text
+    return None
+
+
+def first_answer(messages: list[Any]) -> str | None:
+    """The worker's answer to the latest user message (a thread's last turn) before the grader's first
+    revision request; with none, the final answer."""
+    asked = max((index for index, message in enumerate(messages)
+                 if isinstance(message, HumanMessage) and message.name != GRADER_SOURCE), default=0)
+    for index in range(asked, len(messages)):
+        message = messages[index]
+        if isinstance(message, HumanMessage) and message.name == GRADER_SOURCE:
+            return final_answer(messages[:index])
+    return final_answer(messages)
+
+
+def graded_attempts(messages: list[Any]) -> list[str]:
+    """The worker's answer before each of the grader's revision requests, and its last one, since the
+    latest user message (a follow-up turn's answers only); each cut to ``ATTEMPT_CHARS`` characters."""
+    asked = [i for i, m in enumerate(messages) if getattr(m, "type", None) == "human" and getattr(m, "name", None) != GRADER_SOURCE]
+    turn = messages[asked[-1] + 1:] if asked else messages
+    attempts, start = [], 0
+    for end, message in enumerate([*turn, None]):
+        if message is None or getattr(message, "name", None) == GRADER_SOURCE:
+            answer = final_answer(turn[start:end])
+            if answer is not None:
+                attempts.append(answer if len(answer) <= ATTEMPT_CHARS else answer[:ATTEMPT_CHARS] + "\u2026")
+            start = end + 1
+    return attempts

@@ -1,0 +1,155 @@
+"""A claimed run's work, start to end: its plan, the network step, then its tasks (or a regrade's passes).
+
+What it finds fills the run's record: a run of one task ends as its task did, with the task's record
+inline; a task set's record counts its tasks (``TaskTally``); both say what their budgets spent.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from ..analysis.spend import spend_lines
+from ..errors import UsageError
+from ..observe.console import Console
+from ..observe.events import event_log
+from ..observe.recorder import sandbox_notices
+from ..observe.tracing import flush as flush_traces
+from ..plugins.events import RunEnded
+from ..plugins.extensions import notify_run_end
+from ..records import EVENTS_FILE, RESULT_FILE, RunRecord, TaskRecord, write_record
+from ..sandbox import isolation_setting
+from .budgets import Budgets
+from .plan import Plan, connect, prepare
+from .request import Launch
+from .run import TaskSet
+from .runtime import run_coroutine
+
+
+class Execution:
+    """The work of one launch in its claimed run dir, recorded in ``record`` as it goes (``previous``: the
+    run's record before, on a resume)."""
+
+    def __init__(self, cfg: DictConfig, run_dir: Path, request: Launch, record: RunRecord, previous: RunRecord | None) -> None:
+        self.cfg, self.run_dir, self.request, self.record, self.previous = cfg, run_dir, request, record, previous
+        self.console = Console(enabled=bool(OmegaConf.select(cfg, "run.console", default=True)))
+        self.log: Any = None
+        self.plan: Plan | None = None
+        self.budgets: Budgets | None = None
+        self.tasks: TaskSet | None = None
+        self.started = time.monotonic()
+
+    def perform(self) -> RunRecord:
+        """Do the work, and complete and write the record however it ended; returns the record."""
+        write_record(self.run_dir / RESULT_FILE, self.record)
+        with event_log(self.run_dir / EVENTS_FILE) as log:
+            self.log = log
+            if self.request.stop is not None:
+                self.request.stop.attach(self.console.line, self.stop_now)
+            try:
+                if not run_coroutine(self.run()):  # a resumed run with nothing left to do stays as it was
+                    write_record(self.run_dir / RESULT_FILE, self.previous)
+                    return self.previous
+            except UsageError as exc:
+                self.record.fail(exc)
+                log.error("config_error", key=exc.key, message=str(exc))
+            except KeyboardInterrupt:  # no signal handler (a notebook's stop button): record it, then stop
+                self.stop_now("KeyboardInterrupt: stopped without waiting for a checkpoint")
+                raise
+            except Exception as exc:  # whatever breaks the run as a whole still leaves its record
+                self.record.fail(exc)
+                log.exception("run_error")
+            finally:
+                if self.budgets is not None:
+                    self.budgets.close()
+            self.end()
+        return self.record
+
+    def end(self) -> None:
+        """Complete and write the run's record, however it ended; tell the hooks, the log and the console."""
+        record, console = self.record, self.console
+        record.complete(self.started)
+        write_record(self.run_dir / RESULT_FILE, record)
+        flush_traces()
+        self.log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.grading_passes(),
+                      usage={role: counts.model_dump() for role, counts in record.task_usage().items()},
+                      wall_seconds=record.wall_seconds, aggregate=record.aggregate.model_dump() if record.aggregate else None)
+        event = RunEnded(record.model_copy(deep=True))
+        if self.plan is not None:
+            self.plan.extensions.notify("on_run_end", event, self.log)
+        else:
+            notify_run_end(event, self.log)
+        if record.aggregate:
+            console.summary(record.aggregate.model_dump())
+        for line in spend_lines([record]):
+            console.line(line)
+        console.finish(record.status, record.grading_passes(), str(self.run_dir), record.error and record.error.message)
+
+    def stop_now(self, reason: str) -> None:
+        """Record the tasks in flight, and the run, as interrupted, and end (a stop at once)."""
+        interrupted = self.tasks.interrupt_all(reason) if self.tasks is not None else []
+        if self.plan is not None and self.plan.single and interrupted:
+            self._end_with(interrupted[0])
+        else:
+            self.record.interrupt(reason)
+        self.log.warning("interrupted", reason=reason)
+        self.end()
+
+    async def run(self) -> bool:
+        """Plan, connect, and run the tasks; False when a resumed run of one task had nothing left to do."""
+        request, record, console = self.request, self.record, self.console
+        header = record.header
+        roles = ("grader",) if request.regraded_from is not None else ("grader", "worker")
+        plan = self.plan = prepare(self.cfg, header, self.run_dir, roles, request.follow_up, request.sweep_dir)
+        for failure in plan.registry.plugins.failures:
+            console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
+        for name in plan.config.rubric.evidence:
+            if name not in plan.config.grader.tools:
+                self.log.warning("evidence_unavailable", tool=name)
+                console.warning(f"rubric.evidence requires {name}, which the grader lacks: a satisfied verdict "
+                                "will be recorded as unsupported")
+        if request.regraded_from is not None:
+            console.line(f"regrade of {request.regraded_from}: grader={header.grader.model} rubric={header.rubric.name}")
+        else:
+            scripted = {role for role in ("worker", "grader") if getattr(header, role).scripted}
+            console.start(header.worker.model, header.grader.model, header.rubric.name, scripted)
+        connect(plan, header)
+        self.log.info("run_start", worker=header.worker.model_dump(), grader=header.grader.model_dump(),
+                      rubric=header.rubric.name, overrides=header.sources.overrides, tasks=len(plan.tasks),
+                      repeats=plan.config.run.repeats)
+        console.strategy(plan.config.grader.structured_output, plan.strategy, header.grader.probe)
+        follow_up = request.follow_up
+        if follow_up is not None:
+            carried = follow_up.carries_over(plan.tasks[0].rubric)
+            self.log.info("turn_start", turn=follow_up.number, thread_id=follow_up.thread_id,
+                          continues=str(follow_up.previous), rubric_carried_over=carried)
+            console.turn(follow_up.number, str(follow_up.previous), carried)
+        self.budgets = Budgets(plan.config, header, self.run_dir, request.sweep_dir)
+        with isolation_setting(plan.config.sandbox.isolation, sandbox_notices(self.log, console)):
+            if request.regraded_from is not None:
+                from .regrade import regrade
+
+                await regrade(plan, record, self.log, console, request.regraded_from)
+                return True
+            self.tasks = TaskSet(plan, record, self.budgets, self.log, console, request.stop, self._task_ended)
+            await self.tasks.run(request.resume)
+        if plan.single and self.tasks.reused and self.previous.status.terminal:
+            self.log.info("run_already_complete", status=self.previous.status)
+            console.line(f"already complete: {self.previous.status} (nothing to resume)")
+            return False
+        if plan.single:
+            self._end_with(self.tasks.single)
+        else:
+            self.tasks.tally.fill(record, plan.config.run.repeats)
+        record.budgets = self.budgets.infos()
+        return True
+
+    def _end_with(self, task: TaskRecord) -> None:
+        """A run of one task ends as its task did."""
+        self.record.task, self.record.status, self.record.error = task, task.status, task.error
+
+    def _task_ended(self, event: Any) -> None:
+        self.plan.extensions.notify("on_task_end", event, self.log)

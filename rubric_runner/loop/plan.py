@@ -1,0 +1,150 @@
+"""A run's plan: everything the run needs, decided before the first model call.
+
+``prepare`` reads and checks the config (every problem a user can fix is one ``UsageError`` raised
+here), loads the tasks with their own tool settings and hidden checks, resolves the tools and what
+config plugs into the loop, and builds the models. ``connect`` is the one step that talks to the
+network before the tasks: every model's server answers, and ``auto`` probes how the grader's
+verdict can come back.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from ..config.fingerprint import fingerprint
+from ..config.schema import Config
+from ..config.validate import validate
+from ..grader.middleware import GraderPass
+from ..grader.probe import choose_strategy
+from ..models.build import build_chat_model, is_scripted, split_model
+from ..models.preflight import check_keys, check_servers
+from ..models.quirks import ToolCallContent
+from ..observe.recorder import ToolCallWatch
+from ..plugins.extensions import LoopExtensions
+from ..plugins.manager import Plugins
+from ..records import TASKS_DIR, GraderInfo, ModelInfo, RubricInfo, RunHeader
+from ..redaction import redact_config
+from ..tasks.checks import Check, resolve_checks
+from ..tasks.sets import Task, load_tasks
+from ..tools.registry import ToolRegistry, validate_settings
+from .followup import FollowUp, check_thread_kept
+
+
+@dataclass
+class Plan:
+    """What a run works on and with."""
+
+    config: Config
+    run_dir: Path
+    home: Path
+    """Where the threads' checkpoints live: the run dir, or for a follow-up turn its thread's first run dir."""
+    tasks: list[Task]
+    single: bool
+    """One task, run once (or a follow-up turn): its record is the run's own, its files in the run dir."""
+    registry: ToolRegistry
+    worker_tools: list[Any]
+    grader_tools: list[Any]
+    checks: dict[str, list[Check]]
+    extensions: LoopExtensions
+    models: dict[str, Any]
+    """The chat models by role (``worker``, ``grader``)."""
+    follow_up: FollowUp | None = None
+    sweep_dir: Path | None = None
+    """A sweep's job: the sweep dir, which holds the sweep's budget ledger."""
+    strategy: str | None = None
+    """How the grader's verdict comes back, once ``connect`` has chosen it."""
+
+    def keys(self) -> list[tuple[Task, int]]:
+        """Each task x repeat, in the run's order."""
+        return [(task, repeat) for task in self.tasks for repeat in range(self.config.run.repeats)]
+
+    def task_dir(self, task: Task, repeat: int) -> Path:
+        """Where a task's files go: the run dir itself for a single task."""
+        return self.run_dir if self.single else self.run_dir / TASKS_DIR / f"{task.id}-r{repeat}"
+
+    def thread_id(self, task: Task, repeat: int) -> str:
+        """A new thread for a task: ``run.thread_id`` (with the task's key in a task set), else a fresh id."""
+        if self.follow_up is not None:
+            return self.follow_up.thread_id
+        base = self.config.run.thread_id
+        if base:
+            return base if self.single else f"{base}:{task.id}-r{repeat}"
+        return uuid.uuid4().hex
+
+
+def note_config(header: RunHeader, cfg: DictConfig, config: Config) -> None:
+    """What ran, in the run's header: the resolved config, its fingerprint, the models, tools, rubric, tags."""
+    resolved = redact_config(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+    header.config, header.fingerprint = resolved, fingerprint(resolved)
+    worker, grader = config.worker, config.grader
+    header.worker = ModelInfo(model=worker.model, scripted=is_scripted(worker), tools=sorted(worker.tools))
+    header.grader = GraderInfo(
+        model=grader.model, scripted=is_scripted(grader), tools=sorted(grader.tools), max_iterations=grader.max_iterations,
+        max_model_calls=grader.max_model_calls, structured_output=str(grader.structured_output),
+    )
+    header.rubric = RubricInfo(name=config.rubric.name, text=config.rubric.text, task=config.rubric.task)
+    header.tags = list(config.tags)
+
+
+def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str, ...] = ("grader", "worker"),
+            follow_up: FollowUp | None = None, sweep_dir: Path | None = None) -> Plan:
+    """The plan of a run of ``cfg`` in ``run_dir`` with the models of ``roles`` (a regrade needs no worker);
+    fills the run's ``header``. Raises ``UsageError`` for whatever the user must fix."""
+    config = validate(cfg)
+    note_config(header, cfg, config)
+    tasks = load_tasks(config)
+    if follow_up is not None:
+        check_thread_kept(config)
+        tasks = [follow_up.task(tasks)]
+    registry = ToolRegistry(Plugins.load())
+    grader_tools = registry.resolve(config.grader.tools, "grader")
+    worker_tools = registry.resolve(config.worker.tools, "worker")
+    for task in tasks:
+        for name, settings in task.tools.items():
+            key = f"rubric.dataset[{task.index}].tools.{name}"
+            validate_settings(registry.find(name, key).tool, settings, key)
+    checks = resolve_checks(registry, config.rubric, tasks)
+    grader_own = {GraderPass.__name__, *GraderPass.replaces, ToolCallWatch.__name__}
+    worker_own = {ToolCallContent.__name__, ToolCallWatch.__name__}
+    extensions = LoopExtensions(config, registry.plugins, grader_own, worker_own)
+    check_keys(config, roles)
+    home = follow_up.home if follow_up is not None else run_dir
+    models = build_models(config, roles, home)
+    single = follow_up is not None or (len(tasks) == 1 and config.run.repeats == 1)
+    return Plan(config, run_dir, home, tasks, single, registry, worker_tools, grader_tools, checks, extensions, models,
+                follow_up, sweep_dir)
+
+
+def build_models(config: Config, roles: tuple[str, ...], home: Path) -> dict[str, Any]:
+    """The chat models of ``roles``, with the run's response cache and rate limiters (no network yet)."""
+    from langchain_core.rate_limiters import InMemoryRateLimiter
+
+    extras: dict[str, Any] = {}
+    if config.run.cache:
+        from ..models.cache import SQLiteResponseCache
+
+        extras["cache"] = SQLiteResponseCache(config.run.cache)
+    limiters = {provider: InMemoryRateLimiter(requests_per_second=rate, check_every_n_seconds=0.01, max_bucket_size=1)
+                for provider, rate in config.run.rate_limits.items()}
+    models = {}
+    for role in roles:
+        node = getattr(config, role)
+        provider = split_model(node.model)[0]
+        own = {**extras, **({"rate_limiter": limiters[provider]} if provider in limiters else {})}
+        models[role] = build_chat_model(node, role, home, own)
+    return models
+
+
+def connect(plan: Plan, header: RunHeader) -> None:
+    """The network step before any task: each model's key is set and its server answers (pre-flight), and
+    the grader's strategy is chosen (``auto`` probes an OpenAI-compatible server); noted in ``header``."""
+    check_servers(plan.config, tuple(plan.models))
+    grader = plan.models.get("grader")
+    if grader is not None:
+        plan.strategy, header.grader.probe = choose_strategy(plan.config.grader, grader, plan.grader_tools)
+        header.grader.strategy = plan.strategy

@@ -1,0 +1,156 @@
+"""A plan's tasks, run: at most ``run.concurrency`` at once, each kept as it ends, none held.
+
+On a resume, a task that ended with a verdict (or by its limit) is kept as it is; an interrupted or
+failed one continues from its thread's checkpoints; one a budget kept from starting starts afresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from ..config.schema import Checkpointer
+from ..config.validate import postgres_url
+from ..context import TaskRef
+from ..plugins.events import TaskEnded
+from ..records import (
+    CHECKPOINT_FILE,
+    RESULT_FILE,
+    RunRecord,
+    Status,
+    TaskRecord,
+    TaskTally,
+    read_task,
+)
+from ..redaction import scrub_sqlite
+from .agent import build_agent
+from .budgets import Budgets
+from .plan import Plan
+from .runtime import tasks_running
+from .task import Shared, TaskRun
+
+POSTGRES_SETUP_LOCK = 0x7275_6272
+"""The advisory lock that serializes the checkpoint tables' set-up between runs sharing a database."""
+
+
+@contextlib.asynccontextmanager
+async def checkpointer(plan: Plan) -> AsyncIterator[Any]:
+    """The run's checkpointer: SQLite in the thread's home dir (WAL; no fsync per step), memory, or PostgreSQL."""
+    run = plan.config.run
+    if run.checkpointer == Checkpointer.memory:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        yield InMemorySaver()
+        return
+    if run.checkpointer == Checkpointer.postgres:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        async with AsyncPostgresSaver.from_conn_string(postgres_url(run.checkpoint_url)) as saver:
+            # setup() creates or migrates the tables; runs starting at once take turns. The lock is
+            # polled, not awaited: a session blocked in pg_advisory_lock holds a transaction open,
+            # and setup()'s CREATE INDEX CONCURRENTLY waits for every open transaction: a deadlock.
+            while not (await (await saver.conn.execute(
+                "SELECT pg_try_advisory_lock(%s) AS locked", (POSTGRES_SETUP_LOCK,)
+            )).fetchone())["locked"]:
+                await asyncio.sleep(0.05)
+            try:
+                await saver.setup()
+            finally:
+                await saver.conn.execute("SELECT pg_advisory_unlock(%s)", (POSTGRES_SETUP_LOCK,))
+            yield saver
+        return
+    import sqlite3
+
+    from .checkpoints import InlineSqliteSaver
+
+    path = plan.home / CHECKPOINT_FILE
+    try:
+        with contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as connection:
+            connection.execute("PRAGMA auto_vacuum=INCREMENTAL")  # takes on a new file: pages freed can be given back
+            connection.execute("PRAGMA synchronous=NORMAL")
+            yield InlineSqliteSaver(connection)
+            connection.executescript("PRAGMA incremental_vacuum;")  # gives back the pages cut threads freed
+    finally:
+        scrub_sqlite(path)
+
+
+class TaskSet:
+    """The run of a plan's tasks: each task x repeat in turn as a worker is free, its record counted as it
+    ends (``tally``); a run of one task keeps its record (``single``)."""
+
+    def __init__(self, plan: Plan, record: RunRecord, budgets: Budgets, log: Any, console: Any, stop: Any,
+                 ended: Callable[[TaskEnded], None]) -> None:
+        self.plan, self.record, self.budgets = plan, record, budgets
+        self.log, self.console, self.stop, self.ended = log, console, stop, ended
+        self.shared: Shared | None = None
+        self.tally = TaskTally(0)
+        self.single: TaskRecord | None = None
+        """The record of the task that ended last: a run of one task's own."""
+        self.reused = 0
+        """How many tasks were kept as they were: complete in the run before."""
+        self.done = self.satisfied = self.tokens = 0
+
+    def previous(self, task: Any, repeat: int) -> TaskRecord | None:
+        """A task's record of the run before, if any; what it spent counts against the budgets."""
+        if self.plan.single:
+            previous = self.record.task
+        else:
+            previous = read_task(self.plan.task_dir(task, repeat) / RESULT_FILE)
+        if previous is not None:
+            self.budgets.book(previous, self.plan.task_dir(task, repeat))
+        return previous
+
+    async def run(self, resume: bool) -> None:
+        """Run every task and repeat, at most ``run.concurrency`` at once; each task counts into ``tally``
+        as it ends and is let go (its asyncio task with it, and the context it set)."""
+        plan = self.plan
+        async with checkpointer(plan) as saver:
+            self.shared = Shared(plan, self.record, build_agent(plan, saver), saver, self.budgets, self.log,
+                                 self.console, self.stop)
+            keys = plan.keys()
+            self.tally = TaskTally(len(keys))
+            pending = []
+            for index, (task, repeat) in enumerate(keys):
+                previous = self.previous(task, repeat) if resume else None
+                if previous is not None and previous.status is not Status.NOT_RUN and previous.status.terminal:
+                    self.reused += 1
+                    self._end(index, task, repeat, previous, reused=True)  # complete: kept as it is
+                else:  # a task the budget kept from starting starts afresh
+                    kept = None if previous is None or previous.status is Status.NOT_RUN else previous
+                    pending.append((index, task, repeat, kept))
+            work = iter(pending)
+
+            async def worker() -> None:
+                for index, task, repeat, previous in work:
+                    record = await asyncio.create_task(TaskRun(self.shared, task, repeat, previous)())
+                    self._end(index, task, repeat, record)
+
+            with tasks_running():
+                await asyncio.gather(*(worker() for _ in range(min(plan.config.run.concurrency, len(pending)))))
+
+    def _end(self, index: int, task: Any, repeat: int, record: TaskRecord, reused: bool = False) -> None:
+        """A task is done (``reused``: complete in the run before): count it, tell the progress line and the hooks."""
+        self.tally.add(index, record, reused)
+        self.single = record
+        self.done += 1
+        self.satisfied += record.status is Status.SATISFIED
+        self.tokens += record.tokens()
+        if not self.plan.single:
+            self.console.progress(self.done, len(self.tally.rows), self.satisfied, self.tokens, self.budgets.progress())
+        ref = TaskRef(task.id, repeat, str(self.plan.task_dir(task, repeat)), record.thread_id)
+        self.ended(TaskEnded(record, ref, self.record.header, str(self.plan.run_dir), self.done, len(self.tally.rows)))
+
+    def interrupt_all(self, reason: str) -> list[TaskRecord]:
+        """Record every task in flight as interrupted (used when stopping at once)."""
+        interrupted = []
+        if self.shared is None:
+            return interrupted
+        for record, end in list(self.shared.active.values()):
+            record.interrupt(reason)
+            end()
+            interrupted.append(record)
+        self.shared.active.clear()
+        return interrupted
+

@@ -1,0 +1,228 @@
+"""One task x repeat, start to record: its context, the agent's stream, what its state says at the end.
+
+The task's record is written when it starts and again when it ends, however it ends: a limit or budget
+reached, a stop asked for, an error of its own (which never ends the other tasks). Its thread's state
+is the truth about the loop, also across resumes: the verdicts, the status and the answers are read
+back from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+from langchain_core.messages import HumanMessage, messages_to_dict
+
+from ..compat.deepagents import LoopState
+from ..config.schema import KeepCheckpoints
+from ..context import CURRENT_TASK, TaskContext, TaskRef
+from ..grader.evidence import final_status
+from ..grader.notes import TaskGrading
+from ..models.errors import explain_error, is_provider_error
+from ..observe.console import Console
+from ..observe.recorder import Recorder, preview
+from ..observe.tracing import task_trace, trace_labels
+from ..records import (
+    RESULT_FILE,
+    TRANSCRIPT_FILE,
+    ErrorInfo,
+    Evaluation,
+    RunRecord,
+    Status,
+    TaskRecord,
+    Verifications,
+    now,
+    write_json,
+    write_record,
+)
+from ..tasks.checks import verify
+from ..tasks.sets import Task
+from .answers import final_answer, first_answer, graded_attempts
+from .budgets import Budgets
+from .limits import LimitExceeded, TaskGuard
+from .plan import Plan
+from .signals import StopRequest, StopRequested
+
+
+@dataclass
+class Shared:
+    """What every task of a run shares: the plan and the run's header, the agent and its checkpointer, the
+    budgets, where events and lines go, the stop request, and the tasks under way (to record them at a hard stop)."""
+
+    plan: Plan
+    run: RunRecord
+    """The run's record: a run of one task holds its task's record, and is written as the task's is."""
+    agent: Any
+    saver: Any
+    budgets: Budgets
+    log: Any
+    console: Console
+    stop: StopRequest | None
+    active: dict[str, tuple[TaskRecord, Any]] = field(default_factory=dict)
+
+    def save(self, record: TaskRecord, task_dir: Path) -> None:
+        """Write a task's record: a task set's in its own dir, a run of one task's as part of the run's record."""
+        if self.plan.single:
+            self.run.task = record
+            write_record(task_dir / RESULT_FILE, self.run)
+        else:
+            write_record(task_dir / RESULT_FILE, record)
+
+
+class TaskRun:
+    """One task x repeat of a run (``previous``: its unfinished record, when the run is resumed)."""
+
+    def __init__(self, shared: Shared, task: Task, repeat: int, previous: TaskRecord | None) -> None:
+        plan = shared.plan
+        self.shared, self.task, self.repeat, self.previous = shared, task, repeat, previous
+        self.dir = plan.task_dir(task, repeat)
+        self.key = f"{task.id}-r{repeat}"
+        follow_up = plan.follow_up
+        self.record = TaskRecord(run_dir=str(self.dir), started_at=now(), task=task.message, rubric=task.rubric,
+                                 task_id=None if plan.single and follow_up is None else task.id,
+                                 repeat=None if plan.single and follow_up is None else repeat)
+        if follow_up is not None:
+            self.record.repeat = follow_up.repeat
+            self.record.task_id = follow_up.task_id
+            self.record.rubric_carried_over = follow_up.carries_over(task.rubric)
+        if previous is not None:
+            self.record.evaluations, self.record.usage = previous.evaluations, previous.usage
+            self.record.resumed, self.record.thread_id = previous.resumed + 1, previous.thread_id
+        self.record.thread_id = self.record.thread_id or plan.thread_id(task, repeat)
+        self.log = shared.log
+        self.console = shared.console if plan.single else Console(enabled=False)
+        self.started = time.monotonic()
+
+    @property
+    def ref(self) -> TaskRef:
+        """Which task this is, for code outside the loop."""
+        return TaskRef(self.task.id, self.repeat, str(self.dir), self.record.thread_id)
+
+    def end(self) -> None:
+        """Complete and write the task's record."""
+        self.record.complete(self.started)
+        self.shared.save(self.record, self.dir)
+        if not self.shared.plan.single:
+            self.log.info("task_end", status=self.record.status, iterations=self.record.iterations,
+                          wall_seconds=self.record.wall_seconds)
+
+    async def __call__(self) -> TaskRecord:
+        """Run the task's rubric loop and record how it ended; its errors stay its own."""
+        shared, record = self.shared, self.record
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if not shared.plan.single:  # this coroutine runs in its own asyncio task, so the binding stays its own
+            structlog.contextvars.bind_contextvars(task_id=self.task.id, repeat=self.repeat)
+        spent = shared.budgets.reached()
+        if spent is not None:  # no task starts once a budget is spent; one begun earlier was cut short
+            record.stop(Status.NOT_RUN if self.previous is None else Status.BUDGET_EXCEEDED, spent)
+            self.end()
+            return record
+        shared.save(record, self.dir)
+        shared.active[self.key] = (record, self.end)
+        values = None
+        if not shared.plan.single:
+            self.log.info("task_start", thread_id=record.thread_id, resumed=record.resumed)
+        try:
+            if shared.stop is not None:
+                shared.stop.check()
+            with task_trace(shared.run.header, record, self.task.id, self.repeat):  # a LangSmith trace of its own, while tracing is on
+                values = await self._loop()
+        except LimitExceeded as exc:
+            record.stop(exc.status, exc.hit)
+            self.log.warning(exc.status.value, limit=exc.hit.model_dump())
+        except StopRequested as exc:
+            record.interrupt(str(exc))
+            self.log.warning("interrupted", reason=str(exc))
+        except Exception as exc:  # one task's failure must not end the others, and leaves its record
+            record.fail(exc)
+            if is_provider_error(exc):
+                record.error.message = explain_error(exc, shared.plan.config.worker, "worker")
+            self.log.exception("task_error" if not shared.plan.single else "run_error")
+        shared.active.pop(self.key, None)
+        self.end()
+        if record.status.terminal and shared.plan.config.run.keep_checkpoints == KeepCheckpoints.latest:
+            await self._keep_latest_checkpoint(values)
+        return record
+
+    async def _keep_latest_checkpoint(self, values: dict[str, Any] | None) -> None:
+        """Cut a finished task's thread to its latest checkpoint (``values``: its state, when the task read it
+        as it ended); a failure leaves the thread readable, the task as it ended."""
+        from .checkpoints import keep_latest
+
+        try:
+            await keep_latest(self.shared.saver, self.shared.agent, self.record.thread_id, values)
+        except Exception as exc:
+            self.log.warning("checkpoint_cut_failed", thread_id=self.record.thread_id, error=ErrorInfo.of(exc).model_dump())
+
+    async def _loop(self) -> dict[str, Any]:
+        """The agent's stream for this task; the loop's end read from the thread's state, which is returned."""
+        shared, record, plan = self.shared, self.record, self.shared.plan
+        recorder = Recorder(self.log, record, self.console, plan.config.run.preview_chars)
+        guard = TaskGuard(plan.config.limits, shared.budgets, record, self.dir)  # after the recorder, whose counts it reads
+        grading = TaskGrading(plan.config.grader, plan.strategy or "", self.task.rubric, self.log, self.console)
+        CURRENT_TASK.set(TaskContext(self.ref, self.task.tools, recorder, grading))
+        run_config = {"configurable": {"thread_id": record.thread_id}, "callbacks": [recorder, guard],
+                      **trace_labels(shared.run.header, record, self.task.id, self.repeat)}
+        agent_input: dict[str, Any] | None = {"messages": [HumanMessage(self.task.message)], "rubric": self.task.rubric}
+        if record.rubric_carried_over:
+            del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
+        if record.resumed and (await shared.agent.aget_state(run_config)).next:
+            agent_input = None  # continue the interrupted step from the last checkpoint
+            self.log.info("run_resumed", thread_id=record.thread_id, resumed=record.resumed)
+        deadline = asyncio.timeout(plan.config.limits.wall_seconds)
+        try:
+            async with deadline:
+                stream = shared.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
+                async for mode, chunk in stream:
+                    if mode == "custom":
+                        recorder.on_stream_event(chunk)
+                    elif shared.stop is not None:
+                        shared.stop.check()
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise guard.expire() from None
+        finally:
+            recorder.forget_calls()  # a call a limit refused, or one cut off by the deadline, never ends
+            state = (await shared.agent.aget_state(run_config)).values
+            self._read_back(state)
+        if record.status is Status.ERROR:
+            record.error = ErrorInfo(type="NoVerdict", message="the grader never returned a verdict")
+        checks = plan.checks.get(self.task.id)
+        if record.status.terminal and checks:
+            await self._verify(checks, state.get("messages", []))
+        return state
+
+    def _read_back(self, values: dict[str, Any]) -> None:
+        """The transcript, answers, verdicts and status, as the thread's state holds them."""
+        record, follow_up = self.record, self.shared.plan.follow_up
+        messages = values.get("messages", [])
+        write_json(self.dir / TRANSCRIPT_FILE, {"thread_id": record.thread_id, "messages": messages_to_dict(messages)})
+        record.final_answer = final_answer(messages)
+        record.attempts = graded_attempts(messages)
+        loop = LoopState.of(values)
+        if follow_up is not None and loop.grading_run_id == follow_up.grading_run_id:
+            loop = LoopState.of({})  # stopped before this turn's grading run began: the turn before's verdict is not this one's
+        record.iterations = loop.iterations
+        if loop.evaluations:  # the checkpoint is the truth, also across resumes
+            record.evaluations = [Evaluation.model_validate(e) for e in loop.evaluations]
+            record.grading_run_id = loop.grading_run_id
+        record.status = final_status(Status.of_loop(loop.status), record.evaluations, self.shared.plan.config.grader.strict_coverage)
+
+    async def _verify(self, checks: list[Any], messages: list[Any]) -> None:
+        """Run the task's hidden checks on the first and the final answer; record and log what they found."""
+        record = self.record
+        record.first_answer = first_answer(messages)
+        final = await verify(checks, record.final_answer)
+        first = final if record.first_answer == record.final_answer else await verify(checks, record.first_answer)
+        record.verification = Verifications(first=first, final=final)
+        preview_chars = self.shared.plan.config.run.preview_chars
+        for which, verification in (("first", first), ("final", final)):
+            checks_seen = [{**check.model_dump(exclude={"details"}), "details": preview(check.details, preview_chars)}
+                           for check in verification.checks]
+            self.log.info("verification", answer=which, outcome=verification.outcome, error=verification.error, checks=checks_seen)
+        self.console.line(f"hidden verification: first answer {first.outcome}, final answer {final.outcome}")
