@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .compat.hydra import combinations, first_sweep
 from .config.compose import compose
-from .errors import UsageError
+from .errors import UsageError, unwritable
 from .loop.followup import next_turn, record_dir_of, resumed_turn
 from .loop.launch import launch
 from .loop.regrade import new_regrade_dir, regraded_dirs, transcript_dirs
@@ -117,7 +117,10 @@ def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool =
     launches = [planned for planned in launches if transcript_dirs(planned[1])]
     if not launches:
         raise UsageError(RUN_DIR, f"{root} holds no saved transcript", "give the dir of a run or sweep that has run")
-    out_dir = new_regrade_dir(root / REGRADES_DIR)
+    try:
+        out_dir = new_regrade_dir(root / REGRADES_DIR)
+    except OSError as exc:
+        raise unwritable(exc, RUN_DIR, "copy the run dir to a place you may write, and regrade the copy") from None
     records = []
     for grader, source, composed, cfg in launches:
         base = out_dir / str(graders.index(grader)) if multirun else out_dir

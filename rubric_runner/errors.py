@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+
+PLACE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+"""Errors of a place the user can fix: no permission, a read-only or full file system."""
+
 
 class UsageError(ValueError):
     """A problem the user can fix: ``key`` is the config key (``grader.model``) or the argument
@@ -15,3 +20,12 @@ class UsageError(ValueError):
 def unwritable(exc: OSError, key: str, fix: str) -> UsageError:
     """A place that could not be written (or read), as a usage error naming the path and the fix."""
     return UsageError(key, f"cannot write {exc.filename or 'there'}: {exc.strerror or exc}", fix)
+
+
+def place_error(exc: OSError, key: str) -> UsageError | None:
+    """``exc`` as a usage error when it is about a place the user can fix (a path it could not read or
+    write), else None."""
+    if exc.errno not in PLACE_ERRNOS or not exc.filename:
+        return None
+    return UsageError(key, f"cannot use {exc.filename}: {exc.strerror}",
+                      "give a dir you may read and write, or work on a copy of it in one")

@@ -280,3 +280,24 @@ def test_a_closed_pipe_ends_the_listing_quietly(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout.strip() == "count_syllables"
+
+
+@pytest.mark.parametrize("streams", ["stdout", "stdout and stderr"])
+def test_a_run_whose_reader_goes_away_ends_as_it_would_have(tmp_path, streams):
+    redirect = " 2>&1" if streams == "stdout and stderr" else ""
+    command = (f"set -o pipefail; {sys.executable} -m rubric_runner worker=scripted grader=scripted rubric=code "
+               f"hydra.run.dir=run{redirect} | head -1")
+    proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    record = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert (record["status"], record["exit_code"], proc.returncode) == ("satisfied", 0, 0), proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+
+
+def test_a_sweep_whose_reader_goes_away_ends_as_it_would_have(tmp_path):
+    command = (f"set -o pipefail; {sys.executable} -m rubric_runner -m worker=scripted grader=scripted rubric=code "
+               "grader.max_iterations=1,2 hydra.sweep.dir=sweep | head -1")
+    proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    records = [json.loads((tmp_path / "sweep" / job / "result.json").read_text()) for job in ("0", "1")]
+    assert [(r["status"], r["exit_code"]) for r in records] == [("max_iterations_reached", 1), ("satisfied", 0)]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert len((tmp_path / "sweep" / "summary.jsonl").read_text().splitlines()) == 2

@@ -168,3 +168,34 @@ def test_resume_and_continue_on_a_run_whose_finished_tasks_were_cut(tmp_path, ca
     contents = [m["data"]["content"] for m in json.loads((turn_dir / "transcript.json").read_text())["messages"]]
     assert contents[:2] == ["do a", "answer"] and "Now add a docstring" in contents
     assert checkpoints("a") == 1
+
+
+def test_a_many_task_run_killed_again_and_again_resumes_to_the_end(tmp_path):
+    """SIGKILL lands anywhere, between a scripted reply and its checkpoint too: each resume goes on from the
+    threads' saved messages, and no task finds its script used up."""
+    ids = [f"t{i:02d}" for i in range(40)]
+    dataset = write_dataset(tmp_path / "tasks.jsonl", ids)
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "draft", "latency": 0.01}, {"content": "final"}],
+                          grader=[verdict("needs_revision", ("c", False)), verdict("satisfied", ("c", True))])
+    run_dir = tmp_path / "run"
+    args = ["worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE, "run.console=false", f"worker.script={script}",
+            f"grader.script={script}", f"rubric.dataset={dataset}", "run.concurrency=4", f"hydra.run.dir={run_dir}"]
+    for kill_after in (6, 18, 30):
+        with cli_process(*args, cwd=tmp_path) as proc:
+            deadline = time.monotonic() + 120
+            while sum(e["event"] == "task_end" for e in _events(run_dir)) < kill_after:
+                assert time.monotonic() < deadline and proc.poll() is None, "the run ended before it could be killed"
+                time.sleep(0.01)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=60)
+        args = ["resume", str(run_dir)]
+    resumed = run_cli(*args, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["aggregate"]["statuses"] == {"satisfied": 40} and record["resumed"] == 3
+    for task in ids:
+        done = json.loads((run_dir / "tasks" / f"{task}-r0" / "result.json").read_text())
+        assert [e["result"] for e in done["evaluations"]] == ["needs_revision", "satisfied"], task
+        assert done["final_answer"] == "final", task
+        transcript = json.loads((run_dir / "tasks" / f"{task}-r0" / "transcript.json").read_text())["messages"]
+        assert [m["data"]["content"] for m in transcript].count(f"do {task}") == 1, task  # never started over

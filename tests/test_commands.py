@@ -49,6 +49,23 @@ def test_help_and_bad_arguments(capsys):
     assert "rubric-runner plugins: unexpected arguments --verbose" in capsys.readouterr().err
 
 
+def test_usage_lines_show_the_overrides_as_optional(capsys):
+    usages = {"resume": "[-h] [--config-dir DIR] RUN_DIR [OVERRIDE ...]",
+              "continue": "[-h] [--task ID] [--repeat K] [--config-dir DIR] RUN_DIR MESSAGE [OVERRIDE ...]",
+              "regrade": "[-h] [-m] [--config-dir DIR] RUN_DIR [OVERRIDE ...]"}
+    for command, usage in usages.items():
+        with pytest.raises(SystemExit):
+            run_command([command, "--help"])
+        assert capsys.readouterr().out.startswith(f"usage: rubric-runner {command} {usage}\n"), command
+        with pytest.raises(SystemExit) as exc:
+            run_command([command])
+        missing = "RUN_DIR, MESSAGE" if command == "continue" else "RUN_DIR"
+        assert exc.value.code == 2 and f"the following arguments are required: {missing} (" in capsys.readouterr().err
+    run_command(["--help"])
+    out = capsys.readouterr().out
+    assert " 4 below\n            sweep.fail_under (or report --fail-under), 5 stopped by a budget" in out
+
+
 def _imported_after(statements: str, modules: tuple[str, ...]) -> str:
     """Which of ``modules`` a fresh interpreter has imported after running ``statements``, as a printed list."""
     code = f"import sys\n{statements}\nprint(sorted(m for m in {modules!r} if m in sys.modules))"

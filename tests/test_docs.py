@@ -41,7 +41,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from rubric_runner.config.environment import API_KEY_ENV
 from rubric_runner.config.schema import Config
 from rubric_runner.paths import CONF_DIR
-from rubric_runner.plugins import hookspecs
+from rubric_runner.plugins import events, hookspecs
 from rubric_runner.sandbox import choose
 
 
@@ -412,6 +412,30 @@ def test_there_are_hooks():
 def test_hook_is_documented(hook):
     signature = f"{hook}({', '.join(inspect.signature(getattr(hookspecs, hook)).parameters)})"
     assert f"### {signature}\n" in readme.sections()["Writing a plugin"]
+
+
+EVENT_HOOKS = {hook: next(name for name in events.__all__ if f"``{name}``" in getattr(hookspecs, hook).__doc__)
+               for hook in HOOKS if hook.startswith("on_")}
+
+
+def _hook_section(hook: str) -> str:
+    """The README's ``### hook(...)`` subsection of "Writing a plugin"."""
+    parts = re.split(r"^### ", readme.sections()["Writing a plugin"], flags=re.MULTILINE)
+    return next(part for part in parts if part.startswith(f"{hook}("))
+
+
+def test_every_event_hook_is_handed_an_event_object():
+    assert sorted(EVENT_HOOKS.values()) == sorted(events.__all__)
+
+
+@pytest.mark.parametrize("hook", EVENT_HOOKS)
+def test_each_field_of_a_hooks_event_is_documented(hook):
+    event = getattr(events, EVENT_HOOKS[hook])
+    assert dataclasses.fields(event) and event.__dataclass_params__.frozen
+    section = _hook_section(hook)
+    assert re.search(rf"`(rubric_runner\.plugins\.events\.)?{event.__name__}`", section)
+    for field in dataclasses.fields(event):
+        assert f"`event.{field.name}`" in section, field.name
 
 
 @pytest.mark.parametrize("hook", HOOKS)

@@ -120,3 +120,44 @@ def test_second_signal_stops_at_once_and_resume_redoes_the_step(tmp_path):
     record = json.loads((run_dir / "result.json").read_text())
     assert record["status"] == "satisfied"
     assert [e["result"] for e in record["task"]["evaluations"]] == ["needs_revision", "satisfied"]
+
+
+def _interrupted(tmp_path: Path, signum: int) -> tuple[list[str], Path]:
+    """The slow run stopped by ``signum`` inside its first worker call."""
+    args, run_dir = _slow_run(tmp_path)
+    with cli_process(*args, cwd=tmp_path) as proc:
+        _wait_for(run_dir, "model_call_start")
+        time.sleep(0.3)
+        os.kill(proc.pid, signum)
+        proc.communicate(timeout=60)
+    return args, run_dir
+
+
+def test_a_second_resume_while_one_works_is_refused_naming_the_first(tmp_path):
+    _, run_dir = _interrupted(tmp_path, signal.SIGINT)
+    started_at = len(_events(run_dir))
+    with cli_process("resume", str(run_dir), cwd=tmp_path) as first:
+        deadline = time.monotonic() + 60
+        while not any(e["event"] == "model_call_start" for e in _events(run_dir)[started_at:]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = run_cli("resume", str(run_dir), cwd=tmp_path)
+        out, err = first.communicate(timeout=120)
+    assert second.returncode == 2 and second.stdout == ""
+    assert second.stderr.startswith(f"error: RUN_DIR: {run_dir} is in use by pid {first.pid} on "), second.stderr
+    assert len(second.stderr.splitlines()) == 1
+    assert first.returncode == 0, out + err
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "satisfied" and record["resumed"] == 1 and record["task"]["final_answer"] == GOOD_CODE
+
+
+def test_a_killed_runs_lock_is_taken_over_by_its_resume(tmp_path):
+    _, run_dir = _interrupted(tmp_path, signal.SIGKILL)
+    holder = json.loads((run_dir / ".lock").read_text())
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "running"  # it never wrote its end
+    with pytest.raises(ProcessLookupError):
+        os.kill(holder["pid"], 0)
+    resumed = run_cli("resume", str(run_dir), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "satisfied" and record["task"]["usage"]["worker"]["calls"] == 2
+    assert json.loads((run_dir / ".lock").read_text())["pid"] != holder["pid"]

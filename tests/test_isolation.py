@@ -45,7 +45,7 @@ from rubric_runner.sandbox import (
     run_cases,
     unavailable,
 )
-from rubric_runner.sandbox.isolation import INSTALL_FIX, UNISOLATED
+from rubric_runner.sandbox.isolation import INSTALL_FIX, NAMESPACES_FIX, UNISOLATED
 from rubric_runner.tools.builtin import run_test_suite
 from rubric_runner.tools.registry import bind_settings
 
@@ -393,6 +393,18 @@ def test_each_run_keeps_its_own_setting_when_runs_share_a_process(tmp_path):
     assert seen == {"none": "none", "auto": auto_backend()}
 
 
+def test_a_bubblewrap_that_cannot_make_namespaces_is_not_told_to_install_bubblewrap(tmp_path, monkeypatch):
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    refusal = choose("bwrap").refusal
+    assert refusal == ("sandbox.isolation=bwrap: bubblewrap (" + str(fake) + ") does not work here: bwrap: setting up uid "
+                       f"map: Permission denied. Fix: {NAMESPACES_FIX}")
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    assert choose("bwrap").refusal.endswith(f"Fix: {INSTALL_FIX}")
+
+
 def test_outside_any_run_the_sandbox_uses_auto():
     result = run_cases("def f():\n    return 1\n", "f", [{"name": "t", "expected": 1}], Limits())
     assert result["ok"] and result["isolation"] == auto_backend() and result["isolated"]
@@ -507,6 +519,18 @@ def test_an_ordinary_users_run_refreshes_its_report_in_a_child_process(ordinary_
     assert "**In progress: " in seen and " of 6 runs done.**" in seen
     assert (run_dir / "report.md").stat().st_uid == ordinary_user.uid
     assert "6 runs in 1 job: 6 satisfied" in (run_dir / "report.md").read_text()
+
+
+def test_an_ordinary_users_report_on_someone_elses_sweep_is_one_line(ordinary_user, installed_for_user):
+    sweep_dir = ordinary_user.tree / "roots_sweep"
+    made = run_cli("-m", "worker=scripted", "grader=scripted", "rubric=haiku", "run.console=false",
+                   "grader.max_iterations=2,3", f"hydra.sweep.dir={sweep_dir}", cwd=ordinary_user.tree)
+    assert made.returncode == 0, made.stderr
+    before = sorted(p.name for p in sweep_dir.iterdir())
+    report = _cli_as_user(ordinary_user, installed_for_user, "report", str(sweep_dir))
+    assert report.returncode == 2 and len(report.stderr.splitlines()) == 1, report.stdout + report.stderr
+    assert report.stderr.startswith(f"error: report: cannot use {sweep_dir}/.") and ": Permission denied (" in report.stderr
+    assert sorted(p.name for p in sweep_dir.iterdir()) == before
 
 
 def test_the_config_offers_exactly_the_sandbox_modes():

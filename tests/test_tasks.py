@@ -310,6 +310,17 @@ def test_regrade_with_another_grader_keeps_the_old_record(tmp_path):
     assert (run_dir / "result.json").read_text() == before
 
 
+def test_a_regrade_says_why_each_task_ended_in_grader_error(tmp_path, capsys):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
+    data = _dataset(tmp_path / "tasks.jsonl", ["t0", "t1"])
+    _, run_dir = _run(tmp_path, script, f"rubric.dataset={data}")
+    chatty = write_script(tmp_path / "chatty.yaml", worker=[], grader=[{"content": "Looks fine to me."}])
+    capsys.readouterr()
+    assert run_command(["regrade", str(run_dir), f"grader.script={chatty}"]) == 3
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("run/tasks/")]
+    assert len(lines) == 2 and all("answered in text instead of a verdict: 'Looks fine to me.'" in line for line in lines), lines
+
+
 def test_rate_limit_spaces_calls_to_a_provider(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
     data = _dataset(tmp_path / "tasks.jsonl", [f"t{i}" for i in range(4)])

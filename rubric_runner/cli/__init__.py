@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..errors import UsageError, place_error
 from ..paths import CONF_DIR
 from ..records import ExitCode
 
@@ -75,17 +76,22 @@ def runs_dir_argument(value: str) -> Path:
     return path.resolve() if path.is_dir() else run_dir_argument(value)
 
 
+def _add_overrides(parser: ArgumentParser, meaning: str) -> None:
+    """The optional overrides that end a command line (``-m`` and ``~key`` among them)."""
+    action = parser.add_argument("overrides", metavar="OVERRIDE", nargs=argparse.REMAINDER, help=f"{meaning} (optional)")
+    action.required = False  # argparse counts a REMAINDER as required when it names what is missing
+
+
 def _add_builtin_commands(subparsers: Any) -> None:
-    resume = subparsers.add_parser("resume", help="continue a run from its checkpoints, with its own overrides",
+    resume = subparsers.add_parser("resume", usage="%(prog)s [-h] [--config-dir DIR] RUN_DIR [OVERRIDE ...]", help="continue a run from its checkpoints, with its own overrides",
                                    description="Continue the run in RUN_DIR from its checkpoints, with the overrides it ran with.")
     resume.add_argument("--config-dir", metavar="DIR", help="a config dir the run's config needs, if it did not record it")
     resume.add_argument("run_dir", metavar="RUN_DIR", type=run_dir_argument, help="the run dir")
-    resume.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER,
-                        help="overrides that leave the tasks as they were, e.g. run.concurrency=2 (optional)")
+    _add_overrides(resume, "overrides that leave the tasks as they were, e.g. run.concurrency=2")
     resume.set_defaults(handler="rubric_runner.cli.launches:resume")
 
     follow = subparsers.add_parser(
-        "continue", help="continue a finished run's thread with a new message (a follow-up turn)",
+        "continue", usage="%(prog)s [-h] [--task ID] [--repeat K] [--config-dir DIR] RUN_DIR MESSAGE [OVERRIDE ...]", help="continue a finished run's thread with a new message (a follow-up turn)",
         description="Send MESSAGE on the thread of the run in RUN_DIR as a follow-up turn, graded against the same "
         "rubric (carried over) or a new one (rubric.text=...); its record goes to RUN_DIR/turns/<n>/.")
     follow.add_argument("--task", metavar="ID", help="the task to continue, in a multi-task run")
@@ -93,11 +99,10 @@ def _add_builtin_commands(subparsers: Any) -> None:
     follow.add_argument("--config-dir", metavar="DIR", help="a config dir the run's config needs, if it did not record it")
     follow.add_argument("run_dir", metavar="RUN_DIR", type=run_dir_argument, help="the run dir")
     follow.add_argument("message", metavar="MESSAGE", help="the follow-up message for the worker")
-    follow.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER,
-                        help="more overrides, e.g. rubric.text='- ...' or grader=gpt (optional)")
+    _add_overrides(follow, "more overrides, e.g. rubric.text='- ...' or grader=gpt")
     follow.set_defaults(handler="rubric_runner.cli.launches:continue_run")
 
-    regrade = subparsers.add_parser("regrade", help="grade a run's saved transcripts again, with another grader or rubric",
+    regrade = subparsers.add_parser("regrade", usage="%(prog)s [-h] [-m] [--config-dir DIR] RUN_DIR [OVERRIDE ...]", help="grade a run's saved transcripts again, with another grader or rubric",
                                     description="Grade the transcripts saved in RUN_DIR (a run dir, or a sweep dir: each of its "
                                     "runs) again, one grading pass each, and write the new records to RUN_DIR/regrades/<time>/. "
                                     "With -m, regrade with each combination of the overrides' values (grader=haiku,gpt), one "
@@ -105,8 +110,7 @@ def _add_builtin_commands(subparsers: Any) -> None:
     regrade.add_argument("-m", "--multirun", action="store_true", help="regrade with each value of a list (grader=haiku,gpt)")
     regrade.add_argument("--config-dir", metavar="DIR", help="a config dir the graders' config needs (a preset of yours)")
     regrade.add_argument("run_dir", metavar="RUN_DIR", type=runs_dir_argument, help="the run dir or sweep dir")
-    regrade.add_argument("overrides", metavar="OVERRIDES", nargs=argparse.REMAINDER,
-                         help="overrides for the grader or rubric, e.g. grader=gpt or rubric.text='- ...' (optional)")
+    _add_overrides(regrade, "overrides for the grader or rubric, e.g. grader=gpt or rubric.text='- ...'")
     regrade.set_defaults(handler="rubric_runner.cli.launches:regrade")
 
     report = subparsers.add_parser("report", help="write the summary files and reports of a sweep or run dir",
@@ -156,6 +160,20 @@ def _handler(handler: str | Callable[[argparse.Namespace], int | None]) -> Calla
     return getattr(importlib.import_module(module), function)
 
 
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; a usage error, or a path it may not read or write, is one line and exit 2."""
+    try:
+        return int(_handler(args.handler)(args) or 0)
+    except OSError as exc:
+        error = place_error(exc, args.command)
+        if error is None:
+            raise
+    except UsageError as exc:
+        error = exc
+    print(f"error: {error}", file=sys.stderr)
+    return ExitCode.USAGE
+
+
 def config_groups() -> dict[str, list[str]]:
     """Each selectable config group under conf/ and its options (read from the files)."""
     groups = {}
@@ -190,7 +208,7 @@ def run_command(argv: list[str]) -> int:
         args, extra = parser.parse_known_args(argv)
         if extra:
             parser.commands[args.command].error(f"unexpected arguments {' '.join(extra)}")
-        return int(_handler(args.handler)(args) or 0)
+        return _run(args)
     if "--help" in argv or "-h" in argv:
         print_help()
         return ExitCode.SATISFIED

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ..compat import hydra as compat_hydra
 from ..config.compose import register_configs
 from ..config.hydra_errors import usage_error
-from ..errors import UsageError
+from ..errors import UsageError, unwritable
 from ..loop.runtime import process_tweaks
 from ..observe.console import write_line
 from ..records.status import ExitCode, Status
@@ -81,7 +82,8 @@ def usage(exc: BaseException, argv: list[str]) -> int:
 
 def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None) -> None:
     """Before any job: every value of the sweep composes and passes the checks a run makes of its config,
-    and the sweep dir holds no other sweep's runs (unless resumed). Raises what a single run would."""
+    and the sweep dir can be written and holds no other sweep's runs (unless resumed). Raises what a single
+    run would."""
     from ..config.validate import validate
     from ..records import find_run_dirs
 
@@ -94,6 +96,11 @@ def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None) -
     if summary is not None:
         summary.begin(cfg)
     sweep_dir = Path(str(cfg.hydra.sweep.dir))
+    try:
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=sweep_dir).close()
+    except OSError as exc:
+        raise unwritable(exc, "hydra.sweep.dir", "choose a hydra.sweep.dir you may write") from None
     if find_run_dirs(sweep_dir) and sweep_dir.is_dir() and not OmegaConf.select(cfg, "run.resume"):
         raise UsageError("hydra.sweep.dir", f"{sweep_dir} already holds the runs of another sweep",
                          "leave hydra.sweep.dir unset for a new dir, or add run.resume=true to continue that sweep")

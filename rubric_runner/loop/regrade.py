@@ -80,7 +80,8 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
         target = plan.run_dir if transcript_dir == source else plan.run_dir / transcript_dir.relative_to(source)
         task = _graded(plan, middleware, transcript_dir, target, log, console)
         log.info("regrade_end", task_dir=str(transcript_dir), status=task.status)
-        console.line(f"{transcript_dir.relative_to(source.parent)}: {task.status}")
+        reason = f": {task.error.message}" if task.error is not None else ""
+        console.line(f"{transcript_dir.relative_to(source.parent)}: {task.status}{reason}")
         tally.add(index, task)
         if transcript_dir == source:
             record.task, record.status, record.error = task, task.status, task.error

@@ -95,7 +95,8 @@ class TaskRun:
         self.record.thread_id = self.record.thread_id or plan.thread_id(task, repeat)
         self.log = shared.log
         self.console = shared.console if plan.single else Console(enabled=False)
-        self.started = time.monotonic()
+        # a resumed task's time counts the part it ran before too
+        self.started = time.monotonic() - (previous.wall_seconds or 0.0 if previous is not None else 0.0)
 
     @property
     def ref(self) -> TaskRef:
@@ -170,18 +171,16 @@ class TaskRun:
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(self.task.message)], "rubric": self.task.rubric}
         if record.rubric_carried_over:
             del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
-        if record.resumed and (await shared.agent.aget_state(run_config)).next:
+        saved = await shared.agent.aget_state(run_config) if record.resumed else None
+        ended = saved is not None and not saved.tasks and self._turn_ended(saved.values)
+        if saved is not None and saved.tasks:  # steps begun (``next`` leaves out those whose writes are saved)
             agent_input = None  # continue the interrupted step from the last checkpoint
             self.log.info("run_resumed", thread_id=record.thread_id, resumed=record.resumed)
         deadline = asyncio.timeout(plan.config.limits.wall_seconds)
         try:
             async with deadline:
-                stream = shared.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
-                async for mode, chunk in stream:
-                    if mode == "custom":
-                        recorder.on_stream_event(chunk)
-                    elif shared.stop is not None:
-                        shared.stop.check()
+                if not ended:  # a turn that ended before its record was written is only read back
+                    await self._stream(agent_input, run_config, recorder)
         except TimeoutError:
             if not deadline.expired():
                 raise
@@ -196,6 +195,23 @@ class TaskRun:
         if record.status.terminal and checks:
             await self._verify(checks, state.get("messages", []))
         return state
+
+    async def _stream(self, agent_input: dict[str, Any] | None, run_config: dict[str, Any], recorder: Recorder) -> None:
+        """Run the agent on the thread, passing its stream events to the recorder and checking for a stop."""
+        stop = self.shared.stop
+        stream = self.shared.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
+        async for mode, chunk in stream:
+            if mode == "custom":
+                recorder.on_stream_event(chunk)
+            elif stop is not None:
+                stop.check()
+
+    def _turn_ended(self, values: dict[str, Any]) -> bool:
+        """Whether the thread's saved state holds this turn's final verdict (its process died before the
+        record was written); a follow-up turn's verdict is that of a grading run of its own."""
+        loop, follow_up = LoopState.of(values), self.shared.plan.follow_up
+        return (loop.status is not None and Status.of_loop(loop.status).terminal
+                and (follow_up is None or loop.grading_run_id != follow_up.grading_run_id))
 
     def _read_back(self, values: dict[str, Any]) -> None:
         """The transcript, answers, verdicts and status, as the thread's state holds them."""

@@ -47,3 +47,6 @@ class RunEnded:
 
     record: RunRecord
     """The run's record."""
+
+
+__all__ = ["GradingPassed", "RunEnded", "TaskEnded"]

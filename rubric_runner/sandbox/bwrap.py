@@ -99,6 +99,11 @@ def _probe(bwrap: str, uid: int) -> str | None:
     return None
 
 
+def installed() -> bool:
+    """Whether a ``bwrap`` is on PATH."""
+    return shutil.which("bwrap") is not None
+
+
 def unavailable() -> str | None:
     """Why bubblewrap cannot isolate code here (tried once per bwrap and user), or None."""
     found = shutil.which("bwrap")

@@ -16,6 +16,11 @@ INSTALL_FIX = (
     "install bubblewrap (apt install bubblewrap / dnf install bubblewrap), "
     "or set sandbox.isolation=none to run the code unisolated"
 )
+NAMESPACES_FIX = (
+    "bubblewrap is installed but cannot make its namespaces here: allow unprivileged user namespaces "
+    "(sysctl kernel.unprivileged_userns_clone=1; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0), "
+    "run where the container permits them, or set sandbox.isolation=none to run the code unisolated"
+)
 UNISOLATED = (
     "sandbox.isolation=none: generated code runs unisolated, "
     "with this user's access to files, network and processes"
@@ -72,6 +77,11 @@ def namespaces_unavailable() -> str | None:
     return None
 
 
+def bwrap_fix() -> str:
+    """What to do when bubblewrap cannot isolate: install it, or, when it is installed, let it make namespaces."""
+    return NAMESPACES_FIX if bwrap.installed() else INSTALL_FIX
+
+
 def unavailable(backend: str) -> str | None:
     """Why ``backend`` cannot run code here, or None when it can."""
     if backend == "bwrap":
@@ -95,10 +105,10 @@ def choose(mode: str) -> Choice:
         return Choice("none")
     if mode in ("bwrap", "namespaces"):
         problem = unavailable(mode)
-        fix = INSTALL_FIX if mode == "bwrap" else "use sandbox.isolation=auto (bubblewrap), or run as root"
+        fix = bwrap_fix() if mode == "bwrap" else "use sandbox.isolation=auto (bubblewrap), or run as root"
         return Choice(mode) if problem is None else Choice(None, f"sandbox.isolation={mode}: {problem}. Fix: {fix}")
     problems = {backend: unavailable(backend) for backend in ("bwrap", "namespaces")}
     for backend, problem in problems.items():
         if problem is None:
             return Choice(backend)
-    return Choice(None, f"no isolation is available: {problems['bwrap']}, and {problems['namespaces']}. Fix: {INSTALL_FIX}")
+    return Choice(None, f"no isolation is available: {problems['bwrap']}, and {problems['namespaces']}. Fix: {bwrap_fix()}")

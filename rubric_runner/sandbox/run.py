@@ -18,9 +18,9 @@ from typing import Any
 
 from . import bwrap
 from .isolation import (
-    INSTALL_FIX,
     UNISOLATED,
     IsolationSetting,
+    bwrap_fix,
     choose,
     current_setting,
 )
@@ -183,7 +183,7 @@ def _run(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
         flooded = out_path.stat().st_size >= limits.file_size_mb * 1024 * 1024
     result = _interpret(process.returncode, output_end, nonce, timed_out, flooded, duration, limits)
     if result.get("refused"):  # the namespace backend could not isolate, so nothing ran
-        return _refused(f"{result['refused']}. Fix: {INSTALL_FIX}", setting)
+        return _refused(f"{result['refused']}. Fix: {bwrap_fix()}", setting)
     result.update(isolation=choice.backend, isolated=choice.backend != "none")
     return result
 
