@@ -24,6 +24,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -91,16 +92,13 @@ def dataset(path: Path, tasks: int) -> Path:
     return path
 
 
-def compose(overrides: list[str]):
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
+def run_as_cli(overrides: list[str], run_dir: Path):
+    """``rubric_runner.run(overrides, run_dir)`` with the process-wide tweaks the command line opts in to."""
+    import rubric_runner
+    from rubric_runner.loop.runtime import process_tweaks
 
-    from rubric_runner.config.compose import register_configs
-    from rubric_runner.paths import CONF_DIR
-
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=overrides)
+    with process_tweaks():
+        return rubric_runner.run(overrides, run_dir)
 
 
 def scripted(script: Path, *extra: str) -> list[str]:
@@ -108,10 +106,10 @@ def scripted(script: Path, *extra: str) -> list[str]:
 
 
 def bench_overhead(tmp: Path, repeats: int) -> dict:
-    """rubric_runner.run() in-process versus create_deep_agent + RubricMiddleware called directly."""
+    """rubric_runner.run() in-process (its config composed each time) versus create_deep_agent +
+    RubricMiddleware called directly."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from rubric_runner.loop.launch import execute as run
     from rubric_runner.models.scripted import ScriptedChatModel, load_script
     from rubric_runner.paths import DATA_DIR
     from rubric_runner.tools.builtin import run_test_suite
@@ -145,11 +143,10 @@ def bench_overhead(tmp: Path, repeats: int) -> dict:
     def runner(checkpointer: str, *extra: str):
         overrides = scripted(script, "rubric=code", f"rubric.text={rubric}", f"rubric.task={task}",
                              f"run.checkpointer={checkpointer}", *extra)
-        cfg = compose(overrides)
 
         def once() -> None:
-            result = run(cfg, tmp / f"overhead-{next(counter)}", overrides)
-            assert result.status == "satisfied" and result.iterations == 3, result.error
+            result = run_as_cli(overrides, tmp / f"overhead-{next(counter)}")
+            assert result.status == "satisfied" and result.grading_passes() == 3, result.error
 
         return once
 
@@ -181,20 +178,57 @@ def bench_startup(repeats: int) -> dict:
     return rows
 
 
-def _multi_task_run(tmp: Path, name: str, tasks: int, concurrency: int, latency: float, *extra: str):
-    from rubric_runner.loop.launch import execute as run
+NO_EVIDENCE = ("~grader.tools.count_syllables", "rubric.evidence=[]")
+"""The default rubric (haiku) without its evidence rule, which has the grader call count_syllables before a
+satisfied verdict: the benchmarks' scripted graders give their verdicts straight away."""
 
-    script = latency_script(tmp / f"{name}.yaml", latency)
-    data = dataset(tmp / f"{name}.jsonl", tasks)
-    overrides = scripted(script, f"rubric.dataset={data}", f"run.concurrency={concurrency}", *extra)
-    cfg = compose(overrides)
+
+def task_set(stem: Path, tasks: int, concurrency: int, latency: float, *extra: str) -> list[str]:
+    """The overrides of a run of ``tasks`` one-iteration scripted tasks at ``concurrency``, ``latency`` seconds
+    per model call (the script and the task set written beside ``stem``)."""
+    script = latency_script(stem.parent / f"{stem.name}.yaml", latency)
+    data = dataset(stem.parent / f"{stem.name}.jsonl", tasks)
+    return scripted(script, f"rubric.dataset={data}", f"run.concurrency={concurrency}", *NO_EVIDENCE, *extra)
+
+
+def _multi_task_run(tmp: Path, name: str, tasks: int, concurrency: int, latency: float, *extra: str):
+    """``task_set`` run in a new run dir under ``tmp``: the wall time (config composed, run, final reports
+    written) and the run's record."""
+    overrides = task_set(tmp / name, tasks, concurrency, latency, *extra)
     started = time.perf_counter()
-    record = run(cfg, tmp / f"{name}-{time.monotonic_ns()}", overrides)
+    record = run_as_cli(overrides, tmp / f"{name}-{time.monotonic_ns()}")
     return time.perf_counter() - started, record
 
 
-def _bare_concurrent(tasks: int, concurrency: int, latency: float) -> float:
-    """The same tasks through create_deep_agent + RubricMiddleware directly (asyncio, a semaphore)."""
+def _sqlite_saver(path: Path):
+    """langgraph's ``SqliteSaver`` on a new file ``path`` for ``ainvoke``: its async methods run its sync ones
+    in place (it has none of its own; ``AsyncSqliteSaver`` hops to a thread per statement), WAL without an
+    fsync per commit. The same database work as the runner's SQLite checkpoints."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    class InPlaceSqliteSaver(SqliteSaver):
+        async def aget_tuple(self, config):
+            return self.get_tuple(config)
+
+        async def aput(self, config, checkpoint, metadata, new_versions):
+            return self.put(config, checkpoint, metadata, new_versions)
+
+        async def aput_writes(self, config, writes, task_id, task_path=""):
+            return self.put_writes(config, writes, task_id, task_path)
+
+        async def aget_delta_channel_history(self, *, config, channels):
+            return self.get_delta_channel_history(config=config, channels=channels)
+
+    connection = sqlite3.connect(path, check_same_thread=False)
+    connection.execute("PRAGMA synchronous=NORMAL")
+    return InPlaceSqliteSaver(connection)
+
+
+def _bare_concurrent(tasks: int, concurrency: int, latency: float, sqlite_dir: Path | None = None) -> float:
+    """The same tasks through create_deep_agent + RubricMiddleware directly (asyncio, a semaphore); checkpoints
+    in memory, or with ``sqlite_dir`` in a new SQLite file there. Returns the wall time."""
     import asyncio
 
     from langchain_core.messages import HumanMessage
@@ -207,7 +241,8 @@ def _bare_concurrent(tasks: int, concurrency: int, latency: float) -> float:
 
     worker = ScriptedChatModel(model="scripted:bench", turns=[{"content": "x", "latency": latency}])
     grader = ScriptedChatModel(model="scripted:bench", turns=[{**_verdict("satisfied", True), "latency": latency}])
-    agent = create_deep_agent(model=worker, middleware=[RubricMiddleware(model=grader)], checkpointer=InMemorySaver())
+    saver = InMemorySaver() if sqlite_dir is None else _sqlite_saver(sqlite_dir / f"bare-{time.monotonic_ns()}.sqlite")
+    agent = create_deep_agent(model=worker, middleware=[RubricMiddleware(model=grader)], checkpointer=saver)
 
     async def main() -> None:
         limit = asyncio.Semaphore(concurrency)
@@ -221,7 +256,25 @@ def _bare_concurrent(tasks: int, concurrency: int, latency: float) -> float:
 
     started = time.perf_counter()
     asyncio.run(main())
+    if sqlite_dir is not None:
+        saver.conn.close()
     return time.perf_counter() - started
+
+
+UNVERIFIED = "~rubric.verify.count_syllables"
+"""The concurrency runs' override: the bare script runs no hidden checks either."""
+
+SIDES = {"bare": "memory", "bare_sqlite": "sqlite", "runner_memory": "memory", "runner_sqlite": "sqlite"}
+"""What the CPU and instruction figures compare: the bare library and the runner, each with memory and SQLite checkpoints."""
+
+
+def no_latency_tasks(tmp: str, side: str, tasks: int, concurrency: int) -> None:
+    """``tasks`` tasks with no model latency at ``concurrency``, through ``side`` (one of ``SIDES``); the runner
+    without the rubric's hidden checks."""
+    if side.startswith("bare"):
+        _bare_concurrent(tasks, concurrency, 0.0, Path(tmp) if SIDES[side] == "sqlite" else None)
+    else:
+        _multi_task_run(Path(tmp), side, tasks, concurrency, 0.0, f"run.checkpointer={SIDES[side]}", UNVERIFIED)
 
 
 def _cpu_seconds(action: Callable[..., Any], *args: Any) -> float:
@@ -233,22 +286,15 @@ def _cpu_seconds(action: Callable[..., Any], *args: Any) -> float:
     return time.process_time() - started
 
 
-UNVERIFIED = "~rubric.verify.count_syllables"
-"""The concurrency runs' override: the bare script runs no hidden checks either."""
-
-
 def concurrency_cpu(tmp: str, tasks: int, concurrency: int, repeats: int) -> dict[str, list[float]]:
-    """CPU seconds of ``tasks`` tasks with no latency, ``repeats`` times each, interleaved: the bare library
-    and the runner with memory and SQLite checkpoints. ``bench_concurrency`` calls it in a fresh process,
-    so what ran before in the benchmark's own process does not weigh on it."""
-    tmp = Path(tmp)
-    _multi_task_run(tmp, "warm-cpu", 4, 4, 0.0, UNVERIFIED)
-    _bare_concurrent(4, 4, 0.0)
-    cpu: dict[str, list[float]] = {"bare": [], "runner_memory": [], "runner_sqlite": []}
+    """CPU seconds of ``tasks`` tasks with no latency, ``repeats`` times each side, interleaved. ``bench_concurrency``
+    calls it in a fresh process, so what ran before in the benchmark's own process does not weigh on it."""
+    for side in SIDES:
+        no_latency_tasks(tmp, side, 4, 4)  # imports and first-use caches
+    cpu: dict[str, list[float]] = {side: [] for side in SIDES}
     for _ in range(repeats):
-        cpu["bare"].append(_cpu_seconds(_bare_concurrent, tasks, concurrency, 0.0))
-        cpu["runner_memory"].append(_cpu_seconds(_multi_task_run, tmp, "cpu-m", tasks, concurrency, 0.0, "run.checkpointer=memory", UNVERIFIED))
-        cpu["runner_sqlite"].append(_cpu_seconds(_multi_task_run, tmp, "cpu-s", tasks, concurrency, 0.0, UNVERIFIED))
+        for side in SIDES:
+            cpu[side].append(_cpu_seconds(no_latency_tasks, tmp, side, tasks, concurrency))
     return cpu
 
 
@@ -257,7 +303,8 @@ def bench_concurrency(tmp: Path, repeats: int) -> dict:
     (the runner without the rubric's hidden checks, which the bare script does not run); and the CPU
     time per task with no latency."""
     tasks, latency, concurrency = 64, 0.1, 16
-    cpu = _in_fresh_process("concurrency_cpu", str(tmp), tasks, concurrency, repeats)
+    fresh = _in_fresh_process("concurrency_cpu", str(tmp), tasks, concurrency, repeats)
+    cpu = {side: statistics.median(seconds) for side, seconds in fresh.items()}
     _multi_task_run(tmp, "warm", 4, 4, 0.0, UNVERIFIED)
     _bare_concurrent(4, 4, 0.0)
     walls, bare_walls, memory_walls = [], [], []
@@ -285,49 +332,67 @@ def bench_concurrency(tmp: Path, repeats: int) -> dict:
         "memory_ratio_to_ideal": round(memory / ideal, 3),
         "bare_library_wall_s": round(bare, 4),
         "bare_ratio_to_ideal": round(bare / ideal, 3),
-        **{f"cpu_ms_per_task_{name}": round(statistics.median(values) / tasks * 1000, 2) for name, values in cpu.items()},
-        **{f"cpu_ratio_{name}": round(statistics.median(cpu[name]) / statistics.median(cpu["bare"]), 3) for name in ("runner_memory", "runner_sqlite")},
+        **{f"cpu_ms_per_task_{side}": round(seconds / tasks * 1000, 2) for side, seconds in cpu.items()},
+        "cpu_ratio_runner_memory": round(cpu["runner_memory"] / cpu["bare"], 3),
+        "cpu_ratio_runner_sqlite": round(cpu["runner_sqlite"] / cpu["bare"], 3),
+        "cpu_ratio_runner_sqlite_over_bare_sqlite": round(cpu["runner_sqlite"] / cpu["bare_sqlite"], 3),
         "concurrency_1_wall_s": round(serial, 4),
         "speedup_over_concurrency_1": round(serial / wall, 2),
         "target": "ratio_to_ideal <= 1.25 and speedup_over_concurrency_1 >= 10",
     }
 
 
-def instructions_run(tmp: str, tasks: int) -> None:
-    """What ``bench_instructions`` counts: a warm-up, then ``tasks`` no-latency tasks at concurrency 16
-    (memory checkpoints, no hidden checks)."""
-    _multi_task_run(Path(tmp), "warm", 4, 4, 0.0, "run.checkpointer=memory", UNVERIFIED)
-    _multi_task_run(Path(tmp), f"tasks-{tasks}", tasks, 16, 0.0, "run.checkpointer=memory", UNVERIFIED)
+def instructions_run(tmp: str, side: str, tasks: int) -> None:
+    """What ``bench_instructions`` counts: a warm-up of 4 tasks, then ``tasks`` tasks at concurrency 16, through ``side``."""
+    no_latency_tasks(tmp, side, 4, 4)
+    no_latency_tasks(tmp, side, tasks, 16)
+
+
+def _callgrind(tmp: Path, side: str, tasks: int) -> int:
+    """The instructions a fresh process executes in ``instructions_run(tmp, side, tasks)``, counted by callgrind
+    (in all its threads; not in child processes)."""
+    code = f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import run; run.instructions_run({str(tmp)!r}, {side!r}, {tasks})"
+    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp / f'callgrind.{side}.{tasks}'}", PYTHON, "-c", code],
+                          env={**ENV, "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
+    found = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise RuntimeError(f"callgrind of {side}, {tasks} tasks failed:\n{proc.stderr[-3000:]}")
+    return int(found.group(1))
 
 
 def bench_instructions(tmp: Path) -> dict:
-    """Instructions per task, counted by callgrind over a whole process: a run of 80 tasks against one
-    of 16, so start-up cancels out. Where timings are noisy, this count repeats to the instruction."""
+    """Instructions per task, counted by callgrind over whole processes: a run of 80 tasks against one of 16,
+    so start-up cancels out; the runner against the bare library, with memory and with SQLite checkpoints
+    (64 no-latency tasks at concurrency 16, as ``bench_concurrency``'s CPU figures). Where timings are noisy,
+    this count repeats to the instruction. Two processes at a time: each is single-threaded under valgrind."""
     if shutil.which("valgrind") is None:
         return {"skipped": "valgrind is not installed"}
-    counts = {}
-    for tasks in (16, 80):
-        code = f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import run; run.instructions_run({str(tmp)!r}, {tasks})"
-        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp / f'callgrind.{tasks}'}", PYTHON, "-c", code],
-                              env={**ENV, "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
-        found = re.search(r"Collected : (\d+)", proc.stderr)
-        if proc.returncode != 0 or found is None:
-            raise RuntimeError(f"callgrind of {tasks} tasks failed:\n{proc.stderr[-3000:]}")
-        counts[tasks] = int(found.group(1))
-    return {"instructions_16_tasks": counts[16], "instructions_80_tasks": counts[80],
-            "m_instructions_per_task": round((counts[80] - counts[16]) / 64 / 1e6, 2)}
+    runs = [(side, tasks) for side in SIDES for tasks in (16, 80)]
+    with ThreadPoolExecutor(2) as pool:
+        counts = dict(zip(runs, pool.map(lambda run: _callgrind(tmp, *run), runs)))
+    per_task = {side: (counts[side, 80] - counts[side, 16]) / 64 / 1e6 for side in SIDES}
+    rows: dict = {}
+    for checkpointer, bare, runner in (("memory", "bare", "runner_memory"), ("sqlite", "bare_sqlite", "runner_sqlite")):
+        rows[checkpointer] = {
+            "runner_m_instructions_per_task": round(per_task[runner], 2),
+            "bare_m_instructions_per_task": round(per_task[bare], 2),
+            "runner_over_bare": round(per_task[runner] / per_task[bare], 3),
+            **{f"{name}_instructions_{tasks}_tasks": counts[side, tasks] for name, side in (("runner", runner), ("bare", bare)) for tasks in (16, 80)},
+        }
+    rows["target"] = "runner_over_bare <= 1.15 with memory checkpoints, <= 1.30 with SQLite"
+    return rows
 
 
 def bench_cache(tmp: Path, repeats: int) -> dict:
     """The 64-task run again with the response cache: how much faster, how many model calls."""
     cache = tmp / "cache.sqlite"
     cold, record = _multi_task_run(tmp, "cache", 64, 16, 0.1, f"run.cache={cache}")
-    calls_cold = record.usage["worker"].calls + record.usage["grader"].calls
+    calls_cold = sum(record.task_usage()[role].calls for role in ("worker", "grader"))
     walls, calls_warm, hits = [], [], []
     for _ in range(repeats):
         wall, record = _multi_task_run(tmp, "cache", 64, 16, 0.1, f"run.cache={cache}")
         walls.append(wall)
-        calls_warm.append(record.usage["worker"].calls + record.usage["grader"].calls)
+        calls_warm.append(sum(record.task_usage()[role].calls for role in ("worker", "grader")))
         hits.append(record.aggregate.cache_hits)
     warm = statistics.median(walls)
     return {
@@ -342,32 +407,11 @@ def bench_cache(tmp: Path, repeats: int) -> dict:
     }
 
 
-MEMORY_PROBE = """
-import json, sys
-sys.path.insert(0, {bench!r})
-import run as bench
-from pathlib import Path
-
-def kib(field):
-    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field))
-
-tmp = Path({tmp!r})
-bench._multi_task_run(tmp, "warm", 4, 4, 0.0)  # imports and first-use caches before measuring
-baseline = kib("VmRSS:")
-open("/proc/self/clear_refs", "w").write("5")  # reset the peak (VmHWM) to the current RSS
-wall, record = bench._multi_task_run(tmp, "mem{tasks}", {tasks}, 16, 0.0)
-assert record.aggregate.satisfied == {tasks}
-print(json.dumps({{"baseline_kib": baseline, "peak_kib": kib("VmHWM:")}}))
-"""
-
-
 def bench_memory(tmp: Path) -> dict:
-    """Peak RSS while running 64 and 256 tasks, each in a fresh, warmed-up process."""
+    """Peak RSS while running 64 and 256 tasks at concurrency 16, each in a fresh, warmed-up process."""
     rows: dict = {}
     for tasks in (64, 256):
-        code = MEMORY_PROBE.format(bench=str(ROOT / "benchmarks"), tmp=str(tmp), tasks=tasks)
-        out = subprocess.run([PYTHON, "-c", code], env=ENV, capture_output=True, text=True, check=True).stdout
-        probe = json.loads(out.splitlines()[-1])
+        probe = _in_fresh_process("measured_task_run", str(tmp / f"mem{tasks}"), tasks, 16)
         rows[f"peak_rss_{tasks}_bytes"] = probe["peak_kib"] * 1024
         rows[f"growth_{tasks}_bytes"] = (probe["peak_kib"] - probe["baseline_kib"]) * 1024
     rows["growth_bytes_per_task_64"] = round(rows["growth_64_bytes"] / 64)
@@ -379,7 +423,7 @@ def bench_memory(tmp: Path) -> dict:
 def bench_sweep(tmp: Path) -> dict:
     """A 4-job multirun with scripted latency: the basic launcher versus joblib with n_jobs=2."""
     script = latency_script(tmp / "sweep.yaml", 0.5)
-    base = ["-m", *scripted(script), "run.checkpointer=memory", "rubric.task=a,b,c,d"]
+    base = ["-m", *scripted(script, *NO_EVIDENCE), "run.checkpointer=memory", "rubric.task=a,b,c,d"]
     rows = {}
     for name, extra in (("basic", []), ("joblib_n2", ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"])):
         started = time.perf_counter()
@@ -393,7 +437,13 @@ def bench_sweep(tmp: Path) -> dict:
 def bench_sandbox(repeats: int) -> dict:
     """Sandbox start-up per call, by isolation backend: the demo's pytest file, and a one-case table."""
     from rubric_runner.paths import DATA_DIR
-    from rubric_runner.sandbox import Limits, isolation_setting, run_cases, run_pytest, unavailable
+    from rubric_runner.sandbox import (
+        Limits,
+        isolation_setting,
+        run_cases,
+        run_pytest,
+        unavailable,
+    )
 
     solution = yaml.safe_load((DATA_DIR / "scripts" / "code.yaml").read_text())["second_attempt"]
     tests = (DATA_DIR / "suites" / "test_find_duplicates.py").read_text()
@@ -430,30 +480,25 @@ def scripted_task_run(run_dir: Path, tasks: int, concurrency: int = 32, *extra: 
 
     Other benchmarks reuse it for a large run dir to read (``report`` on a 10,000-task run).
     """
-    from rubric_runner.loop.launch import execute as run
-
-    script = latency_script(run_dir.parent / f"{run_dir.name}.yaml", 0.0)
-    data = dataset(run_dir.parent / f"{run_dir.name}.jsonl", tasks)
-    overrides = scripted(script, f"rubric.dataset={data}", f"run.concurrency={concurrency}", *extra)
-    return run(compose(overrides), run_dir, overrides)
+    return run_as_cli(task_set(run_dir, tasks, concurrency, 0.0, *extra), run_dir)
 
 
 def _kib(field: str) -> int:
     return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field))
 
 
-def measured_task_run(run_dir: str, tasks: int, *extra: str) -> dict:
+def measured_task_run(run_dir: str, tasks: int, concurrency: int, *extra: str) -> dict:
     """``scripted_task_run`` after a warm-up, with its wall time and this process's RSS before and at
-    peak; and the part of each spent on the tasks (``Session.run_tasks``: running them, or skipping
-    them on resume), before the run's record and its final reports are written."""
-    from rubric_runner.loop.session import Session
+    peak; and the part of each spent on the tasks (``TaskSet.run``: running them, or skipping them on
+    resume), before the run's record and its final reports are written."""
+    from rubric_runner.loop.run import TaskSet
 
     run_dir = Path(run_dir)
     scripted_task_run(run_dir.parent / f"warm-{time.monotonic_ns()}", 4, 4)  # imports and first-use caches
     baseline = _kib("VmRSS:")
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak (VmHWM) to the current RSS
     tasks_part: dict = {}
-    run_tasks = Session.run_tasks
+    run_tasks = TaskSet.run
 
     async def timed(self, *args):
         tasks_started = time.perf_counter()
@@ -462,12 +507,12 @@ def measured_task_run(run_dir: str, tasks: int, *extra: str) -> dict:
         finally:
             tasks_part.update(tasks_s=time.perf_counter() - tasks_started, tasks_peak_kib=_kib("VmHWM:"))
 
-    Session.run_tasks = timed
+    TaskSet.run = timed
     started = time.perf_counter()
     try:
-        record = scripted_task_run(run_dir, tasks, 32, *extra)
+        record = scripted_task_run(run_dir, tasks, concurrency, *extra)
     finally:
-        Session.run_tasks = run_tasks
+        TaskSet.run = run_tasks
     wall = time.perf_counter() - started
     assert record.aggregate is not None and record.aggregate.satisfied == tasks, record.aggregate
     return {"wall_s": round(wall, 3), "tasks_s": round(tasks_part["tasks_s"], 3), "baseline_kib": baseline,
@@ -510,8 +555,8 @@ def bench_scale(tmp: Path, tasks: int) -> dict:
     small = max(tasks // 10, 1)
     run_dir = tmp / f"scale-{tasks}"
     rows: dict = {"tasks": tasks, "concurrency": 32}
-    probe_small = _in_fresh_process("measured_task_run", str(tmp / f"scale-{small}"), small)
-    probe = _in_fresh_process("measured_task_run", str(run_dir), tasks)
+    probe_small = _in_fresh_process("measured_task_run", str(tmp / f"scale-{small}"), small, 32)
+    probe = _in_fresh_process("measured_task_run", str(run_dir), tasks, 32)
     rows["wall_s"] = probe["wall_s"]
     rows["tasks_per_s"] = round(tasks / probe["wall_s"], 1)
     rows["peak_rss_bytes"] = probe["peak_kib"] * 1024
@@ -521,12 +566,12 @@ def bench_scale(tmp: Path, tasks: int) -> dict:
     during, during_small = (probe["tasks_peak_kib"] - probe["baseline_kib"]) * 1024, (probe_small["tasks_peak_kib"] - probe_small["baseline_kib"]) * 1024
     rows[f"marginal_growth_during_tasks_bytes_per_task_{small}_to_{tasks}"] = round((during - during_small) / (tasks - small))
     rows.update(disk_per_task(run_dir, tasks))
-    resumed = _in_fresh_process("measured_task_run", str(run_dir), tasks, "run.resume=true")
+    resumed = _in_fresh_process("measured_task_run", str(run_dir), tasks, 32, "run.resume=true")
     assert resumed["reused"] == tasks, resumed
     rows["resume_finished_wall_s"] = resumed["wall_s"]
     rows["resume_finished_tasks_s"] = resumed["tasks_s"]
     rerun = _unstart(run_dir, 2)
-    half = _in_fresh_process("measured_task_run", str(run_dir), tasks, "run.resume=true")
+    half = _in_fresh_process("measured_task_run", str(run_dir), tasks, 32, "run.resume=true")
     assert half["reused"] == tasks - rerun, half
     rows["resume_half_finished_wall_s"] = half["wall_s"]
     rows["resume_half_finished_tasks_s"] = half["tasks_s"]
@@ -550,16 +595,15 @@ def bench_checkpoint_bytes(tmp: Path) -> dict:
     """Checkpoint bytes of one realistic task, keeping every step's checkpoint and only the latest."""
     import sqlite3
 
-    from rubric_runner.loop.launch import execute as run
     from rubric_runner.records import TRANSCRIPT_FILE
 
     script = realistic_script(tmp / "realistic.yaml")
     rows: dict = {}
     for keep in ("all", "latest"):
-        overrides = scripted(script, f"run.keep_checkpoints={keep}")
+        overrides = scripted(script, *NO_EVIDENCE, f"run.keep_checkpoints={keep}")
         run_dir = tmp / f"realistic-{keep}"
-        record = run(compose(overrides), run_dir, overrides)
-        assert (record.status, record.iterations) == ("satisfied", 3), record.error
+        record = run_as_cli(overrides, run_dir)
+        assert (record.status, record.grading_passes()) == ("satisfied", 3), record.error
         with sqlite3.connect(run_dir / "checkpoints.sqlite") as db:
             count, stored = db.execute("SELECT count(*), sum(length(checkpoint) + length(metadata)) FROM checkpoints").fetchone()
             stored += db.execute("SELECT coalesce(sum(length(value)), 0) FROM writes").fetchone()[0]
@@ -615,15 +659,14 @@ BENCHES = ("startup", "overhead", "concurrency", "instructions", "cache", "memor
 
 
 def _table(results: dict) -> str:
-    lines = [f"{'benchmark':<12} {'figure':<34} {'value':>12}", "-" * 60]
+    """Every number of the results, one line each (a nested figure's numbers under its name; samples left out)."""
+    lines = [f"{'benchmark':<16} {'figure':<48} {'value':>14}", "-" * 80]
     for bench, rows in results["benchmarks"].items():
         for key, value in rows.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                lines.append(f"{bench:<12} {key:<34} {value:>12}")
-            elif isinstance(value, dict):
-                for inner in ("median_s", "cpu_median_s", "wall_s"):
-                    if inner in value:
-                        lines.append(f"{bench:<12} {key + ' ' + inner:<34} {value[inner]:>12}")
+            inner = value.items() if isinstance(value, dict) else [("", value)]
+            for name, number in inner:
+                if isinstance(number, (int, float)) and not isinstance(number, bool):
+                    lines.append(f"{bench:<16} {(key + ' ' + name).strip():<48} {number:>14}")
     return "\n".join(lines)
 
 

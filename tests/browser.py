@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import time
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -59,7 +60,8 @@ class Elements(HTMLParser):
 
 class Page(HTMLParser):
     """The tables of a page (``tables[id]``: the body's rows, each a list of cell texts, each row's
-    ``data-*`` attributes in ``attrs[id]``), and the text of each element with an id or class."""
+    ``data-*`` attributes in ``attrs[id]``; an opened trail's row, ``tr.trail-row``, is no row of its
+    table), and the text of each element with an id or class."""
 
     def __init__(self, text):
         super().__init__()
@@ -72,7 +74,7 @@ class Page(HTMLParser):
         if tag == "table":
             self._table = attrs.get("id")
             self.tables[self._table], self.attrs[self._table] = [], []
-        elif tag == "tr" and self._table is not None and self._in_body:
+        elif tag == "tr" and self._table is not None and self._in_body and "trail-row" not in (attrs.get("class") or ""):
             self._row = []
             self.tables[self._table].append(self._row)
             self.attrs[self._table].append({k[5:]: v for k, v in attrs.items() if k.startswith("data-")})
@@ -104,3 +106,36 @@ class Page(HTMLParser):
         for _, names in self._open:
             for name in names:
                 self.texts[name] = self.texts.get(name, "") + data
+
+
+def layout(url: str, width: int, screenshot: Path) -> dict:
+    """Open ``url`` in headless chromium through Playwright, ``width`` px wide, and measure where things
+    end: ``page`` (the document's scroll width), each table's right edge (``tables``, by id; a table in a
+    box that scrolls sideways counts the box's), and the opened trail's (``trail``, None when none is
+    open); a full-page screenshot goes to ``screenshot``."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("playwright is missing: scripts/setup installs the test extra, which has it")
+        pytest.skip("playwright is not installed (the test extra has it: pip install -e '.[test]')")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.goto(url)
+            page.wait_for_load_state("load")
+            seen = page.evaluate("""() => ({
+                page: document.documentElement.scrollWidth,
+                tables: Object.fromEntries([...document.querySelectorAll("table")].map(t => {
+                    const box = t.closest(".wide") || t;
+                    return [t.id, Math.ceil(Math.max(t.getBoundingClientRect().right - box.scrollLeft,
+                                                     box.getBoundingClientRect().left + box.scrollWidth))];
+                })),
+                trail: (() => { const row = document.querySelector("tr.trail-row:not([hidden])");
+                                return row ? Math.ceil(Math.max(...[...row.querySelectorAll("*")].map(e => e.getBoundingClientRect().right))) : null; })(),
+            })""")
+            page.screenshot(path=str(screenshot), full_page=True)
+        finally:
+            browser.close()
+    return seen

@@ -89,3 +89,37 @@ def write_run_sweep(root: Path, jobs: int, workers: int = 4) -> None:
                            wall_seconds=task_record.wall_seconds, run_dir=str(job_dir))
         job_dir.mkdir(parents=True)
         (job_dir / RESULT_FILE).write_text(record.model_dump_json())
+
+
+def write_task_job(job_dir: Path, statuses: list[Status], config: dict | None = None, overrides: tuple[str, ...] = (),
+                   status: Status | None = None, iterations: list[int] | None = None, first: int = 0) -> RunRecord:
+    """A multi-task job in ``job_dir`` whose tasks (``t<first>``, ``t<first + 1>``, ... one repeat each) ended as ``statuses``,
+    run with the resolved ``config`` and ``overrides``; ``status``: the job's own (``running`` while it runs:
+    then it has no aggregate yet), else the worst of its tasks'."""
+    header = RunHeader(worker=ModelInfo(model="scripted:w"), grader=GraderInfo(model="scripted:judge", max_iterations=3),
+                       rubric=RubricInfo(name="code_tasks"), config=config or {},
+                       sources=ConfigSources(overrides=list(overrides)))
+    tally = TaskTally(len(statuses))
+    for index, task_status in enumerate(statuses):
+        passes = (iterations or [1] * len(statuses))[index] if task_status is not Status.NOT_RUN else 0
+        record = TaskRecord(
+            status=task_status, exit_code=int(task_status.exit_code), iterations=passes, task_id=f"t{first + index}", repeat=0,
+            evaluations=[Evaluation(iteration=i, result="satisfied" if task_status is Status.SATISFIED else "needs_revision")
+                         for i in range(passes)],
+            usage={"worker": Usage(calls=passes, input_tokens=900, output_tokens=120, total_tokens=1020 * bool(passes)),
+                   "grader": Usage(calls=passes, input_tokens=1500, output_tokens=80, total_tokens=1580 * passes)},
+            run_dir=str(job_dir / TASKS_DIR / f"t{first + index}-r0"), wall_seconds=1.5 * bool(passes),
+            started_at="2026-12-01T10:00:00.000+00:00", ended_at="2026-12-01T10:00:02.000+00:00",
+        )
+        Path(record.run_dir).mkdir(parents=True)
+        (Path(record.run_dir) / RESULT_FILE).write_text(record.model_dump_json())
+        tally.add(index, record)
+    record = RunRecord(run_dir=str(job_dir), header=header, started_at="2026-12-01T10:00:00.000+00:00")
+    if status is Status.RUNNING:
+        record.status = status
+    else:
+        tally.fill(record, repeats=1)
+        record.status = status or record.status
+        record.exit_code, record.ended_at = int(record.status.exit_code), "2026-12-01T10:00:03.000+00:00"
+    (job_dir / RESULT_FILE).write_text(record.model_dump_json())
+    return record

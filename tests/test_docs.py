@@ -125,18 +125,18 @@ COMMANDS: dict[str, dict[str, Runs | Composes | Skipped]] = {
         "rubric-runner --config-dir my_conf rubric=strings_plain '+grader.tools.run_test_suite={}'": Composes(KEY),
         "rubric-runner --config-dir my_conf rubric=strings worker=scripted grader=scripted "
         "worker.script=my_conf/strings_script.yaml grader.script=my_conf/strings_script.yaml": Runs(says=(
-            "tasks 2 x repeats 1: 2/2 satisfied (pass@k 1.00, pass^k 1.00)",
+            "tasks 2 x repeats 1: 2/2 satisfied (satisfied@1 1.00, satisfied^1 1.00)",
         )),
         "rubric-runner --config-dir my_conf rubric=strings_plain '+grader.tools.run_test_suite={}' "
         "worker=scripted grader=scripted worker.script=my_conf/strings_script.yaml "
-        "grader.script=my_conf/strings_script.yaml": Runs(says=("tasks 2 x repeats 1: 2/2 satisfied (pass@k 1.00, pass^k 1.00)",)),
+        "grader.script=my_conf/strings_script.yaml": Runs(says=("tasks 2 x repeats 1: 2/2 satisfied (satisfied@1 1.00, satisfied^1 1.00)",)),
     },
     "Can I trust my grader?": {
         "python -m rubric_runner rubric=code grader=haiku": StopsAtKey(),
         "python -m rubric_runner rubric=code '+rubric.verify.run_test_suite.wall_seconds=30'": StopsAtKey(),
         "python -m rubric_runner rubric=summary '~rubric.verify.text_stats'": StopsAtKey(),
         "python -m rubric_runner rubric=humaneval worker=scripted grader=scripted 'rubric.tasks=[0:5]'": Runs(
-            says=("tasks 5 x repeats 1: 3/5 satisfied (pass@k 0.60, pass^k 0.60)",), exit_code=1),
+            says=("tasks 5 x repeats 1: 3/5 satisfied (satisfied@1 0.60, satisfied^1 0.60)",), exit_code=1),
         "python -m rubric_runner rubric=humaneval worker=gpt grader=haiku 'rubric.tasks=[0:10]'": StopsAtKey(),
         "python -m rubric_runner rubric=humaneval worker=sonnet grader=haiku 'rubric.tasks=[0:50]' "
         "hydra.run.dir=outputs/he50": StopsAtKey(),
@@ -146,11 +146,12 @@ COMMANDS: dict[str, dict[str, Runs | Composes | Skipped]] = {
             "regrades the keyed run above, which stops at its key before any transcript exists"),
         "python -m rubric_runner rubric=humaneval worker=scripted grader=scripted 'rubric.tasks=[0:5]' "
         "hydra.run.dir=outputs/humaneval-demo": Runs(
-            says=("tasks 5 x repeats 1: 3/5 satisfied (pass@k 0.60, pass^k 0.60)",), exit_code=1),
+            says=("tasks 5 x repeats 1: 3/5 satisfied (satisfied@1 0.60, satisfied^1 0.60)",), exit_code=1),
         "rubric-runner regrade outputs/humaneval-demo -m 'grader.script=${package_data:scripts/judges/lenient.yaml},"
         "${package_data:scripts/judges/strict.yaml},${package_data:scripts/judges/careful.yaml}'": Runs(
-            says=("1. grader.script=${package_data:scripts/judges/careful.yaml}: error 0/5 (0.0%, 95% CI 0.0-43.4%)",
-                  "3. grader.script=${package_data:scripts/judges/strict.yaml}: error 3/5 (60.0%, 95% CI 23.1-88.2%)"),
+            says=("1. grader.script=${package_data:scripts/judges/careful.yaml}: balanced error 0.0% (95% CI 0.0-43.2%)",
+                  "2. grader.script=${package_data:scripts/judges/strict.yaml}: balanced error 50.0% (95% CI 21.9-82.9%)",
+                  "2. grader.script=${package_data:scripts/judges/lenient.yaml}: balanced error 50.0% (95% CI 17.1-78.1%)"),
             exit_code=1),
     },
     "Limits and budgets": {

@@ -107,7 +107,7 @@ def test_a_task_over_its_wall_clock_limit_ends_so_and_the_others_finish(tmp_path
     report = (run_dir / "report.md").read_text()
     assert "3 runs in 1 job: 2 satisfied, 1 limit_exceeded; satisfied rate 66.7%" in report
     assert {row[1]: row[2:] for row in _md_rows(report) if len(row) == 4} == {
-        "fast1": ["1/1", "-"], "slow": ["0/1", "scripted:demo"], "fast2": ["1/1", "-"]}
+        "fast1": ["1/1", "-"], "slow": ["0/1", "scripted:demo / scripted:demo / haiku"], "fast2": ["1/1", "-"]}
     stopped = [row for row in _md_rows(report) if "limits.wall_seconds" in " ".join(row)]
     assert [row[1] for row in stopped] == ["slow"]
 

@@ -118,3 +118,27 @@ def test_a_record_that_breaks_the_schema_is_read_as_unreadable(tmp_path):
         jsonschema.validate({"status": "finished"}, _schema("run.schema.json"))
     record = load_record(tmp_path)
     assert (record.status, record.error.type) == ("error", "BadRecord")
+
+
+def test_rerun_counts_the_tasks_a_run_worked_on(tmp_path):
+    """Finding 2: ``aggregate.rerun`` said 10 when 3 ran: tasks interrupted before they began count as none."""
+    from rubric_runner.records import RunRecord, TaskRecord, TaskTally, Usage
+
+    def task(status: Status, calls: int) -> TaskRecord:
+        return TaskRecord(status=status, task_id="t", usage={"worker": Usage(calls=calls), "grader": Usage()})
+
+    tally = TaskTally(10)
+    for index, record in enumerate([task(Status.SATISFIED, 2), task(Status.SATISFIED, 2), task(Status.INTERRUPTED, 1),
+                                    *(task(Status.INTERRUPTED, 0) for _ in range(7))]):
+        tally.add(index, record)
+    run = RunRecord()
+    tally.fill(run, repeats=1)
+    assert (run.aggregate.runs, run.aggregate.reused, run.aggregate.rerun) == (10, 0, 3)
+
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
+    data = tmp_path / "tasks.jsonl"
+    data.write_text("".join(json.dumps({"id": i, "task": f"do {i}"}) + "\n" for i in ("a", "b", "c")))
+    stop = StopRequest()
+    stop.signal_name = "SIGINT"  # Ctrl-C before any task began
+    record = _run(tmp_path, "run", script, f"rubric.dataset={data}", "run.concurrency=1", stop=stop)
+    assert (record.status, record.aggregate.statuses, record.aggregate.rerun) == (Status.INTERRUPTED, {"interrupted": 3}, 0)

@@ -9,7 +9,7 @@ import sys
 import time
 
 from conftest import ROOT, SCRIPTED_EVIDENCE, cli_process, verdict, write_script
-from many_runs import write_task_sweep
+from many_runs import write_task_job, write_task_sweep
 
 from rubric_runner.report import live
 
@@ -105,3 +105,19 @@ def test_refreshes_from_several_processes_at_once_leave_whole_files(tmp_path):
     assert seen, "no report was read while the refreshes ran"
     assert not list(sweep_dir.glob(".*.tmp")), "a temp file was left behind"
     assert "In progress: 2 of 2 jobs done, 400 runs done." in _text(sweep_dir / "report.html")
+
+
+def test_an_in_progress_job_row_adds_up_its_runs(tmp_path):
+    """Finding 3: an in-progress row read ``worker_tokens 0, grader_tokens 0, iterations 0`` beside ``runs 4,
+    satisfied 3``: it took the job's record, which has no totals until the job ends."""
+    from rubric_runner.records import Status, collect
+    from rubric_runner.report import Live, write_all
+
+    write_task_job(tmp_path, [Status.SATISFIED, Status.SATISFIED, Status.SATISFIED, Status.FAILED], status=Status.RUNNING,
+                   iterations=[1, 2, 1, 2])
+    write_all(tmp_path, collect(tmp_path), live=Live(jobs=1, runs=6))
+    [row] = [json.loads(line) for line in _text(tmp_path / "summary.jsonl").splitlines()]
+    assert (row["status"], row["runs"], row["satisfied"]) == ("running", 4, 3)
+    assert (row["worker_tokens"], row["grader_tokens"], row["mean_iterations"]) == (4 * 1020, 6 * 1580, 1.5)
+    assert row["partial"] == "partial: 4 of 6 runs finished"
+    assert "**In progress: 4 of 6 runs done.**" in _text(tmp_path / "report.md")

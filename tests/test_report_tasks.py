@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from browser import Page, browse, timed_dom
 from conftest import SCRIPTED_EVIDENCE, run_cli, verdict
-from many_runs import write_task_sweep
+from many_runs import write_task_job, write_task_sweep
 
 from rubric_runner.cli import run_command
+from rubric_runner.records import Status
 
 TASKS = [f"t{i}" for i in range(10)]
 CRITERION = "On topic"
@@ -65,6 +67,23 @@ def _md_rows(text: str, first: str) -> list[list[str]]:
     return [[c.strip() for c in line.strip("|").split(" | ")] for line in text.splitlines() if line.startswith(f"| {first} |")]
 
 
+def _md_table(text: str, heading: str) -> list[dict[str, str]]:
+    """The first Markdown table after ``heading``, a dict per row keyed by its header."""
+    lines = text.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    table = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        table.append([c.strip() for c in line.strip().strip("|").split(" | ")])
+    return [dict(zip(table[0], row, strict=True)) for row in table[2:]]
+
+
+def _label(worker: str) -> str:
+    """A group's label in the task sweep: the keys in which the two workers' configurations differ."""
+    return f"grader.script=\u2026/scripted:{worker}.yaml, worker.model=scripted:{worker}, worker.script=\u2026/scripted:{worker}.yaml"
+
+
 def test_fail_under_counts_runs_of_tasks(task_sweep):
     proc, _ = task_sweep
     assert proc.returncode == 4, proc.stderr
@@ -100,19 +119,20 @@ def test_report_md_counts_tasks_per_group_and_shows_the_matrix(task_sweep):
     _, sweep_dir = task_sweep
     text = (sweep_dir / "report.md").read_text()
     assert "40 runs in 2 jobs: 30 satisfied, 8 max_iterations_reached, 2 failed; satisfied rate 75.0%" in text
-    groups = {row[0]: row[3:9] for row in _md_rows(text, "scripted:alpha") + _md_rows(text, "scripted:beta") if len(row) == 18}
+    groups = {g["configuration"]: [g[k] for k in ("tasks", "runs", "satisfied", "satisfied@1", "satisfied@k", "satisfied^k", "k")]
+              for g in _md_table(text, "## By configuration")}
     assert groups == {
-        "scripted:alpha": ["10", "20", "14/20 (70.0%)", "7/10 (70.0%)", "7/10 (70.0%)", "2"],
-        "scripted:beta": ["10", "20", "16/20 (80.0%)", "8/10 (80.0%)", "8/10 (80.0%)", "2"],
+        _label("alpha"): ["10", "20", "14/20 (70.0%)", "70.0%", "70.0%", "70.0%", "2"],
+        _label("beta"): ["10", "20", "16/20 (80.0%)", "80.0%", "80.0%", "80.0%", "2"],
     }
-    matrix = {row[1]: row[2:] for row in _md_rows(text, "haiku") if len(row) == 5}
+    matrix = {row["task"]: [row[_label("alpha")], row[_label("beta")], row["missed by"]] for row in _md_table(text, "## Tasks x configurations")}
     missed = {t: sorted(w for w in FAILS if t in FAILS[w]) for t in TASKS}
     assert matrix == {
         t: ["0/2" if t in FAILS["alpha"] else "2/2", "0/2" if t in FAILS["beta"] else "2/2",
-            ", ".join(f"scripted:{w}" for w in missed[t]) or "-"]
+            ", ".join(_label(w) for w in missed[t]) or "-"]
         for t in TASKS
     }
-    criteria = text.split("### scripted:alpha / scripted:demo / haiku")[1].split("###")[0]
+    criteria = text.split(f"### {_label('alpha')}")[1].split("###")[0]
     assert _md_rows(criteria, CRITERION) == [[CRITERION, "12/20 (60.0%)", "14/20 (70.0%)"]]
 
 
@@ -135,18 +155,18 @@ def _page(sweep_dir: Path, hash_: str, profile: Path) -> Page:
 def test_html_filters_by_group_status_task_and_text(task_sweep, tmp_path):
     _, sweep_dir = task_sweep
     page = _page(sweep_dir, "runs?group=0&status=max_iterations_reached", tmp_path / "p")
-    columns = ["job", "task", "repeat", "worker"]
+    columns = ["job", "task", "repeat", "configuration"]
     shown = [dict(zip(columns, row)) for row in page.tables["runs"]]
-    assert [(r["task"], r["repeat"], r["worker"]) for r in shown] == [
-        (t, str(r), "scripted:alpha") for t in ("t1", "t4", "t7") for r in (0, 1)]
+    assert [(r["task"], r["repeat"], r["configuration"]) for r in shown] == [
+        (t, str(r), _label("alpha")) for t in ("t1", "t4", "t7") for r in (0, 1)]
     assert page.texts["runs-shown"].strip() == "1\u20136 of 6 (filtered from 40)"
 
     page = _page(sweep_dir, "runs?task=t8", tmp_path / "p")
-    assert [(row[3], row[6]) for row in page.tables["runs"]] == [
-        ("scripted:alpha", "satisfied"), ("scripted:alpha", "satisfied"), ("scripted:beta", "failed"), ("scripted:beta", "failed")]
+    assert [(row[3], row[4]) for row in page.tables["runs"]] == [
+        (_label("alpha"), "satisfied"), (_label("alpha"), "satisfied"), (_label("beta"), "failed"), (_label("beta"), "failed")]
 
     page = _page(sweep_dir, "runs?q=max_iter", tmp_path / "p")
-    assert len(page.tables["runs"]) == 8 and {row[6] for row in page.tables["runs"]} == {"max_iterations_reached"}
+    assert len(page.tables["runs"]) == 8 and {row[4] for row in page.tables["runs"]} == {"max_iterations_reached"}
 
     page = _page(sweep_dir, "runs", tmp_path / "p")
     assert len(page.tables["runs"]) == 40 and page.texts["runs-shown"].strip() == "1\u201340 of 40"
@@ -157,9 +177,9 @@ def test_html_matrix_sorts_to_what_only_one_model_misses(task_sweep, tmp_path):
     _, sweep_dir = task_sweep
     page = _page(sweep_dir, "matrix?sort=missed+by&order=descending", tmp_path / "p")
     rows = [(row[1], row[4]) for row in page.tables["matrix"]]
-    assert rows[:4] == [("t8", "scripted:beta"), ("t4", "scripted:alpha, scripted:beta"), ("t1", "scripted:alpha"),
-                        ("t7", "scripted:alpha")]
-    page = _page(sweep_dir, "matrix?sort=scripted%3Aalpha&order=ascending", tmp_path / "p")
+    assert rows[:4] == [("t8", _label("beta")), ("t4", f"{_label('alpha')}, {_label('beta')}"), ("t1", _label("alpha")),
+                        ("t7", _label("alpha"))]
+    page = _page(sweep_dir, f"matrix?{urlencode({'sort': _label('alpha'), 'order': 'ascending'})}", tmp_path / "p")
     assert [row[1] for row in page.tables["matrix"]][:3] == ["t1", "t4", "t7"]
 
 
@@ -187,9 +207,10 @@ def test_html_ignores_a_malformed_link(task_sweep, tmp_path):
 def test_pass_at_k_counts_tasks_satisfied_once_and_pass_hat_k_every_time(tmp_path, capsys):
     write_task_sweep(tmp_path, jobs=1, tasks=30, repeats=2)
     assert run_command(["report", str(tmp_path)]) == 0
-    [row] = [r for r in _md_rows((tmp_path / "report.md").read_text(), "scripted:w0") if len(r) == 18]
-    # never satisfied: tasks 0, 7, 14, 21, 28; satisfied once: the other multiples of 3
-    assert row[3:9] == ["30", "60", "42/60 (70.0%)", "25/30 (83.3%)", "17/30 (56.7%)", "2"]
+    [group] = _md_table((tmp_path / "report.md").read_text(), "## By configuration")
+    # never satisfied: tasks 0, 7, 14, 21, 28; satisfied once: the other multiples of 3; twice: the 17 others
+    assert [group[k] for k in ("tasks", "runs", "satisfied", "satisfied@1", "satisfied@k", "satisfied^k", "k")] == [
+        "30", "60", "42/60 (70.0%)", "70.0%", "83.3%", "56.7%", "2"]
 
 
 def test_single_task_jobs_of_different_tasks_count_as_those_tasks(tmp_path, capsys):
@@ -207,13 +228,16 @@ def test_single_task_jobs_of_different_tasks_count_as_those_tasks(tmp_path, caps
     )
     assert proc.returncode == 1, proc.stderr
     text = (sweep_dir / "report.md").read_text()
-    groups = {row[0]: row[3:9] for row in _md_rows(text, "scripted:alpha") + _md_rows(text, "scripted:beta") if len(row) == 18}
-    assert groups == {w: ["2", "2", "1/2 (50.0%)", "1/2 (50.0%)", "1/2 (50.0%)", "1"] for w in ("scripted:alpha", "scripted:beta")}
-    assert {row[1]: row[2:] for row in _md_rows(text, "haiku") if len(row) == 5} == {
-        "sea": ["1/1", "0/1", "scripted:beta"], "spring": ["0/1", "1/1", "scripted:alpha"]}
+    # the scripts' paths name the task: they vary with it, so they are no part of the configuration
+    groups = {g["configuration"]: [g[k] for k in ("tasks", "runs", "satisfied", "satisfied@1", "k")]
+              for g in _md_table(text, "## By configuration")}
+    workers = ("worker.model=scripted:alpha", "worker.model=scripted:beta")
+    assert groups == {w: ["2", "2", "1/2 (50.0%)", "50.0%", "1"] for w in workers}
+    assert {row["task"]: [row[workers[0]], row[workers[1]], row["missed by"]] for row in _md_table(text, "## Tasks x configurations")} == {
+        "sea": ["1/1", "0/1", workers[1]], "spring": ["0/1", "1/1", workers[0]]}
     page = _page(sweep_dir, "runs?task=spring", tmp_path / "p")
-    assert [(row[1], row[3], row[6]) for row in page.tables["runs"]] == [
-        ("spring", "scripted:alpha", "failed"), ("spring", "scripted:beta", "satisfied")]
+    assert [(row[1], row[3], row[4]) for row in page.tables["runs"]] == [
+        ("spring", workers[0], "failed"), ("spring", workers[1], "satisfied")]
 
 
 def test_ten_thousand_runs_report_is_bounded_and_opens_and_filters_in_chromium(tmp_path, capsys):
@@ -284,3 +308,87 @@ def test_reports_are_written_as_they_are_drawn_not_held_whole(tmp_path):
         tracemalloc.stop()
     size = sum(path.stat().st_size for path in paths)
     assert "<tr data-group=" in paths[1].read_text() and held < size, f"held {held:,} bytes to write {size:,}"
+
+
+CONFIG = {"worker": {"model": "scripted:w", "script": "w.yaml"}, "grader": {"model": "scripted:judge", "max_iterations": 3},
+          "rubric": {"name": "code_tasks", "tasks": [], "text": "- passes"}, "run": {"concurrency": 8}}
+"""A resolved config, as a run's header holds it."""
+
+
+def _config(**changes: dict) -> dict:
+    return {section: {**values, **changes.get(section, {})} for section, values in CONFIG.items()}
+
+
+def _report(root: Path) -> str:
+    from rubric_runner.records import collect
+    from rubric_runner.report import write_all
+
+    write_all(root, collect(root))
+    return (root / "report.md").read_text()
+
+
+def test_shards_of_one_configuration_merge_and_other_configurations_stay_apart(tmp_path):
+    """Finding 1: groups were (worker, grader, rubric); now a configuration, whatever tasks each job was given."""
+    statuses = [Status.SATISFIED] * 4 + [Status.FAILED]
+    write_task_job(tmp_path / "0", statuses, _config(rubric={"tasks": ["0:5"]}), ("rubric.tasks=[0:5]", "run.concurrency=8"))
+    write_task_job(tmp_path / "1", statuses, _config(rubric={"tasks": ["5:10"]}, run={"concurrency": 2}),
+                   ("rubric.tasks=[5:10]", "run.concurrency=2"), first=5)
+    write_task_job(tmp_path / "2", statuses, _config(grader={"max_iterations": 1}), ("grader.max_iterations=1",))
+    text = _report(tmp_path)
+    groups = {g["configuration"]: (g["tasks"], g["runs"], g["satisfied"]) for g in _md_table(text, "## By configuration")}
+    assert groups == {"grader.max_iterations=3": ("10", "10", "8/10 (80.0%)"), "grader.max_iterations=1": ("5", "5", "4/5 (80.0%)")}
+    [row] = [r for r in _md_table(text, "## Tasks x configurations") if r["task"] == "t7"]
+    assert (row["grader.max_iterations=3"], row["grader.max_iterations=1"]) == ("1/1", "-")
+
+
+def test_an_interrupted_run_reads_as_partial(tmp_path):
+    """Finding 2: ``10 runs: 8 interrupted, 2 satisfied; satisfied rate 20.0%`` with no banner."""
+    write_task_job(tmp_path, [Status.SATISFIED] * 2 + [Status.INTERRUPTED] * 8, CONFIG)
+    text = _report(tmp_path)
+    assert "**Partial: 2 of 10 runs finished.**" in text
+    assert ("partial: 2 of 10 runs finished; 10 runs in 1 job: 8 interrupted, 2 satisfied; satisfied rate 100.0% "
+            "of the 2 finished, 8 unfinished") in text
+    [group] = _md_table(text, "## By configuration")
+    assert (group["runs"], group["unfinished"], group["satisfied"]) == ("10", "interrupted 8", "2/2 (100.0%)")
+    assert "Partial: 2 of 10 runs finished." in (tmp_path / "report.html").read_text()
+    [row] = [json.loads(line) for line in (tmp_path / "summary.jsonl").read_text().splitlines()]
+    assert (row["finished"], row["unfinished"], row["satisfied_rate"], row["partial"]) == (
+        2, 8, 1.0, "partial: 2 of 10 runs finished")
+
+
+def test_tasks_a_budget_kept_from_running_are_counted_beside_the_rates(tmp_path, capsys):
+    """Finding 2: budget ``not_run`` tasks counted as not satisfied in the rates."""
+    write_task_job(tmp_path, [Status.SATISFIED, Status.SATISFIED, Status.FAILED, Status.NOT_RUN, Status.NOT_RUN], CONFIG)
+    assert run_command(["report", str(tmp_path)]) == 0
+    assert ("report: partial: 3 of 5 runs finished; 5 runs in 1 job: 2 satisfied, 2 not_run, 1 failed; satisfied rate "
+            "66.7% of the 3 finished, 2 unfinished") in capsys.readouterr().out
+    [group] = _md_table((tmp_path / "report.md").read_text(), "## By configuration")
+    assert (group["satisfied"], group["satisfied@1"], group["unfinished"]) == ("2/3 (66.7%)", "66.7%", "not_run 2")
+
+
+def test_a_failed_shard_is_a_job_that_did_not_start_not_a_task(tmp_path):
+    """Finding 9: tasks 6, pass@k 3/6 where it should read 3/5, the failed job apart."""
+    from rubric_runner.records import ErrorInfo, RunRecord
+
+    write_task_job(tmp_path / "0", [Status.SATISFIED] * 3 + [Status.FAILED] * 2, CONFIG)
+    failed = RunRecord(run_dir=str(tmp_path / "1"), status=Status.ERROR, exit_code=3,
+                       error=ErrorInfo(type="UsageError", message="rubric.tasks: [9:12] selects none of the dataset's 5 tasks"))
+    failed.header.config, failed.header.sources.overrides = _config(rubric={"tasks": ["9:12"]}), ["rubric.tasks=[9:12]"]
+    (tmp_path / "1").mkdir()
+    (tmp_path / "1" / "result.json").write_text(failed.model_dump_json())
+    text = _report(tmp_path)
+    [group] = _md_table(text, "## By configuration")
+    assert (group["tasks"], group["runs"], group["satisfied"], group["satisfied@k"]) == ("5", "5", "3/5 (60.0%)", "60.0%")
+    assert "partial: 5 of 5 runs finished, 1 job not started; 5 runs in 2 jobs" in text
+    [job] = _md_table(text, "## Jobs that did not start")
+    assert (job["job"], job["error"]) == ("1", "UsageError: rubric.tasks: [9:12] selects none of the dataset's 5 tasks")
+    assert [r["job"] for r in _md_table(text, "## Runs")] == ["0"] * 5
+
+
+def test_a_jobs_iterations_are_a_mean_per_run(tmp_path):
+    """Finding 10: a multi-task job's ``iterations`` was a sum ("satisfied after 51 grading passes")."""
+    write_task_job(tmp_path, [Status.SATISFIED] * 4, CONFIG, iterations=[1, 2, 2, 1])
+    _report(tmp_path)
+    [row] = [json.loads(line) for line in (tmp_path / "summary.jsonl").read_text().splitlines()]
+    assert row["mean_iterations"] == 1.5 and "iterations" not in row
+    assert [json.loads(line)["iterations"] for line in (tmp_path / "summary_tasks.jsonl").read_text().splitlines()] == [1, 2, 2, 1]

@@ -38,7 +38,9 @@ def test_basic_sweep_writes_a_row_per_job_and_exits_3(basic_sweep):
     assert [r["status"] for r in rows] == STATUSES
     assert [r["worker"] for r in rows] == ["scripted:alpha", "scripted:beta"] * 3
     assert {r["grader"] for r in rows} == {"scripted:demo"} and {r["rubric"] for r in rows} == {"haiku"}
-    assert [r["iterations"] for r in rows] == [1, 1, 2, 0, 2, 2]
+    # a job's iterations are a mean over its runs; the crashed job has no run to take one of
+    assert [r["mean_iterations"] for r in rows] == [1.0, 1.0, 2.0, None, 2.0, 2.0]
+    assert [r["runs"] for r in rows] == [1, 1, 1, 0, 1, 1]
     crashed = rows[3]
     assert crashed["error"].startswith("IsADirectoryError:") and "events.jsonl" in crashed["error"]
     assert "worker.model=scripted\\:beta" in crashed["overrides"]
@@ -55,7 +57,8 @@ def test_basic_sweep_writes_a_row_per_job_and_exits_3(basic_sweep):
             assert row["worker_tokens"] > 0 and row["grader_tokens"] > 0
             for name in ("events.jsonl", "transcript.json", ".hydra/overrides.yaml"):
                 assert (job_dir / name).is_file(), name
-    assert "sweep: 6 runs: 3 satisfied, 2 max_iterations_reached, 1 error; satisfied rate 50.0% -> exit 3" in proc.stdout
+    assert ("sweep: partial: 5 of 5 runs finished, 1 job not started; 5 runs in 6 jobs: 3 satisfied, 2 max_iterations_reached; "
+            "satisfied rate 60.0% -> exit 3") in proc.stdout
 
 
 def test_summary_csv_matches_jsonl(basic_sweep):
@@ -66,8 +69,9 @@ def test_summary_csv_matches_jsonl(basic_sweep):
     assert len(table) == len(rows) == 6
     for line, row in zip(table, rows):
         assert line["overrides"] == " ".join(row["overrides"])
-        for key in ("job", "worker", "grader", "rubric", "status", "iterations", "worker_tokens", "grader_tokens", "error"):
+        for key in ("job", "worker", "grader", "rubric", "status", "runs", "worker_tokens", "grader_tokens", "error"):
             assert line[key] == str(row[key]), key
+        assert line["mean_iterations"] == ("" if row["mean_iterations"] is None else str(row["mean_iterations"]))
 
 
 def test_job_without_any_record_is_still_a_row(basic_sweep, tmp_path):
@@ -162,7 +166,9 @@ def test_joblib_worker_killed_mid_run_is_a_row(tmp_path):
     assert (sweep_dir / "report.md").is_file()
 
 
-def test_ctrl_c_stops_the_sweep_and_keeps_its_summary(tmp_path):
+def test_ctrl_c_stops_the_sweep_and_keeps_its_summary_marked_partial(tmp_path):
+    """Finding 2: an interrupted sweep read ``1 run: 1 interrupted; satisfied rate 0.0%``, leaving out the job
+    that never started, and counting the unfinished run as a failure."""
     good, _, _ = write_scripts(tmp_path / "scripts")
     slow = write_script(tmp_path / "slow.yaml", [{"content": "slow", "latency": 2}], [])
     sweep_dir = tmp_path / "sweep"
@@ -172,9 +178,15 @@ def test_ctrl_c_stops_the_sweep_and_keeps_its_summary(tmp_path):
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
-    assert "sweep: 1 run: 1 interrupted; satisfied rate 0.0% -> exit 130" in stdout
-    assert [r["status"] for r in read_rows(sweep_dir)] == ["interrupted"]
+    partial = "partial: 0 of 1 runs finished, 1 job not started"
+    assert f"sweep: {partial}; 1 run: 1 interrupted; satisfied rate - of the 0 finished, 1 unfinished -> exit 130" in stdout
+    assert [(r["status"], r["finished"], r["unfinished"], r["partial"]) for r in read_rows(sweep_dir)] == [
+        ("interrupted", 0, 1, partial)]
     assert not (sweep_dir / "1").exists()
+    for name in ("report.md", "report.html"):
+        assert "Partial: 0 of 1 runs finished, 1 job not started." in (sweep_dir / name).read_text(), name
+    again = run_cli("report", str(sweep_dir), cwd=tmp_path)  # later, from the records and the sweep's multirun.yaml
+    assert f"report: {partial}; 1 run: 1 interrupted" in again.stdout
 
 
 def test_sweep_rejected_by_hydra_exits_2_without_summary(tmp_path):

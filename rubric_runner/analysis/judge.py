@@ -1,149 +1,320 @@
-"""How far a grader can be trusted, measured against hidden verification: its confusion matrix, the
-loop's lift from the first attempt to the final answer, and the spend per verified success.
+"""How far a grader can be trusted, measured against hidden verification: its confusion matrix and
+the rates a reviewer reads off it, the loop's lift from the first attempt to the final answer, pass@k
+on the checks, the pass rate corrected for the grader's errors, and the spend per verified success.
 
-Only runs whose answers were verified count (``RunRecord.verification``). The ground truth is the
-final answer's verification; a final answer that could not be verified is counted apart, never as a
-pass and never in the matrix. A verdict other than ``satisfied`` is a rejection.
+The ground truth is the final answer's hidden verification. The matrix holds the runs whose final
+answer passed or failed and whose verdict was one: ``satisfied`` (accepted), or ``failed`` or
+``max_iterations_reached`` (rejected). A run that ended otherwise (``grader_error``, ``unsupported``,
+a limit, an error) is counted apart, by its status, and an unverifiable final answer is counted apart
+too: neither is in the matrix nor in a pass rate's denominator. When a task has several runs, every
+interval resamples whole tasks (``intervals.cluster_bootstrap``); otherwise it is exact on the counts.
 """
 
 from __future__ import annotations
 
-import math
-import re
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypeVar
 
 from ..records import CheckOutcome, RunHeader, Status, TaskRecord
+from . import intervals
+from .intervals import Interval
+from .numbers import fmt_num, fmt_p, fmt_pct, fmt_pts, rounded
+from .passk import PassK, pass_k
 from .prices import billed, cost_of
 
 T = TypeVar("T")
 
-Z95 = 1.959963984540054
-"""The standard normal quantile of a two-sided 95% interval."""
+VERDICTS = {Status.SATISFIED: True, Status.FAILED: False, Status.MAX_ITERATIONS_REACHED: False}
+"""The statuses that are the grader's verdict on a final answer: accepted (True) or rejected."""
+
+
+def _span(interval: Interval) -> str:
+    """``95% CI 9.5-90.5%``."""
+    low, high = interval
+    return f"95% CI {fmt_pct(low)[:-1]}-{fmt_pct(high)}"
 
 
 @dataclass(frozen=True)
 class Rate:
-    """``part`` of ``whole``, with its Wilson score 95% interval."""
+    """``part`` of ``whole``, with its 95% interval: Wilson's, or when the runs are repeats of fewer
+    ``tasks``, the task-clustered bootstrap's (``clustered``)."""
 
     part: int
     whole: int
+    tasks: int | None = None
+    """The tasks behind the runs, when some task has several runs (the interval is then clustered)."""
+    clustered: Interval | None = None
 
     @property
     def value(self) -> float | None:
         return self.part / self.whole if self.whole else None
 
     @property
-    def interval(self) -> tuple[float, float] | None:
-        """The Wilson score interval (sound for small samples and for 0 or 100%); None when ``whole`` is 0."""
+    def interval(self) -> Interval | None:
         if not self.whole:
             return None
-        n, p, z2 = self.whole, self.part / self.whole, Z95 * Z95
-        center = (p + z2 / (2 * n)) / (1 + z2 / n)
-        half = Z95 / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-        return max(0.0, center - half), min(1.0, center + half)
+        return self.clustered if self.tasks is not None else intervals.wilson(self.part, self.whole)
 
     def __str__(self) -> str:
-        """``1/4 (25.0%, 95% CI 4.6-69.9%)``, or ``-`` when there is nothing to count."""
+        """``1/4 (25.0%, 95% CI 4.6-69.9%)``; ``7/8 (87.5%, 95% CI 50.0-100.0%, 3 tasks)`` when clustered;
+        ``-`` when there is nothing to count."""
         if not self.whole:
             return "-"
-        low, high = self.interval
-        return f"{self.part}/{self.whole} ({self.value:.1%}, 95% CI {100 * low:.1f}-{high:.1%})"
+        interval = self.interval
+        tasks = f", {self.tasks} task{'' if self.tasks == 1 else 's'}" if self.tasks is not None else ""
+        return f"{self.part}/{self.whole} ({fmt_pct(self.value)}{', ' + _span(interval) if interval else ''}{tasks})"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure that is not a count's share (a mean of two rates, a difference, a corrected rate), with
+    its 95% interval."""
+
+    value: float | None
+    interval: Interval | None
+
+    def __str__(self) -> str:
+        """``37.5% (95% CI 12.0-70.1%)``, or ``-``."""
+        if self.value is None:
+            return "-"
+        return fmt_pct(self.value) + (f" ({_span(self.interval)})" if self.interval else "")
+
+
+class Tally(NamedTuple):
+    """What a set of runs adds up to: the matrix, the answers' checks, and the verdicts."""
+
+    satisfied_passed: int = 0
+    satisfied_failed: int = 0
+    rejected_passed: int = 0
+    rejected_failed: int = 0
+    final_passed: int = 0
+    final_decided: int = 0
+    """Final answers that passed or failed their checks (not unverifiable)."""
+    first_passed: int = 0
+    first_decided: int = 0
+    kept: int = 0
+    """Runs whose first and final answers both passed."""
+    broken: int = 0
+    fixed: int = 0
+    never: int = 0
+    """Runs whose first and final answers both failed."""
+    satisfied: int = 0
+    verdicts: int = 0
+    """Runs with a verdict (``VERDICTS``), verified or not; ``satisfied`` of them accepted."""
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def false_satisfied(t: Tally) -> float | None:
+    return _share(t.satisfied_failed, t.satisfied_failed + t.rejected_failed)
+
+
+def false_rejection(t: Tally) -> float | None:
+    return _share(t.rejected_passed, t.rejected_passed + t.satisfied_passed)
+
+
+def false_discovery(t: Tally) -> float | None:
+    return _share(t.satisfied_failed, t.satisfied_failed + t.satisfied_passed)
+
+
+def balanced_error(t: Tally) -> float | None:
+    fs, fr = false_satisfied(t), false_rejection(t)
+    return None if fs is None or fr is None else (fs + fr) / 2
+
+
+def first_pass(t: Tally) -> float | None:
+    return _share(t.first_passed, t.first_decided)
+
+
+def final_pass(t: Tally) -> float | None:
+    return _share(t.final_passed, t.final_decided)
+
+
+def lift(t: Tally) -> float | None:
+    return _share(t.fixed - t.broken, t.kept + t.broken + t.fixed + t.never)
+
+
+def corrected_pass(t: Tally) -> float | None:
+    """Rogan–Gladen: the grader's satisfied rate over every run with a verdict, corrected with its
+    sensitivity (1 - false rejection) and specificity (1 - false satisfied) on the verified ones."""
+    fs, fr, apparent = false_satisfied(t), false_rejection(t), _share(t.satisfied, t.verdicts)
+    if fs is None or fr is None or apparent is None:
+        return None
+    return intervals.rogan_gladen(apparent, 1 - fr, 1 - fs)
+
+
+RATES: dict[str, tuple[Callable[[Tally], float | None], Callable[[Tally], tuple[int, int]]]] = {
+    "false_satisfied": (false_satisfied, lambda t: (t.satisfied_failed, t.satisfied_failed + t.rejected_failed)),
+    "false_rejection": (false_rejection, lambda t: (t.rejected_passed, t.rejected_passed + t.satisfied_passed)),
+    "false_discovery": (false_discovery, lambda t: (t.satisfied_failed, t.satisfied_failed + t.satisfied_passed)),
+    "first": (first_pass, lambda t: (t.first_passed, t.first_decided)),
+    "final": (final_pass, lambda t: (t.final_passed, t.final_decided)),
+}
+"""The judgement's rates: each a function of the tally, and its (part, whole)."""
+ESTIMATES = {"balanced_error": balanced_error, "lift": lift, "corrected_pass": corrected_pass}
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """What a judgement reads of one run: how it ended, its answers' verification, what it cost, and
+    which task and transcript it was."""
+
+    status: Status
+    verified_first: bool | None
+    verified_final: bool | None
+    """Whether the first attempt and the final answer passed their checks; None when not decided."""
+    verified_outcome: CheckOutcome | None
+    """The final answer's verification outcome; None when it was not verified."""
+    tokens: int | None
+    """Billed tokens of the run, worker and grader (a regrade's: with its transcript's worker); None unknown."""
+    cost: float | None
+    task: Hashable = None
+    """Runs of one task are repeats: intervals resample tasks."""
+    transcript: str | None = None
+    """Which transcript was judged: graders rank only on the same ones."""
+
+
+def tally(run: Judged) -> Tally:
+    """One run's contribution to a tally."""
+    verdict = VERDICTS.get(run.status)
+    first, final = run.verified_first, run.verified_final
+    decided = run.verified_outcome is not None and run.verified_outcome is not CheckOutcome.UNVERIFIABLE
+    in_matrix = decided and verdict is not None and final is not None
+    paired = first is not None and final is not None
+    return Tally(
+        satisfied_passed=int(in_matrix and verdict and final), satisfied_failed=int(in_matrix and verdict and not final),
+        rejected_passed=int(in_matrix and not verdict and final), rejected_failed=int(in_matrix and not verdict and not final),
+        final_passed=int(final is True), final_decided=int(final is not None),
+        first_passed=int(first is True), first_decided=int(first is not None),
+        kept=int(paired and first and final), broken=int(paired and first and not final),
+        fixed=int(paired and not first and final), never=int(paired and not first and not final),
+        satisfied=int(verdict is True), verdicts=int(verdict is not None),
+    )
+
+
+def _added(tallies: Iterable[Tally]) -> Tally:
+    return Tally(*map(sum, zip(*tallies, strict=True))) if tallies else Tally()
 
 
 @dataclass(frozen=True)
 class Judgement:
     """A set of runs' verdicts against their hidden verification, and what the loop and the runs cost."""
 
+    tally: Tally
     runs: int
-    """Runs whose answers were verified (the final answer passed, failed, or was unverifiable)."""
-    satisfied_passed: int
-    satisfied_failed: int
-    rejected_passed: int
-    rejected_failed: int
+    """Runs whose final answer was verified (passed, failed, or unverifiable)."""
     unverifiable: int
-    """Runs whose final answer could not be verified: in no cell of the matrix."""
-    first_passed: int
-    final_passed: int
-    fixed: int
-    """Runs whose first attempt failed and final answer passed."""
-    broken: int
-    """Runs whose first attempt passed and final answer failed."""
-    tokens: int
-    """Billed tokens of every run in the set, worker and grader."""
+    """Runs whose final answer could not be checked: in no cell of the matrix, in no pass rate."""
+    outside: dict[str, int]
+    """Runs whose answer was checked but whose run ended without a verdict, by status (``grader_error``,
+    ``unsupported``, a limit): counted apart, in no cell of the matrix."""
+    tasks: int
+    repeated: bool
+    """Some task has several runs: the intervals resample tasks."""
+    tokens: int | None
     cost: float | None
-    """Estimated USD of every run in the set; None when a model has no price."""
+    transcripts: frozenset[str] = frozenset()
+    per_task: tuple[Tally, ...] = ()
+    """Each task's tally."""
+    clustered: dict[str, Interval | None] = field(default_factory=dict)
+    """Each figure's task-clustered interval, when ``repeated``."""
+    pass_k: PassK | None = None
+    """pass@1, pass@k and pass^k on the hidden checks of the final answers (unverifiable ones left out)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name in Tally._fields:
+            return getattr(self.tally, name)
+        raise AttributeError(name)
+
+    def _rate(self, name: str) -> Rate:
+        counts = RATES[name][1]
+        part, whole = counts(self.tally)
+        tasks = sum(counts(t)[1] > 0 for t in self.per_task) if self.repeated else None
+        return Rate(part, whole, tasks, self.clustered.get(name))
 
     @property
     def false_satisfied(self) -> Rate:
-        """Of the final answers that failed verification, those the grader accepted: its leniency."""
-        return Rate(self.satisfied_failed, self.satisfied_failed + self.rejected_failed)
+        """Of the final answers that failed their checks, those the grader accepted: its leniency."""
+        return self._rate("false_satisfied")
 
     @property
     def false_rejection(self) -> Rate:
-        """Of the final answers that passed verification, those the grader rejected: its strictness."""
-        return Rate(self.rejected_passed, self.rejected_passed + self.satisfied_passed)
+        """Of the final answers that passed their checks, those the grader rejected: its strictness."""
+        return self._rate("false_rejection")
 
     @property
-    def error(self) -> Rate:
-        """Verdicts that disagree with verification, of all verified final answers."""
-        decided = self.runs - self.unverifiable
-        return Rate(self.satisfied_failed + self.rejected_passed, decided)
+    def false_discovery(self) -> Rate:
+        """Of the grader's ``satisfied`` verdicts on checked answers, those whose answer failed."""
+        return self._rate("false_discovery")
 
     @property
     def first(self) -> Rate:
-        """The first attempts that passed verification, of all verified runs (unverifiable ones do not pass)."""
-        return Rate(self.first_passed, self.runs)
+        """First attempts that passed their checks, of those checked (unverifiable ones left out)."""
+        return self._rate("first")
 
     @property
     def final(self) -> Rate:
-        """The final answers that passed verification, of all verified runs."""
-        return Rate(self.final_passed, self.runs)
+        """Final answers that passed their checks, of those checked (unverifiable ones left out)."""
+        return self._rate("final")
+
+    def _estimate(self, name: str, exact: Interval | None) -> Estimate:
+        value = ESTIMATES[name](self.tally)
+        return Estimate(value, self.clustered.get(name) if self.repeated else exact if value is not None else None)
 
     @property
-    def lift(self) -> float | None:
-        """The loop's lift: final pass rate minus first pass rate."""
-        return (self.final_passed - self.first_passed) / self.runs if self.runs else None
+    def balanced_error(self) -> Estimate:
+        """The mean of the false-satisfied and false-rejection rates: what a grader gets wrong, whatever
+        share of the answers pass (the error rate over all answers moves with that share)."""
+        t = self.tally
+        exact = intervals.mean_of_two((t.satisfied_failed, t.satisfied_failed + t.rejected_failed),
+                                      (t.rejected_passed, t.rejected_passed + t.satisfied_passed))
+        return self._estimate("balanced_error", exact)
+
+    @property
+    def lift(self) -> Estimate:
+        """What the loop adds: the final answers' pass rate minus the first attempts', over the runs whose
+        two answers were both checked, with Newcombe's paired interval."""
+        t = self.tally
+        return self._estimate("lift", intervals.paired_difference(t.kept, t.broken, t.fixed, t.never))
+
+    @property
+    def lift_p(self) -> float | None:
+        """The exact McNemar p-value of ``fixed`` against ``broken`` (runs taken as independent pairs)."""
+        t = self.tally
+        return intervals.mcnemar(t.fixed, t.broken) if t.kept + t.broken + t.fixed + t.never else None
+
+    @property
+    def corrected_pass(self) -> Estimate:
+        """Rogan–Gladen's pass rate: the grader's satisfied rate over every run with a verdict (checked
+        or not), corrected for its measured sensitivity and specificity; its interval is the bootstrap's."""
+        return Estimate(corrected_pass(self.tally), self.clustered.get("corrected_pass"))
 
     @property
     def tokens_per_success(self) -> float | None:
-        return self.tokens / self.final_passed if self.final_passed else None
+        return self.tokens / self.final_passed if self.final_passed and self.tokens is not None else None
 
     @property
     def cost_per_success(self) -> float | None:
         return self.cost / self.final_passed if self.final_passed and self.cost is not None else None
 
 
-@dataclass(frozen=True, slots=True)
-class Judged:
-    """What a judgement reads of one run: its verdict, its answers' verification, what it cost."""
-
-    satisfied: bool
-    verified_first: bool | None
-    verified_final: bool | None
-    verified_outcome: CheckOutcome | None
-    """The final answer's verification outcome; None when it was not verified."""
-    tokens: int
-    cost: float | None
-
-
-Task = tuple[RunHeader, TaskRecord]
-"""A task as a judgement reads it: its run's header (who ran it) and its record."""
-
-
-def judged(task: Task, prices: dict[str, dict[str, float]]) -> Judged:
-    """What a judgement reads of a task."""
+def judged(task: tuple[RunHeader, TaskRecord], prices: dict[str, dict[str, float]]) -> Judged:
+    """What a judgement reads of a task: its run's header (who ran it) and its record."""
     header, record = task
     final = record.verification.final if record.verification else None
     return Judged(
-        satisfied=record.status is Status.SATISFIED, verified_first=record.verified("first"),
-        verified_final=record.verified("final"), verified_outcome=final.outcome if final else None,
-        tokens=record.tokens(), cost=cost_of(billed(header, record.usage), prices),
+        status=record.status, verified_first=record.verified("first"), verified_final=record.verified("final"),
+        verified_outcome=final.outcome if final else None, tokens=record.tokens(),
+        cost=cost_of(billed(header, record.usage), prices), task=record.task_id or record.task,
+        transcript=record.regraded_from or record.run_dir,
     )
 
 
-def judge(tasks: Iterable[Task], prices: dict[str, dict[str, float]]) -> Judgement | None:
+def judge(tasks: Iterable[tuple[RunHeader, TaskRecord]], prices: dict[str, dict[str, float]]) -> Judgement | None:
     """The judgement of ``tasks``; None when none of them was verified."""
     return judge_all([judged(task, prices) for task in tasks])
 
@@ -153,62 +324,36 @@ def judge_all(runs: list[Judged]) -> Judgement | None:
     verified = [r for r in runs if r.verified_outcome is not None]
     if not verified:
         return None
-    decided = [r for r in verified if r.verified_outcome is not CheckOutcome.UNVERIFIABLE]
-
-    def count(satisfied: bool, passed: bool) -> int:
-        return sum(r.satisfied is satisfied and (r.verified_final is True) is passed for r in decided)
-
-    costs = [r.cost for r in runs]
+    tasks = [("run", i) if run.task is None else run.task for i, run in enumerate(runs)]  # unnamed: a task each
+    by_task: dict[Hashable, list[Tally]] = {}
+    for run, task in zip(runs, tasks):  # a verdict without verification counts in the grader's apparent pass rate
+        if run.verified_outcome is not None or run.status in VERDICTS:
+            by_task.setdefault(task, []).append(tally(run))
+    per_task = [_added(tallies) for tallies in by_task.values()]
+    total = _added(per_task)
+    repeated = any(len(tallies) > 1 for tallies in by_task.values())
+    figures = {name: f for name, (f, _) in RATES.items()} | ESTIMATES if repeated else {"corrected_pass": corrected_pass}
+    found = intervals.cluster_bootstrap(per_task, [lambda counts, f=f: f(Tally(*counts)) for f in figures.values()])
+    clustered = dict(zip(figures, found))
+    outside = Counter(r.status.value for r in verified
+                      if r.status not in VERDICTS and r.verified_outcome is not CheckOutcome.UNVERIFIABLE)
+    checks: dict[Hashable, list[int]] = {}
+    for run, task in zip(runs, tasks):
+        if run.verified_final is not None:
+            n_c = checks.setdefault(task, [0, 0])
+            n_c[0] += 1
+            n_c[1] += run.verified_final
+    tokens, costs = [r.tokens for r in runs], [r.cost for r in runs]
     return Judgement(
-        runs=len(verified),
-        satisfied_passed=count(True, True),
-        satisfied_failed=count(True, False),
-        rejected_passed=count(False, True),
-        rejected_failed=count(False, False),
-        unverifiable=len(verified) - len(decided),
-        first_passed=sum(r.verified_first is True for r in verified),
-        final_passed=sum(r.verified_final is True for r in verified),
-        fixed=sum(r.verified_first is False and r.verified_final is True for r in verified),
-        broken=sum(r.verified_first is True and r.verified_final is False for r in verified),
-        tokens=sum(r.tokens for r in runs),
-        cost=None if None in costs else sum(costs),
+        tally=total, runs=len(verified),
+        unverifiable=sum(r.verified_outcome is CheckOutcome.UNVERIFIABLE for r in verified),
+        outside=dict(sorted(outside.items())), tasks=len({t for r, t in zip(runs, tasks) if r.verified_outcome is not None}),
+        repeated=repeated,
+        tokens=None if None in tokens else sum(tokens), cost=None if None in costs else sum(costs),
+        transcripts=frozenset(r.transcript for r in verified if r.transcript is not None), per_task=tuple(per_task),
+        clustered=clustered,
+        pass_k=pass_k(map(tuple, checks.values())),
     )
-
-
-def grader_key(header: RunHeader) -> tuple[str, str]:
-    """Who judged a run: the grader's model, and for a regrade its overrides (two graders of one model,
-    e.g. with other prompts, rank apart)."""
-    return header.grader.model or "?", " ".join(header.regraded_with or []) if header.regraded_from else ""
-
-
-def grader_label(key: tuple[str, str]) -> str:
-    """A ``grader_key`` as shown: a regrade's overrides (unescaped as typed), else the grader's model."""
-    model, overrides = key
-    return re.sub(r"\\(.)", r"\1", overrides) or model  # Hydra escapes a swept value's ${...}
-
-
-SUMMARY_FIELDS = (
-    "verified_runs", "satisfied_passed", "satisfied_failed", "rejected_passed", "rejected_failed", "unverifiable",
-    "false_satisfied_rate", "false_rejection_rate", "error_rate", "first_passed", "final_passed", "first_pass_rate",
-    "final_pass_rate", "lift", "tokens_per_success", "usd_per_success",
-)
-"""A judgement's columns in the summary files: the matrix's counts, the rates as fractions, the lift,
-the spend per verified success."""
-
-
-def summary_fields(judgement: Judgement | None) -> dict[str, Any]:
-    """A judgement as the summary files' ``SUMMARY_FIELDS``; each None when nothing was verified."""
-    if judgement is None:
-        return dict.fromkeys(SUMMARY_FIELDS)
-    j = judgement
-    return {
-        "verified_runs": j.runs, "satisfied_passed": j.satisfied_passed, "satisfied_failed": j.satisfied_failed,
-        "rejected_passed": j.rejected_passed, "rejected_failed": j.rejected_failed, "unverifiable": j.unverifiable,
-        "false_satisfied_rate": j.false_satisfied.value, "false_rejection_rate": j.false_rejection.value,
-        "error_rate": j.error.value, "first_passed": j.first_passed, "final_passed": j.final_passed,
-        "first_pass_rate": j.first.value, "final_pass_rate": j.final.value, "lift": j.lift,
-        "tokens_per_success": j.tokens_per_success, "usd_per_success": j.cost_per_success,
-    }
 
 
 def judge_groups(items: Iterable[T], key: Callable[[T], Hashable], prices: dict[str, dict[str, float]],
@@ -222,15 +367,81 @@ def judge_groups(items: Iterable[T], key: Callable[[T], Hashable], prices: dict[
     return {k: j for k, j in judged_groups.items() if j is not None}
 
 
-def ranked(judgements: dict[Hashable, Judgement]) -> list[tuple[Hashable, Judgement]]:
-    """The graders from the fewest errors against verification to the most: by error rate, then
-    false-satisfied rate (a lenient grader lets a broken answer end the loop), then more verified runs."""
-    def order(item: tuple[Hashable, Judgement]) -> tuple[float, float, int]:
-        judgement = item[1]
-        return _or_worst(judgement.error.value), _or_worst(judgement.false_satisfied.value), -judgement.runs
+RANK_RULE = ("graders are ranked only against graders that judged the same transcripts, by balanced error "
+             "(the mean of the false-satisfied and false-rejection rates), lowest first; equal balanced "
+             "errors share a rank; a grader with no other on its transcripts, or without both passing and "
+             "failing answers, is not ranked")
 
-    return sorted(judgements.items(), key=order)
+
+def ranking(judgements: dict[Hashable, Judgement]) -> list[tuple[int | None, Hashable, Judgement]]:
+    """The graders as ``RANK_RULE`` ranks them: (rank or None, key, judgement), ranked ones first, by
+    transcripts judged, then rank, then the lower false-satisfied rate."""
+    by_transcripts: dict[frozenset[str], list[Hashable]] = {}
+    for key, judgement in judgements.items():
+        by_transcripts.setdefault(judgement.transcripts, []).append(key)
+    ranked: list[tuple[int | None, Hashable, Judgement]] = []
+    unranked: list[tuple[int | None, Hashable, Judgement]] = []
+    for keys in sorted(by_transcripts.values(), key=len, reverse=True):
+        scored = [k for k in keys if judgements[k].balanced_error.value is not None]
+        if len(scored) < 2:
+            unranked += [(None, k, judgements[k]) for k in keys]
+            continue
+        order = sorted(scored, key=lambda k: (judgements[k].balanced_error.value, _or_worst(judgements[k].false_satisfied.value)))
+        errors = [rounded(judgements[k].balanced_error.value, 9) for k in order]
+        ranked += [(errors.index(error) + 1, k, judgements[k]) for k, error in zip(order, errors)]
+        unranked += [(None, k, judgements[k]) for k in keys if k not in scored]
+    return ranked + unranked
+
+
+def ranking_line(rank: int | None, label: str, j: Judgement) -> str:
+    """One grader of a ranking, for the console."""
+    return (f"{rank if rank is not None else '-'}. {label}: balanced error {j.balanced_error}; false satisfied "
+            f"{j.false_satisfied}; false rejection {j.false_rejection}; false discovery {j.false_discovery}; "
+            f"unverifiable {j.unverifiable}" + "".join(f"; {status} {n}" for status, n in j.outside.items()))
 
 
 def _or_worst(value: float | None) -> float:
     return 2.0 if value is None else value
+
+
+def fmt_lift(j: Judgement) -> str:
+    """``+20.0 pts (95% CI -15.2-52.1, p = 1.0; fixed 1, broken 0)``: the lift in percentage points, its
+    paired interval, the exact McNemar p-value and the runs it counts."""
+    estimate = j.lift
+    if estimate.value is None:
+        return "-"
+    low, high = estimate.interval or (None, None)
+    span = f"95% CI {fmt_num(100 * low, 1)} to {fmt_num(100 * high, 1)}, " if low is not None else ""
+    return f"{fmt_pts(estimate.value)} ({span}{fmt_p(j.lift_p)}; fixed {j.fixed}, broken {j.broken})"
+
+
+SUMMARY_FIELDS = (
+    "verified_runs", "satisfied_passed", "satisfied_failed", "rejected_passed", "rejected_failed", "unverifiable",
+    "outside_matrix", "false_satisfied_rate", "false_discovery_rate", "false_rejection_rate", "balanced_error",
+    "first_passed", "first_checked", "final_passed", "final_checked", "first_pass_rate", "final_pass_rate", "lift",
+    "lift_p", "fixed", "broken", "pass_at_1", "pass_at_k", "pass_hat_k", "pass_k", "corrected_pass_rate",
+    "tokens_per_success", "usd_per_success",
+)
+"""A judgement's columns in the summary files: the matrix's counts and what is counted apart, the rates
+as fractions, the lift and its test, pass@k on the checks, the corrected pass rate, the spend per
+verified success."""
+
+
+def summary_fields(judgement: Judgement | None) -> dict[str, Any]:
+    """A judgement as the summary files' ``SUMMARY_FIELDS``; each None when nothing was verified."""
+    if judgement is None:
+        return dict.fromkeys(SUMMARY_FIELDS)
+    j, k = judgement, judgement.pass_k
+    return {
+        "verified_runs": j.runs, "satisfied_passed": j.satisfied_passed, "satisfied_failed": j.satisfied_failed,
+        "rejected_passed": j.rejected_passed, "rejected_failed": j.rejected_failed, "unverifiable": j.unverifiable,
+        "outside_matrix": j.outside, "false_satisfied_rate": rounded(j.false_satisfied.value),
+        "false_discovery_rate": rounded(j.false_discovery.value), "false_rejection_rate": rounded(j.false_rejection.value),
+        "balanced_error": rounded(j.balanced_error.value), "first_passed": j.first_passed, "first_checked": j.first_decided,
+        "final_passed": j.final_passed, "final_checked": j.final_decided, "first_pass_rate": rounded(j.first.value),
+        "final_pass_rate": rounded(j.final.value), "lift": rounded(j.lift.value), "lift_p": rounded(j.lift_p),
+        "fixed": j.fixed, "broken": j.broken, "pass_at_1": rounded(k.at_1) if k else None,
+        "pass_at_k": rounded(k.at_k) if k else None, "pass_hat_k": rounded(k.all_k) if k else None,
+        "pass_k": k.k if k else None, "corrected_pass_rate": rounded(j.corrected_pass.value),
+        "tokens_per_success": rounded(j.tokens_per_success, 2), "usd_per_success": rounded(j.cost_per_success),
+    }

@@ -47,9 +47,8 @@ def continue_run(args: argparse.Namespace) -> int:
 def regrade(args: argparse.Namespace) -> int:
     """``rubric-runner regrade DIR [-m] [OVERRIDES...]``: new records in ``DIR/regrades/<time>/`` (with ``-m``,
     one numbered dir per grader, and their reports), the graders ranked against hidden verification."""
-    from ..analysis.judge import grader_label, judge_groups, ranked
     from ..records import collect
-    from ..report import expand, load_prices, write_all
+    from ..report import expand, load_prices, ranking_lines, write_all
 
     overrides = [o for o in args.overrides if o not in MULTIRUN_FLAGS]
     multirun = args.multirun or any(o in MULTIRUN_FLAGS for o in args.overrides)
@@ -63,12 +62,11 @@ def regrade(args: argparse.Namespace) -> int:
     jobs = collect(done.dir)
     prices_path = done.records[0].header.config.get("sweep", {}).get("prices")
     prices = load_prices(prices_path)
-    ranking = ranked(judge_groups(expand(jobs), lambda run: run.grader_key, prices, lambda run, p: run.judged(p)))
+    ranking = ranking_lines(expand(jobs), prices)
     if ranking:
-        console.line("graders ranked by error against hidden verification:")
-    for place, (key, j) in enumerate(ranking, 1):
-        console.line(f"  {place}. {grader_label(key)}: error {j.error}; false satisfied {j.false_satisfied}; "
-                     f"false rejection {j.false_rejection}; unverifiable {j.unverifiable}")
+        console.line("graders ranked by balanced error against hidden verification, on the same transcripts:")
+    for line in ranking:
+        console.line(f"  {line}")
     if multirun:
         write_all(done.dir, jobs, prices=prices_path)
     console.line(f"regrade records: {done.dir}")

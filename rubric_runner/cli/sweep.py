@@ -11,7 +11,6 @@ conf/config.yaml) that holds the sweep's state; the command line, which drives H
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,16 +45,6 @@ class Sweep:
     jobs: int | None = None
 
 
-def _job_count(config: DictConfig) -> int | None:
-    """How many jobs Hydra's basic sweeper makes of the overrides: the product of the swept values' counts."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    if "BasicSweeper" not in str(OmegaConf.select(config, "hydra.sweeper._target_")):
-        return None
-    overrides = OverridesParser.create().parse_overrides(list(OmegaConf.select(config, "hydra.overrides.task") or []))
-    return math.prod(len(list(o.sweep_string_iterator())) for o in overrides if o.is_sweep_override())
-
-
 class SweepSummary(Callback):
     """Hydra callback: checks a sweep's own settings before any job, records crashed jobs, and
     writes the summary and reports when the sweep ends."""
@@ -66,8 +55,10 @@ class SweepSummary(Callback):
 
     def begin(self, config: DictConfig) -> None:
         """Remember the sweep (its settings were checked with each job's config)."""
+        from ..report.partial import planned_jobs
+
         self.sweep = Sweep(Path(str(config.hydra.sweep.dir)).absolute(), OmegaConf.select(config, "sweep.fail_under"),
-                           OmegaConf.select(config, "sweep.prices"), now(), _job_count(config))
+                           OmegaConf.select(config, "sweep.prices"), now(), planned_jobs(config))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         """Begin, unless whoever drives Hydra did already."""
@@ -108,14 +99,16 @@ class SweepSummary(Callback):
             self.code = ExitCode.USAGE
             return self.code
         from ..analysis.spend import spend_lines
-        from ..report import expand, verdict_line, write_all
+        from ..report import expand, gate_statuses, verdict_line, write_all
         from ..report.live import sweep_lock
+        from ..report.partial import completion
 
         sweep = self.sweep
         with sweep_lock(sweep.dir) if sweep.dir.is_dir() else contextlib.nullcontext():
             jobs = collect(sweep.dir, since=sweep.started_at)
             runs = expand(jobs)
             paths = write_all(sweep.dir, jobs, runs, sweep.prices) if jobs else []
+        done = completion(jobs, runs, sweep.jobs)
         if not jobs and not interrupted:
             print(f"error: the jobs left no records under {sweep.dir}: a relative hydra.sweep.dir resolves "
                   "in each job's working directory (give an absolute path on storage every machine shares)",
@@ -123,9 +116,9 @@ class SweepSummary(Callback):
         if interrupted:
             self.code = ExitCode.INTERRUPTED
         else:
-            self.code = sweep_exit_code([run.status for run in runs], sweep.fail_under) if jobs else ExitCode.USAGE
+            self.code = sweep_exit_code(gate_statuses(jobs, runs), sweep.fail_under) if jobs else ExitCode.USAGE
         if jobs:
-            print(f"sweep: {verdict_line(jobs, runs, sweep.fail_under)} -> exit {int(self.code)}", flush=True)
+            print(f"sweep: {verdict_line(jobs, runs, sweep.fail_under, done)} -> exit {int(self.code)}", flush=True)
             for line in spend_lines([job.record for job in jobs]):
                 print(f"  {line}", flush=True)
             for path in paths:

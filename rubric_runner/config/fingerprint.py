@@ -2,21 +2,31 @@
 
 Two runs with the same fingerprint ran the same configuration: their tasks are repeats of one another,
 whatever their plumbing (how many ran at once, how often, under which budget, where the records and
-checkpoints went, which tasks of the set were picked). A resumed run may change only plumbing.
+checkpoints went) and whichever tasks they were given (``TASK_SELECTION``): shards of one task set,
+run as several jobs, are one configuration. A resumed run may change only plumbing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Sequence
 from typing import Any
 
 PLUMBING = (
     "run.resume", "run.console", "run.concurrency", "run.repeats", "run.cache", "run.rate_limits",
     "run.budget_tokens", "run.budget_usd", "run.preview_chars", "run.keep_checkpoints", "run.checkpointer",
-    "run.checkpoint_url", "run.thread_id", "rubric.tasks", "sweep", "tags",
+    "run.checkpoint_url", "run.thread_id", "sweep", "tags",
 )
 """Keys (or whole sections) that do not change what a task does."""
+
+TASK_SELECTION = ("rubric.tasks", "rubric.task")
+"""Keys that say which tasks run, not how: the tasks picked of a set, or the one task's message. A key
+whose override interpolates one of them (``worker.script=${rubric.task}.yaml``), or a key that does,
+varies with the task too."""
+
+_REFERENCE = re.compile(r"\$\{\s*([\w.]+)\s*\}")
 
 RESUMABLE = (
     "run.resume", "run.console", "run.concurrency", "run.repeats", "run.cache", "run.rate_limits",
@@ -39,14 +49,29 @@ def _under(key: str, sections: tuple[str, ...]) -> bool:
     return any(key == section or key.startswith(section + ".") for section in sections)
 
 
-def behaviour(config: dict[str, Any]) -> dict[str, Any]:
-    """The resolved config's keys (flattened) that change what a task does."""
-    return {key: value for key, value in flatten(config).items() if not _under(key, PLUMBING)}
+def _task_dependent(overrides: Sequence[str]) -> tuple[str, ...]:
+    """The keys that ``overrides`` set from a ``TASK_SELECTION`` key, or from a key set so."""
+    references = {}
+    for override in overrides:
+        key, equals, value = override.partition("=")
+        if equals:  # a swept value's ${...} is recorded escaped: $\{...\}
+            references[key.lstrip("+~")] = set(_REFERENCE.findall(re.sub(r"\\(.)", r"\1", value)))
+    dependent: set[str] = set(TASK_SELECTION)
+    while grown := {key for key, names in references.items() if key not in dependent and names & dependent}:
+        dependent |= grown
+    return tuple(sorted(dependent - set(TASK_SELECTION)))
 
 
-def fingerprint(config: dict[str, Any]) -> str:
-    """A short digest of ``behaviour(config)``."""
-    text = json.dumps(behaviour(config), sort_keys=True, default=str)
+def behaviour(config: dict[str, Any], overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The resolved config's keys (flattened) that change what a task does, given the ``overrides`` it
+    was composed with (keys set from the task selection vary with the task)."""
+    left_out = (*PLUMBING, *TASK_SELECTION, *_task_dependent(overrides))
+    return {key: value for key, value in flatten(config).items() if not _under(key, left_out)}
+
+
+def fingerprint(config: dict[str, Any], overrides: Sequence[str] = ()) -> str:
+    """A short digest of ``behaviour(config, overrides)``."""
+    text = json.dumps(behaviour(config, overrides), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

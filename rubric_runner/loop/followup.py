@@ -8,7 +8,7 @@ script) stay in the run dir the thread started in, its ``home``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config.schema import Checkpointer, Config
@@ -43,12 +43,13 @@ class FollowUp:
     repeat: int | None = None
 
     def task(self, tasks: list[Task]) -> Task:
-        """The run's task this turn continues, asked ``message`` instead, with the rubric it has now."""
+        """The run's task this turn continues, asked ``message`` instead, with the rubric, tool settings and
+        hidden checks it has now."""
         task_id = self.task_id or "task"
         found = next((task for task in tasks if task.id == task_id), None)
         if found is None:
             raise UsageError("--task", f"the run's tasks have no {task_id!r} any more", "continue with the config the run had")
-        return Task(found.id, self.message, found.rubric, found.tools, index=found.index)
+        return replace(found, message=self.message)
 
     def carries_over(self, rubric: str) -> bool:
         """Whether ``rubric`` is the one in effect on the thread (then it is not sent again)."""

@@ -80,7 +80,7 @@ class Plan:
 def note_config(header: RunHeader, cfg: DictConfig, config: Config) -> None:
     """What ran, in the run's header: the resolved config, its fingerprint, the models, tools, rubric, tags."""
     resolved = redact_config(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
-    header.config, header.fingerprint = resolved, fingerprint(resolved)
+    header.config, header.fingerprint = resolved, fingerprint(resolved, header.sources.overrides)
     worker, grader = config.worker, config.grader
     header.worker = ModelInfo(model=worker.model, scripted=is_scripted(worker), tools=sorted(worker.tools))
     header.grader = GraderInfo(

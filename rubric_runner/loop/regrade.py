@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import structlog
 from langchain_core.messages import messages_from_dict
 
 from ..compat.deepagents import grade_once
@@ -90,7 +91,8 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
 
 
 def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log: Any, console: Any) -> TaskRecord:
-    """One transcript graded once, into a task record at ``target``; its failure is its own record."""
+    """One transcript graded once, into a task record at ``target``; its failure is its own record. A task of
+    a task set logs its events with its id and repeat, as in the run."""
     started = time.monotonic()
     original = read_task_at(transcript_dir) or TaskRecord()
     task = next((t for t in plan.tasks if t.id == original.task_id), plan.tasks[0])
@@ -105,6 +107,8 @@ def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log
     grading = TaskGrading(plan.config.grader, plan.strategy or "", task.rubric, log, console)
     ref = TaskRef(task.id, original.repeat or 0, str(target), original.thread_id)
     token = CURRENT_TASK.set(TaskContext(ref, task.tools, recorder, grading))
+    in_set = target != plan.run_dir  # a task of a task set
+    bound = structlog.contextvars.bind_contextvars(task_id=original.task_id, repeat=original.repeat) if in_set else {}
     try:
         messages = messages_from_dict(json.loads((transcript_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
         # the run's thread: a scripted grader given the run's cursors continues its script there
@@ -117,6 +121,7 @@ def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log
         log.exception("regrade_error", task_dir=str(transcript_dir))
     finally:
         CURRENT_TASK.reset(token)
+        structlog.contextvars.reset_contextvars(**bound)
     result.complete(started)
     write_record(target / RESULT_FILE, result)
     return result

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from ..config.schema import Checkpointer
@@ -17,11 +19,13 @@ from ..context import TaskRef
 from ..plugins.events import TaskEnded
 from ..records import (
     CHECKPOINT_FILE,
+    EVENTS_FILE,
     RESULT_FILE,
     RunRecord,
     Status,
     TaskRecord,
     TaskTally,
+    Usage,
     read_task,
 )
 from ..redaction import scrub_sqlite
@@ -76,6 +80,25 @@ async def checkpointer(plan: Plan) -> AsyncIterator[Any]:
         scrub_sqlite(path)
 
 
+def logged_usage(events: Path) -> dict[tuple[str | None, int | None], dict[str, Usage]]:
+    """The model calls each task logged in ``events`` (its ``token_usage`` events, every process's), counted
+    by (task id, repeat); a run of one task logs none of either."""
+    usage: dict[tuple[str | None, int | None], dict[str, Usage]] = {}
+    with contextlib.suppress(FileNotFoundError), open(events, encoding="utf-8") as lines:
+        for line in lines:
+            if '"token_usage"' not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:  # the last line of a process that was killed
+                continue
+            if event.get("event") != "token_usage":
+                continue
+            counts = usage.setdefault((event.get("task_id"), event.get("repeat")), {"worker": Usage(), "grader": Usage()})
+            counts.setdefault(event["agent"], Usage()).add(event, cached=bool(event.get("cache_hit")))
+    return usage
+
+
 class TaskSet:
     """The run of a plan's tasks: each task x repeat in turn as a worker is free, its record counted as it
     ends (``tally``); a run of one task keeps its record (``single``)."""
@@ -90,14 +113,21 @@ class TaskSet:
         """The record of the task that ended last: a run of one task's own."""
         self.reused = 0
         """How many tasks were kept as they were: complete in the run before."""
+        self.logged: dict[tuple[str | None, int | None], dict[str, Usage]] | None = None
+        """The usage in the run's events, read when a task whose process died is resumed."""
         self.done = self.satisfied = self.tokens = 0
 
     def previous(self, task: Any, repeat: int) -> TaskRecord | None:
-        """A task's record of the run before, if any; what it spent counts against the budgets."""
+        """A task's record of the run before, if any; what it spent counts against the budgets. A task whose
+        process died (its record still says running) spent what its model calls logged."""
         if self.plan.single:
             previous = self.record.task
         else:
             previous = read_task(self.plan.task_dir(task, repeat) / RESULT_FILE)
+        if previous is not None and previous.status is Status.RUNNING:
+            if self.logged is None:
+                self.logged = logged_usage(self.plan.run_dir / EVENTS_FILE)
+            previous.usage = self.logged.get((None, None) if self.plan.single else (task.id, repeat), previous.usage)
         if previous is not None:
             self.budgets.book(previous, self.plan.task_dir(task, repeat))
         return previous

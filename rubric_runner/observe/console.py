@@ -12,6 +12,8 @@ import threading
 import time
 from typing import Any, TextIO
 
+from ..analysis.numbers import fmt_num
+from ..records.status import Status
 from ..redaction import redact
 
 SCRIPTED_LABEL = " (scripted: replays a script, no provider is called)"
@@ -192,10 +194,15 @@ class Console:
             write_line(f"\r{line}", sys.stderr, end=end)
 
     def summary(self, aggregate: dict[str, Any]) -> None:
-        """The numbers of a multi-task run."""
+        """The numbers of a multi-task run: satisfied@k and satisfied^k are the grader's verdicts over k = its
+        repeats (the hidden checks' pass@k is in its reports); a run not finished says how far it came
+        instead, its figures being in its reports, over the runs that finished."""
+        k, runs = aggregate["repeats"], aggregate["runs"]
+        unfinished = sum(n for status, n in aggregate["statuses"].items() if Status(status).unfinished)
+        figures = (f"partial: {runs - unfinished} of {runs} runs finished" if unfinished else
+                   f"satisfied@{k} {fmt_num(aggregate['pass_at_k'])}, satisfied^{k} {fmt_num(aggregate['pass_hat_k'])}")
         self.line(
-            f"tasks {aggregate['tasks']} x repeats {aggregate['repeats']}: {aggregate['satisfied']}/{aggregate['runs']} satisfied"
-            f" (pass@k {aggregate['pass_at_k']:.2f}, pass^k {aggregate['pass_hat_k']:.2f});"
+            f"tasks {aggregate['tasks']} x repeats {k}: {aggregate['satisfied']}/{runs} satisfied ({figures});"
             f" reused {aggregate['reused']}, re-run {aggregate['rerun']}, cache hits {aggregate['cache_hits']}"
         )
 

@@ -413,6 +413,8 @@ class Aggregate(_Model):
     statuses: dict[str, int]
     reused: int
     rerun: int
+    """Tasks this run worked on: not reused, and not left unstarted (``not_run``, or interrupted before
+    any model call)."""
     cache_hits: int
     verification: dict[str, dict[str, int]] | None = Field(default=None, exclude_if=_omitted_when_none)
     """With ``verify`` checks: runs by outcome for the ``first`` and the ``final`` answer."""
@@ -457,6 +459,8 @@ class TaskTally:
     def __init__(self, size: int) -> None:
         self.rows: list[TaskRow | None] = [None] * size
         """Each task's row, in the run's task order."""
+        self.worked: list[bool] = [False] * size
+        """Whether this run worked on each task (see ``Aggregate.rerun``)."""
         self.usage = _usage()
         self.outcomes: dict[str, Counter[CheckOutcome]] | None = None
         """Verified tasks by outcome of their ``first`` and ``final`` answer; None while none was verified."""
@@ -466,6 +470,9 @@ class TaskTally:
         self.rows[index] = TaskRow(task_id=record.task_id, repeat=record.repeat, status=record.status,
                                    iterations=record.iterations, run_dir=record.run_dir, reused=reused,
                                    verified_first=record.verified("first"), verified_final=record.verified("final"))
+        calls = sum(counts.calls + counts.cached_calls for counts in record.usage.values())
+        unstarted = record.status is Status.NOT_RUN or (record.status is Status.INTERRUPTED and not calls)
+        self.worked[index] = not reused and not unstarted
         for role, counts in record.usage.items():
             self.usage.setdefault(role, Usage()).merge(counts)
         if record.verification is not None:
@@ -500,7 +507,7 @@ class TaskTally:
             pass_hat_k=round(sum(all(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
             statuses={status.value: statuses[status] for status in sorted(statuses, key=lambda status: status.severity)},
             reused=reused,
-            rerun=runs - reused,
+            rerun=sum(self.worked),
             cache_hits=sum(counts.cached_calls for counts in self.usage.values()),
             verification=self.verification_counts(),
             usage=self.usage,

@@ -80,6 +80,12 @@ class Status(StrEnum):
         """Whether the grading loop finished; resuming such a run does nothing."""
         return _TRAITS[self][3]
 
+    @property
+    def unfinished(self) -> bool:
+        """Still going, interrupted, or kept from starting or cut short by a budget: resuming finishes it,
+        and the reports count it beside their rates, never in them."""
+        return self in (Status.RUNNING, Status.NOT_RUN, Status.BUDGET_EXCEEDED, Status.INTERRUPTED)
+
 
 _TRAITS: dict[Status, tuple[int, ExitCode, Outcome, bool]] = {
     Status.SATISFIED: (0, ExitCode.SATISFIED, Outcome.SATISFIED, True),

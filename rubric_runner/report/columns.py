@@ -17,19 +17,24 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup, escape
 
-from ..analysis.judge import Judgement, Rate, grader_label, judge_groups, ranked
-from ..records import LimitHit, Outcome, Status
+from ..analysis.judge import (
+    VERDICTS,
+    Judgement,
+    Rate,
+    fmt_lift,
+    judge_groups,
+    ranking,
+    ranking_line,
+)
+from ..analysis.numbers import fmt_num, fmt_pct
+from ..records import CheckOutcome, LimitHit, Outcome, Status
+from . import configs
 from .runs import Run
 
 
 def fmt_rate(part: int, whole: int) -> str:
     """``3/4 (75.0%)``."""
-    return f"{part}/{whole} ({part / whole:.1%})" if whole else "-"
-
-
-def fmt_num(value: float | None, digits: int = 2) -> str:
-    """A number, or ``n/a``."""
-    return "n/a" if value is None else f"{value:,.{digits}f}"
+    return f"{part}/{whole} ({fmt_pct(part / whole)})" if whole else "-"
 
 
 def fmt_iterations(distribution: dict[int, int]) -> str:
@@ -161,16 +166,27 @@ def outcome(status: str | None) -> str:
     return Status(status).outcome if status in Status._value2member_map_ else Outcome.ERROR
 
 
+def _group_link(**values: Any) -> Callable[[dict[str, Any]], str]:
+    return lambda g: filtered(group=g["group"], **values)
+
+
+def _pct(key: str) -> Column:
+    return Column(key.replace("_at_", "@").replace("_hat_", "^"), lambda g: fmt_pct(g[key]), sort=lambda g: _or(g[key], -1),
+                  link=_group_link())
+
+
 GROUP_COLUMNS = (
-    Column("worker", lambda g: g["worker"]),
-    Column("grader", lambda g: g["grader"]),
-    Column("rubric", lambda g: g["rubric"]),
+    Column("configuration", lambda g: g["label"], link=_group_link()),
+    Column("worker / grader / rubric", lambda g: f"{g['worker']} / {g['grader']} / {g['rubric']}"),
     Column("tasks", lambda g: g["tasks"], sort=lambda g: g["tasks"]),
-    Column("runs", lambda g: g["runs"], sort=lambda g: g["runs"]),
-    Column("satisfied", lambda g: fmt_rate(g["satisfied"], g["runs"]), sort=lambda g: g["satisfied_rate"]),
-    Column("pass@k", lambda g: fmt_rate(g["pass_at_k"], g["tasks"]), sort=lambda g: g["pass_at_k"] / g["tasks"]),
-    Column("pass^k", lambda g: fmt_rate(g["pass_hat_k"], g["tasks"]), sort=lambda g: g["pass_hat_k"] / g["tasks"]),
-    Column("k", lambda g: g["k"]),
+    Column("runs", lambda g: g["runs"], sort=lambda g: g["runs"], link=_group_link()),
+    Column("unfinished", lambda g: fmt_counts(g["unfinished"]), sort=lambda g: g["runs"] - g["finished"]),
+    Column("satisfied", lambda g: fmt_rate(g["satisfied"], g["finished"]), sort=lambda g: _or(g["satisfied_rate"], -1),
+           link=_group_link(status=Status.SATISFIED.value)),
+    _pct("satisfied_at_1"),
+    _pct("satisfied_at_k"),
+    _pct("satisfied_hat_k"),
+    Column("k", lambda g: g["k"] or "-"),
     Column("mean iterations to satisfy", lambda g: fmt_num(g["mean_iterations"]), sort=lambda g: _or(g["mean_iterations"], -1)),
     Column("runs by iterations to satisfy", lambda g: fmt_iterations(g["iterations"])),
     Column("statuses", lambda g: fmt_counts(g["outcomes"])),
@@ -179,10 +195,49 @@ GROUP_COLUMNS = (
     Column("grader tokens/run", lambda g: fmt_num(g["tokens_per_run"]["grader"], 0), sort=lambda g: g["tokens_per_run"]["grader"]),
     Column("est. USD/run", lambda g: fmt_num(g["cost_per_run"], 4), sort=lambda g: _or(g["cost_per_run"], -1)),
     Column("est. USD", lambda g: fmt_num(g["cost"], 4), sort=lambda g: _or(g["cost"], -1)),
-    Column("wall s/run", lambda g: fmt_num(g["wall_per_run"]), sort=lambda g: g["wall_per_run"]),
-    Column("", lambda g: f"{g['runs']} run{'' if g['runs'] == 1 else 's'}", link=lambda g: filtered(group=g["group"]), md=False),
+    Column("task s/run", lambda g: fmt_num(g["task_seconds_per_run"]), sort=lambda g: _or(g["task_seconds_per_run"], -1)),
 )
-"""The groups table: one row per (worker, grader, rubric), a ``stats.by_group`` entry; a run is a task x repeat."""
+"""The groups table: one row per configuration, a ``stats.by_group`` entry; a run is a task x repeat.
+The rates count the finished runs; ``unfinished`` the others."""
+
+JOB_COLUMNS = (
+    Column("job", lambda job: job.job),
+    Column("status", lambda job: job.record.status.value, badge=lambda job: outcome(job.record.status.value)),
+    Column("error", lambda job: f"{job.record.error.type}: {job.record.error.message}" if job.record.error else ""),
+    Column("overrides", lambda job: " ".join(job.record.header.sources.overrides)),
+)
+"""The jobs that did not start: one row per job (a ``records.Job``), with its error; they have no run."""
+
+
+def hidden_check(run: Run) -> str:
+    """A run's hidden checks: ``passed``, ``failed``, ``failed → passed`` (first attempt, then final
+    answer, where they differ), ``unverifiable``, or ``-`` when not verified."""
+    final = run.verified_outcome
+    if final is None:
+        return "-"
+    first = run.first_outcome
+    return final.value if first is None or first is final else f"{first.value} → {final.value}"
+
+
+def matrix_cell(run: Run) -> str:
+    """Where a verified run is in its grader's confusion matrix: ``satisfied-passed`` and so on,
+    ``outside`` (checked, but no verdict), ``unverifiable``; empty when not verified."""
+    final = run.verified_outcome
+    if final is None:
+        return ""
+    if final is CheckOutcome.UNVERIFIABLE:
+        return "unverifiable"
+    accepted = VERDICTS.get(run.status)
+    return "outside" if accepted is None else f"{'satisfied' if accepted else 'rejected'}-{final.value}"
+
+
+def answer_change(run: Run) -> str:
+    """How the loop changed a run's answer against its checks: ``fixed``, ``broken``, ``kept`` (passed
+    twice), ``never`` (failed twice); empty when either was not checked."""
+    first, final = run.verified_first, run.verified_final
+    if first is None or final is None:
+        return ""
+    return {(False, True): "fixed", (True, False): "broken", (True, True): "kept", (False, False): "never"}[(first, final)]
 
 
 @dataclass(frozen=True)
@@ -192,6 +247,8 @@ class RunRow:
     run: Run
     cost: float | None
     group: int
+    label: str
+    grader: int
 
     @property
     def index(self) -> int:
@@ -199,27 +256,27 @@ class RunRow:
         return self.run.index
 
 
-def run_rows(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> list[RunRow]:
+def run_rows(runs: list[Run], groups: list[dict[str, Any]], graders: dict[str, int],
+             prices: dict[str, dict[str, float]]) -> list[RunRow]:
     """The runs table's rows, in job and task order."""
-    number = {(g["worker"], g["grader"], g["rubric"]): g["group"] for g in groups}
-    return [RunRow(run, run.cost(prices), number[run.group]) for run in runs]
+    number = {g["key"]: (g["group"], g["label"]) for g in groups}
+    return [RunRow(run, run.cost(prices), *number[run.group], graders.get(run.grader_key, -1)) for run in runs]
 
 
 RUN_COLUMNS = (
     Column("job", lambda r: r.run.job.job),
     Column("task", lambda r: r.run.task, tasks_only=True),
     Column("repeat", lambda r: "-" if r.run.repeat is None else r.run.repeat, sort=lambda r: _or(r.run.repeat, -1), tasks_only=True),
-    Column("worker", lambda r: r.run.worker),
-    Column("grader", lambda r: r.run.grader),
-    Column("rubric", lambda r: r.run.rubric),
+    Column("configuration", lambda r: r.label, sort=lambda r: r.group),
     Column("status", lambda r: r.run.status.value, sort=lambda r: r.run.status.value, badge=lambda r: outcome(r.run.status.value)),
+    Column("hidden check", lambda r: hidden_check(r.run)),
     Column("iterations", lambda r: r.run.iterations, sort=lambda r: r.run.iterations),
     Column("worker tokens", lambda r: r.run.worker_tokens, sort=lambda r: r.run.worker_tokens,
            html=lambda r: f"{r.run.worker_tokens:,}"),
     Column("grader tokens", lambda r: r.run.grader_tokens, sort=lambda r: r.run.grader_tokens,
            html=lambda r: f"{r.run.grader_tokens:,}"),
     Column("est. USD", lambda r: fmt_num(r.cost, 4), sort=lambda r: _or(r.cost, -1)),
-    Column("wall s", lambda r: fmt_num(r.run.wall_seconds), sort=lambda r: r.run.wall_seconds or 0),
+    Column("task s", lambda r: fmt_num(r.run.wall_seconds), sort=lambda r: r.run.wall_seconds or 0),
     Column("stopped by", lambda r: fmt_limit(r.run.limit)),
     Column("error", lambda r: r.run.error, web=False),
     Column("verdict trail", markup=lambda r: trail_cell(r.index, len(r.run.verdicts)), md=False),
@@ -228,22 +285,34 @@ RUN_COLUMNS = (
 
 
 def trail_cell(index: int, passes: int) -> str:
-    """A run's trail, closed: the page draws it from its JSON when opened (``#run-3`` opens run 3's)."""
+    """A run's trail, closed: the page draws it from its JSON when opened (``#run-3`` opens run 3's),
+    in a row of its own below the run's."""
     summary = f"{passes} grading pass{'' if passes == 1 else 'es'}" if passes else "no grading pass"
     return f'<details id="run-{index}" data-run="{index}"><summary>{summary}</summary></details>'
 
 
 def run_filters(row: RunRow) -> dict[str, Any]:
-    """What the runs table's filters match: the run's group, status and task."""
-    return {"group": row.group, "status": row.run.status.value, "task": row.run.task}
+    """What the runs table's filters match: the run's group, grader, status, task, final check, cell
+    of its grader's matrix (``wrong``: a verdict the checks contradict) and how the loop changed its
+    answer (``changed``: fixed or broken)."""
+    run = row.run
+    cell, change = matrix_cell(run), answer_change(run)
+    return {"group": row.group, "grader": row.grader, "status": run.status.value, "task": run.task,
+            "check": run.verified_outcome.value if run.verified_outcome else "none", "cell": cell,
+            "wrong": "yes" if cell in ("satisfied-failed", "rejected-passed") else "", "change": change,
+            "changed": "yes" if change in ("fixed", "broken") else ""}
 
 
-CRITERIA_COLUMNS = (
-    Column("criterion", lambda c: c["name"]),
-    Column("first pass", lambda c: fmt_rate(*c["first"]), sort=lambda c: c["first"][0] / c["first"][1]),
-    Column("final pass", lambda c: fmt_rate(*c["final"]), sort=lambda c: c["final"][0] / c["final"][1]),
-)
-"""A group's criteria table: one row per criterion name."""
+def criteria_columns(group: int) -> tuple[Column, ...]:
+    """A group's criteria table: one row per criterion name, met on the runs' first and final grading."""
+    def link(criterion: dict[str, Any]) -> str:
+        return filtered(group=group)
+
+    return (
+        Column("criterion", lambda c: c["name"]),
+        Column("met at first grading", lambda c: fmt_rate(*c["first"]), sort=lambda c: c["first"][0] / c["first"][1], link=link),
+        Column("met at final grading", lambda c: fmt_rate(*c["final"]), sort=lambda c: c["final"][0] / c["final"][1], link=link),
+    )
 
 
 def _matrix_badge(cell: dict[str, Any] | None) -> str | None:
@@ -255,7 +324,8 @@ def _matrix_badge(cell: dict[str, Any] | None) -> str | None:
 
 
 def matrix_columns(models: list[str]) -> tuple[Column, ...]:
-    """The task x model matrix's columns: the task, one per model (satisfied of its runs), and which models missed it."""
+    """The task x configuration matrix's columns: the task, one per configuration (satisfied of its
+    runs), and which missed it."""
 
     def model(i: int) -> Column:
         def cell(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -276,80 +346,129 @@ def matrix_columns(models: list[str]) -> tuple[Column, ...]:
 
 
 def fmt_share(cell: dict[str, Any] | None) -> str:
-    """``2/3``: satisfied runs of a task by a model (``1/3, 2 undone``: two not finished, see
-    ``stats.UNDONE``), or ``-`` where it has no run."""
+    """``2/3``: satisfied runs of a task by a configuration (``1/3, 2 undone``: two not finished), or
+    ``-`` where it has no run."""
     if not cell:
         return "-"
     return f"{cell['satisfied']}/{cell['runs']}" + (f", {cell['undone']} undone" if cell["undone"] else "")
 
 
-def fmt_lift(judgement: Judgement) -> str:
-    """``+20.0 pts (fixed 1, broken 0)``: the final pass rate minus the first, in percentage points."""
-    return f"{100 * judgement.lift:+.1f} pts (fixed {judgement.fixed}, broken {judgement.broken})"
+def _runs_of(row: dict[str, Any], **values: Any) -> str:
+    return filtered(**{row["filter"]: row["number"]}, **values)
 
 
-def _count(header: str, count: Callable[[Judgement], int]) -> Column:
-    return Column(header, lambda row: count(row["judgement"]), sort=lambda row: count(row["judgement"]))
+def _count(header: str, count: Callable[[Judgement], int], **values: Any) -> Column:
+    return Column(header, lambda row: count(row["judgement"]), sort=lambda row: count(row["judgement"]),
+                  link=lambda row: _runs_of(row, **values) if count(row["judgement"]) else None)
 
 
-def _rate(header: str, rate: Callable[[Judgement], Rate]) -> Column:
-    return Column(header, lambda row: str(rate(row["judgement"])), sort=lambda row: _or(rate(row["judgement"]).value, -1))
+def _rate(header: str, rate: Callable[[Judgement], Rate], **values: Any) -> Column:
+    return Column(header, lambda row: str(rate(row["judgement"])), sort=lambda row: _or(rate(row["judgement"]).value, -1),
+                  link=lambda row: _runs_of(row, **values) if rate(row["judgement"]).whole else None)
 
 
-JUDGEMENT_COLUMNS = (
+def _estimate(header: str, text: Callable[[Judgement], str], value: Callable[[Judgement], float | None], **values: Any) -> Column:
+    return Column(header, lambda row: text(row["judgement"]), sort=lambda row: _or(value(row["judgement"]), -1),
+                  link=lambda row: _runs_of(row, **values) if value(row["judgement"]) is not None else None)
+
+
+def fmt_outside(j: Judgement) -> str:
+    """``grader_error 2, unsupported 1``: checked runs that ended without a verdict."""
+    return fmt_counts(j.outside)
+
+
+def _pass_k(j: Judgement, which: str) -> float | None:
+    return getattr(j.pass_k, which) if j.pass_k else None
+
+
+VERDICT_COLUMNS = (
     _count("verified", lambda j: j.runs),
-    _count("satisfied & passed", lambda j: j.satisfied_passed),
-    _count("satisfied & failed", lambda j: j.satisfied_failed),
-    _count("rejected & passed", lambda j: j.rejected_passed),
-    _count("rejected & failed", lambda j: j.rejected_failed),
-    _count("unverifiable", lambda j: j.unverifiable),
-    _rate("false satisfied", lambda j: j.false_satisfied),
-    _rate("false rejection", lambda j: j.false_rejection),
-    _rate("error", lambda j: j.error),
-    _rate("first pass", lambda j: j.first),
-    _rate("final pass", lambda j: j.final),
-    Column("lift", lambda row: fmt_lift(row["judgement"]), sort=lambda row: row["judgement"].lift),
+    _count("satisfied & passed", lambda j: j.satisfied_passed, cell="satisfied-passed"),
+    _count("satisfied & failed", lambda j: j.satisfied_failed, cell="satisfied-failed"),
+    _count("rejected & passed", lambda j: j.rejected_passed, cell="rejected-passed"),
+    _count("rejected & failed", lambda j: j.rejected_failed, cell="rejected-failed"),
+    Column("outside the matrix", lambda row: fmt_outside(row["judgement"]), sort=lambda row: sum(row["judgement"].outside.values()),
+           link=lambda row: _runs_of(row, cell="outside") if row["judgement"].outside else None),
+    _count("unverifiable", lambda j: j.unverifiable, cell="unverifiable"),
+    _rate("false satisfied", lambda j: j.false_satisfied, cell="satisfied-failed"),
+    _rate("false discovery", lambda j: j.false_discovery, cell="satisfied-failed"),
+    _rate("false rejection", lambda j: j.false_rejection, cell="rejected-passed"),
+    _estimate("balanced error", lambda j: str(j.balanced_error), lambda j: j.balanced_error.value, wrong="yes"),
+)
+"""A judgement's verdicts against the checks (``judge.Judgement``, a row's ``judgement``): the confusion
+matrix, what is counted apart, and the grader's error rates with their counts and intervals."""
+
+ANSWER_COLUMNS = (
+    _rate("first answer passed", lambda j: j.first, check="passed"),
+    _rate("final answer passed", lambda j: j.final, check="passed"),
+    Column("lift", lambda row: fmt_lift(row["judgement"]), sort=lambda row: _or(row["judgement"].lift.value, -2),
+           link=lambda row: _runs_of(row, changed="yes") if row["judgement"].lift.value is not None else None),
+    _estimate("pass@1", lambda j: fmt_pct(_pass_k(j, "at_1")), lambda j: _pass_k(j, "at_1"), check="passed"),
+    _estimate("pass@k", lambda j: fmt_pct(_pass_k(j, "at_k")), lambda j: _pass_k(j, "at_k"), check="passed"),
+    _estimate("pass^k", lambda j: fmt_pct(_pass_k(j, "all_k")), lambda j: _pass_k(j, "all_k"), check="passed"),
+    Column("k", lambda row: row["judgement"].pass_k.k if row["judgement"].pass_k else "-"),
+    _estimate("corrected pass rate", lambda j: str(j.corrected_pass), lambda j: j.corrected_pass.value),
     Column("tokens/verified success", lambda row: fmt_num(row["judgement"].tokens_per_success, 0),
            sort=lambda row: _or(row["judgement"].tokens_per_success, -1)),
     Column("est. USD/verified success", lambda row: fmt_num(row["judgement"].cost_per_success, 4),
            sort=lambda row: _or(row["judgement"].cost_per_success, -1)),
 )
-"""A judgement's columns (``judge.Judgement``, a row's ``judgement``): the confusion matrix, the rates
-with their counts and Wilson intervals, the lift, the spend per verified success."""
+"""A judgement's answers against the checks: pass rates, the loop's lift, pass@k, the pass rate
+corrected for the grader's errors, the spend per verified success."""
 
-JUDGE_COLUMNS = (
-    Column("worker", lambda row: row["worker"]),
-    Column("grader", lambda row: row["grader"]),
-    Column("rubric", lambda row: row["rubric"]),
-    *JUDGEMENT_COLUMNS,
-)
-"""The judges table: one row per (worker, grader, rubric) with a verified run."""
+JUDGE_COLUMNS = (Column("configuration", lambda row: row["label"], link=lambda row: _runs_of(row)), *VERDICT_COLUMNS)
+"""The judges table: one row per configuration with a verified run."""
+
+ANSWERS_COLUMNS = (Column("configuration", lambda row: row["label"], link=lambda row: _runs_of(row)), *ANSWER_COLUMNS)
+"""The answers table: one row per configuration with a verified run."""
 
 GRADER_COLUMNS = (
-    Column("rank", lambda row: row["rank"], sort=lambda row: row["rank"]),
-    Column("grader", lambda row: row["grader"]),
+    Column("rank", lambda row: row["rank"] or "-", sort=lambda row: _or(row["rank"], 10**6)),
+    Column("grader", lambda row: row["label"], link=lambda row: _runs_of(row)),
+    Column("transcripts", lambda row: row["transcripts"]),
     Column("workers", lambda row: row["workers"]),
-    *JUDGEMENT_COLUMNS,
+    *VERDICT_COLUMNS,
 )
-"""The graders table: one row per grader across workers and rubrics, fewest errors first (``judge.ranked``)."""
+"""The graders table: one row per grader across configurations, ranked by ``judge.RANK_RULE``."""
 
 
-def judge_rows(runs: list[Run], prices: dict[str, dict[str, float]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The judges table's rows and the graders table's; none when no run was verified. A grader is a
-    ``judge.grader_key``: graders of one model in a regrade stay apart."""
-    if all(run.verified_outcome is None for run in runs):
-        return [], []
+def grader_numbers(runs: list[Run]) -> dict[str, int]:
+    """Each grader key's number, in the order the runs came."""
+    return {key: number for number, key in enumerate(dict.fromkeys(run.grader_key for run in runs))}
 
-    def key(run: Run) -> tuple[str, tuple[str, str], str]:
-        worker, _, rubric = run.group
-        return worker, run.grader_key, rubric
 
-    judged = judge_groups(runs, key, prices, Run.judged)
-    judges = [{"worker": worker, "grader": grader_label(grader), "rubric": rubric, "judgement": judgement}
-              for (worker, grader, rubric), judgement in judged.items()]
-    graders = [
-        {"rank": rank, "grader": grader_label(grader), "judgement": judgement,
-         "workers": ", ".join(sorted({worker for worker, of, _ in judged if of == grader}))}
-        for rank, (grader, judgement) in enumerate(ranked(judge_groups(runs, lambda run: run.grader_key, prices, Run.judged)), 1)
+def grader_rows(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    """The graders table's rows (none when no run was verified), ranked by ``judge.RANK_RULE``; a
+    regrade's graders are named by its overrides."""
+    judged = judge_groups(runs, lambda run: run.grader_key, prices, Run.judged)
+    numbers = grader_numbers(runs)
+    headers = {run.grader_key: run.job.record.header for run in runs}
+    names = configs.grader_labels((key, headers[key]) for key in judged)
+    regrades = {key: " ".join(h.regraded_with or []) for key, h in headers.items() if h.regraded_from}
+    if len(set(regrades.values())) == len(regrades) == len(headers):
+        names = {key: unescaped(regrades[key]) or names[key] for key in names}
+    sets = {transcripts: chr(ord("A") + i) for i, transcripts in enumerate(dict.fromkeys(j.transcripts for j in judged.values()))}
+    workers = {key: ", ".join(sorted({run.worker or "?" for run in runs if run.grader_key == key})) for key in judged}
+    return [
+        {"rank": rank, "label": names[key], "judgement": j, "workers": workers[key], "filter": "grader", "number": numbers[key],
+         "transcripts": f"{sets[j.transcripts]}: {len(j.transcripts)}"}
+        for rank, key, j in ranking(judged)
     ]
-    return judges, graders
+
+
+def unescaped(overrides: str) -> str:
+    """Overrides as typed: Hydra escapes a swept value's ``${...}``."""
+    return re.sub(r"\\(.)", r"\1", overrides)
+
+
+def judge_rows(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    """The judges and answers tables' rows: one per configuration with a verified run."""
+    judged = judge_groups(runs, lambda run: run.group, prices, Run.judged)
+    return [{"label": g["label"], "judgement": judged[g["key"]], "filter": "group", "number": g["group"]}
+            for g in groups if g["key"] in judged]
+
+
+def ranking_lines(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[str]:
+    """The graders ranked, a line each, for a console (none when no run was verified)."""
+    return [ranking_line(row["rank"], row["label"], row["judgement"]) for row in grader_rows(runs, prices)]
+

@@ -6,13 +6,13 @@ import argparse
 
 from ..records import ExitCode, collect, sweep_exit_code
 from ..records.store import gc_paused
-from . import PriceError, expand, verdict_line, write_all
+from . import PriceError, done, expand, gate_statuses, verdict_line, write_all
 
 
 @gc_paused()
 def main(args: argparse.Namespace) -> int:
     """Write the summary files and reports of a sweep or run dir; exit 4 below ``--fail-under`` (a
-    fraction of runs: tasks x repeats)."""
+    fraction of runs: tasks x repeats, a job that did not start counting as one run not satisfied)."""
     usage_error = args.parser.error
     if args.fail_under is not None and not 0 <= args.fail_under <= 1:
         usage_error(f"--fail-under must be a fraction from 0 to 1, got {args.fail_under}")
@@ -26,8 +26,8 @@ def main(args: argparse.Namespace) -> int:
         paths = write_all(args.dir, jobs, runs, args.prices)
     except PriceError as exc:
         usage_error(str(exc))
-    code = sweep_exit_code([run.status for run in runs], args.fail_under) if args.fail_under is not None else ExitCode.SATISFIED
-    print(f"report: {verdict_line(jobs, runs, args.fail_under)} -> exit {int(code)}")
+    code = sweep_exit_code(gate_statuses(jobs, runs), args.fail_under) if args.fail_under is not None else ExitCode.SATISFIED
+    print(f"report: {verdict_line(jobs, runs, args.fail_under, done(args.dir, jobs, runs))} -> exit {int(code)}")
     for path in paths:
         print(f"  {path}")
     return code

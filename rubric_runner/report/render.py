@@ -1,10 +1,12 @@
 """report.md and report.html, rendered from Jinja2 templates (HTML autoescaped) over ``columns``.
 
 report.html is one self-contained page (inline CSS, JS and SVG) that opens offline: a chart of
-satisfied rate and mean iterations per (worker, grader, rubric), the groups table, the task x model
-matrix, per-criterion pass rates, and every run with its verdict trail, drawn when opened from the
-page's JSON (``report.html#run-3`` opens run 3's). Tables sort by a click on their headers; the
-matrix and the runs table show a page at a time, filtered (``report.html#runs?status=failed``).
+satisfied rate and mean iterations per configuration, the groups table, the jobs that did not
+start, the graders against hidden verification, the task x configuration matrix, per-criterion rates,
+and every run with its hidden checks and its verdict trail, drawn when opened from the page's JSON
+(``report.html#run-3`` opens run 3's). Tables sort by a click on their headers; every rate links to
+the runs behind it; the matrix and the runs table show a page at a time, filtered
+(``report.html#runs?status=failed``).
 """
 
 from __future__ import annotations
@@ -16,25 +18,31 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from jinja2.environment import TemplateStream
 
+from ..analysis.judge import RANK_RULE
+from ..analysis.numbers import fmt_num, fmt_pct
 from ..analysis.spend import spend_lines
 from ..records import Job
 from .columns import (
-    CRITERIA_COLUMNS,
+    ANSWERS_COLUMNS,
     GRADER_COLUMNS,
     GROUP_COLUMNS,
+    JOB_COLUMNS,
     JUDGE_COLUMNS,
     RUN_COLUMNS,
     Table,
+    criteria_columns,
     fmt_iterations,
-    fmt_num,
     fmt_rate,
+    grader_numbers,
+    grader_rows,
     judge_rows,
     matrix_columns,
     run_filters,
     run_rows,
 )
-from .runs import Run
-from .stats import by_group, matrix, stats, task_key
+from .partial import Completion
+from .runs import Run, unstarted
+from .stats import by_group, elapsed, matrix, stats
 from .summary import verdict_line
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -47,12 +55,13 @@ def environment() -> Environment:
     """The templates: HTML autoescaped, Markdown as written."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]),
                       keep_trailing_newline=True)
-    env.globals.update(fmt_num=fmt_num)
+    env.globals.update(fmt_num=fmt_num, rank_rule=RANK_RULE)
     return env
 
 
 def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
-    """The SVG chart's geometry: satisfied rate and mean iterations to satisfy, one row of bars per group."""
+    """The SVG chart's geometry: satisfied rate (of the finished runs) and mean iterations to satisfy,
+    one row of bars per group."""
     label_w, panel_w, gap, row_h, top = 300, 240, 70, 26, 34
     scale = max([1, *(g["max_iterations"] for g in groups), *(k for g in groups for k in g["iterations"])])
     x_rate, x_iter = label_w, label_w + panel_w + gap
@@ -62,17 +71,17 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
     rows = []
     for row, group in enumerate(groups):
         y = top + row * row_h
-        label = f"{group['worker']} / {group['grader']} / {group['rubric']}"
-        rate, mean = group["satisfied_rate"], group["mean_iterations"]
+        label = group["label"]
+        rate, mean = group["satisfied_rate"] or 0.0, group["mean_iterations"]
         bar = {
             "label": label, "short": label if len(label) <= 44 else label[:43] + "\u2026", "y": y + 3, "text_y": y + 15,
-            "rate": f"{rate:.4f}", "rate_width": f"{panel_w * rate:.1f}", "rate_text": f"{rate:.0%}",
-            "rate_title": fmt_rate(group["satisfied"], group["runs"]), "rate_text_x": f"{x_rate + panel_w * rate + 4:.1f}",
+            "rate": f"{rate:.4f}", "rate_width": f"{panel_w * rate:.1f}", "rate_text": fmt_pct(rate, 0),
+            "rate_title": fmt_rate(group["satisfied"], group["finished"]), "rate_text_x": f"{x_rate + panel_w * rate + 4:.1f}",
             "mean": None,
         }
         if mean is not None:
-            bar.update(mean=f"{mean:.4f}", mean_width=f"{panel_w * mean / scale:.1f}", mean_text=f"{mean:.2f}",
-                       mean_title=f"{mean:.2f} iterations; runs by iterations: {fmt_iterations(group['iterations'])}",
+            bar.update(mean=f"{mean:.4f}", mean_width=f"{panel_w * mean / scale:.1f}", mean_text=fmt_num(mean),
+                       mean_title=f"{fmt_num(mean)} iterations; runs by iterations: {fmt_iterations(group['iterations'])}",
                        mean_text_x=f"{x_iter + panel_w * mean / scale + 4:.1f}")
         rows.append(bar)
     return {
@@ -83,44 +92,52 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> dict[str, Table]:
-    """The reports' tables: ``groups``, ``matrix`` (when there are tasks or models to compare), ``runs``,
-    and ``judges`` and ``graders`` (when some run was verified)."""
-    has_tasks = any(run.task_id for run in runs) or len({task_key(run) for run in runs}) > 1
+def tables(jobs: list[Job], runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> dict[str, Table]:
+    """The reports' tables: ``groups``, ``jobs`` (that did not start, when any), ``matrix`` (when there are
+    tasks or configurations to compare), ``runs``, and ``judges``, ``answers`` and ``graders`` (when
+    some run was verified)."""
+    has_tasks = any(run.task_id for run in runs) or len({run.task_key for run in runs}) > 1
     models, task_rows = matrix(runs, groups)
+    graders = grader_numbers(runs)
     found = {
         "groups": Table("groups", GROUP_COLUMNS, groups),
+        "jobs": Table("jobs", JOB_COLUMNS, unstarted(jobs, runs)),
         "matrix": Table("matrix", matrix_columns(models), task_rows, filters=lambda row: {"task": row["task"]},
                         options={"task": []}, paged=True),
         "runs": Table(
             "runs", tuple(c for c in RUN_COLUMNS if has_tasks or not c.tasks_only),
-            run_rows(runs, groups, prices), filters=run_filters,
+            run_rows(runs, groups, graders, prices), filters=run_filters,
             options={
-                "group": [(g["group"], f"{g['worker']} / {g['grader']} / {g['rubric']}") for g in groups],
+                "group": [(g["group"], g["label"]) for g in groups],
                 "status": [(status, status) for status in sorted({run.status.value for run in runs})],
+                "check": [(check, check) for check in ("passed", "failed", "unverifiable", "none")],
                 "task": [],
             },
             paged=True,
         ),
     }
+    if not found["jobs"].rows:
+        del found["jobs"]
     if not has_tasks and len(models) < 2:
         del found["matrix"]
-    judges, graders = judge_rows(runs, prices)
+    judges = judge_rows(runs, groups, prices)
     if judges:
-        found.update(judges=Table("judges", JUDGE_COLUMNS, judges), graders=Table("graders", GRADER_COLUMNS, graders))
+        found.update(judges=Table("judges", JUDGE_COLUMNS, judges), answers=Table("answers", ANSWERS_COLUMNS, judges),
+                     graders=Table("graders", GRADER_COLUMNS, grader_rows(runs, prices)))
     return found
 
 
 def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], prices: dict[str, dict[str, float]],
-           progress: str | None = None) -> list[TemplateStream]:
+           progress: str | None, done: Completion) -> list[TemplateStream]:
     """The reports (``report.md``, ``report.html``) of ``jobs`` and their ``runs``, found under ``root``,
-    each a stream of its text, drawn as it is written, so no report is held whole;
-    ``progress`` says how far they have come while they still run."""
+    each a stream of its text, drawn as it is written, so no report is held whole; ``progress`` says how
+    far they have come while they still run, ``done`` how much of them finished."""
     groups = by_group(runs, prices)
     context = {
-        "root": root, "verdict": verdict_line(jobs, runs, None), "progress": progress, "overall": stats(runs, prices),
-        "groups": groups, "tables": tables(runs, groups, prices), "chart": chart(groups),
-        "criteria": [(g, Table(f"criteria-{g['group']}", CRITERIA_COLUMNS, g["criteria"])) for g in groups],
+        "root": root, "verdict": verdict_line(jobs, runs, None, done), "progress": progress, "partial": done.line(),
+        "overall": stats(runs, prices) if runs else None, "elapsed": elapsed(jobs, runs),
+        "groups": groups, "tables": tables(jobs, runs, groups, prices), "chart": chart(groups),
+        "criteria": [(g, Table(f"criteria-{g['group']}", criteria_columns(g["group"]), g["criteria"])) for g in groups],
         "spend": spend_lines([job.record for job in jobs]),
     }
     if any(name.endswith(".html") for name in templates):

@@ -3,7 +3,9 @@
 This is the one place that does it; the summary files, both reports, the sweep's exit code and
 ``fail_under`` all count what ``expand`` returns. A single-task job is one run, its own record.
 A multi-task job's runs are the records in its ``tasks/`` dir, in its record's task order (or by
-name, while it runs or after it crashed); a task that left no record still counts, in error.
+name, while it runs or after it crashed); a task that left no record still counts, in error. A job
+that ended before any task began (a config error, a crash at its start) has no run: it is a job that
+did not start (``unstarted``), never a task.
 
 A ``Run`` keeps what the reports read of its record, taken as the record is read, and not the record:
 a report of 10,000 tasks holds 10,000 of these at once.
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis.judge import Judged, Judgement, grader_key, judge_all
+from ..analysis.judge import Judged, Judgement, judge_all
 from ..analysis.prices import Billed, billed, cost_of
 from ..records import (
     TASKS_DIR,
@@ -25,47 +27,40 @@ from ..records import (
     Job,
     LimitHit,
     RunHeader,
+    RunKind,
     RunRecord,
     Status,
     TaskRecord,
     load_task,
+    read_task_at,
 )
 from ..records.store import gc_paused
+from . import configs
 from .trails import script_json, trail
 
 TASK_CHARS = 80
 """A single-task job's task is named by its task message, cut to this many characters."""
 
 
-def group_key(header: RunHeader) -> tuple[str, str, str]:
-    """(worker model, grader model, rubric name) of a run; ``?`` where unknown. A follow-up turn
-    groups apart from first turns, its rubric shown as ``code (turn 2)``."""
-    rubric = header.rubric.name or "?"
-    return header.worker.model or "?", header.grader.model or "?", f"{rubric} (turn {header.turn})" if header.turn else rubric
-
-
-def record_row(header: RunHeader, record: RunRecord | TaskRecord) -> dict[str, Any]:
-    """What ran and how it ended, as the summary files give it: of a task, or of a whole job (a run's record)."""
-    task = record.task if isinstance(record, RunRecord) else record
-    usage = record.task_usage() if isinstance(record, RunRecord) else record.usage
-    iterations = record.grading_passes() if isinstance(record, RunRecord) else record.iterations
-    error = record.error
+def task_row(header: RunHeader, record: TaskRecord) -> dict[str, Any]:
+    """What ran and how a task ended, as the summary files give it."""
+    usage, error = record.usage, record.error
     return {
         "worker": header.worker.model,
         "grader": header.grader.model,
         "rubric": header.rubric.name,
         "turn": header.turn or 1,
-        "status": record.status.value,
         "exit_code": record.exit_code,
-        "iterations": iterations,
+        "iterations": record.iterations,
         "worker_tokens": usage["worker"].total_tokens if "worker" in usage else 0,
         "grader_tokens": usage["grader"].total_tokens if "grader" in usage else 0,
         "cache_hits": sum(counts.cached_calls for counts in usage.values()),
         "wall_seconds": record.wall_seconds,
+        "resumed": record.resumed,
         "error": f"{error.type}: {error.message}" if error else "",
         "run_dir": record.run_dir,
-        "verified_first": task.verified("first") if task is not None else None,
-        "verified_final": task.verified("final") if task is not None else None,
+        "verified_first": record.verified("first"),
+        "verified_final": record.verified("final"),
     }
 
 
@@ -75,7 +70,7 @@ Criteria = tuple[tuple[str, bool], ...]
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One task x repeat of a job (or a single-task job), as the reports count it: ``record_row``'s
+    """One task x repeat of a job (or a single-task job), as the reports count it: ``task_row``'s
     fields, and what the tables, the judgement and the trail read of the record."""
 
     index: int
@@ -87,8 +82,10 @@ class Run:
     ``TASK_CHARS``), or ``-``. Runs with the same task and rubric are the same task."""
     task_id: str | None
     repeat: int | None
-    group: tuple[str, str, str]
-    """``group_key`` of the record."""
+    group: str
+    """``configs.group_key`` of the job: runs of one configuration."""
+    grader_key: str
+    """``configs.grader_key`` of the job: who judged the run."""
     status: Status
     worker: str | None
     grader: str | None
@@ -100,34 +97,60 @@ class Run:
     grader_tokens: int
     cache_hits: int
     wall_seconds: float | None
+    resumed: int
     error: str
     run_dir: str | None
     verified_first: bool | None
     verified_final: bool | None
     verified_outcome: CheckOutcome | None
     """The final answer's verification outcome; None when it was not verified."""
+    first_outcome: CheckOutcome | None
     max_iterations: int
     verdicts: tuple[str, ...]
     """Each grading pass's verdict."""
     criteria: tuple[Criteria, Criteria] | None
     """The first and the final pass that graded criteria; None when none did."""
     billed: Billed
+    transcript: str | None
+    """The transcript judged: a regrade's is its original's dir, a run's its own."""
+    transcript_billed: Billed | None
+    """A regrade's: what its transcript's worker was billed (None when the original is not found);
+    a run's: nothing to add, ``()``."""
     limit: LimitHit | None
-    grader_key: tuple[str, str]
-    """``judge.grader_key`` of the record: who judged the run."""
+    started_at: str | None
+    ended_at: str | None
     trail: str
     """The verdict trail report.html draws (``trails.trail``), as page-safe JSON."""
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run finished (see ``Status.unfinished``)."""
+        return not self.status.unfinished
+
+    @property
+    def task_key(self) -> tuple[str, str]:
+        """(rubric, task): what makes two runs the same task (a follow-up turn's rubric as ``code (turn 2)``)."""
+        rubric = self.rubric or "?"
+        return f"{rubric} (turn {self.turn})" if self.turn > 1 else rubric, self.task
 
     def cost(self, prices: dict[str, dict[str, float]]) -> float | None:
         """Estimated USD of the run; None when a model has no price."""
         return cost_of(self.billed, prices)
 
     def judged(self, prices: dict[str, dict[str, float]]) -> Judged:
-        """What a judgement reads of the run."""
+        """What a judgement reads of the run: a regrade's spend includes its transcript's worker."""
+        own = self.cost(prices)
+        extra = self.transcript_billed
+        if extra is None:
+            tokens, cost = None, None
+        else:
+            extra_cost = cost_of(extra, prices) if extra else 0.0
+            tokens = self.worker_tokens + self.grader_tokens + sum(i + o for _, i, o in extra)
+            cost = None if own is None or extra_cost is None else own + extra_cost
         return Judged(
-            satisfied=self.status is Status.SATISFIED, verified_first=self.verified_first,
-            verified_final=self.verified_final, verified_outcome=self.verified_outcome,
-            tokens=self.worker_tokens + self.grader_tokens, cost=self.cost(prices),
+            status=self.status, verified_first=self.verified_first, verified_final=self.verified_final,
+            verified_outcome=self.verified_outcome, tokens=tokens, cost=cost, task=self.task_key,
+            transcript=self.transcript,
         )
 
 
@@ -153,22 +176,37 @@ def _criteria(record: TaskRecord, shared: _Shared) -> tuple[Criteria, Criteria] 
     return shared(tuple(first)), shared(tuple(final))
 
 
-def _run(index: int, job: Job, record: TaskRecord, reused: bool, shared: _Shared) -> Run:
+def _transcript_billed(header: RunHeader, record: TaskRecord) -> Billed | None:
+    """What the worker of a regrade's transcript was billed, from the original record (``()`` for a run)."""
+    if not record.regraded_from:
+        return ()
+    original = read_task_at(Path(record.regraded_from))
+    if original is None:
+        return None
+    usage = original.usage.get("worker")
+    return ((header.worker.model, usage.input_tokens, usage.output_tokens),) if usage else ()
+
+
+def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[str, str], shared: _Shared) -> Run:
     header = job.record.header
     message = " ".join((record.task or header.rubric.task or "").split()) or "-"
     task = record.task_id or (message if len(message) <= TASK_CHARS else message[:TASK_CHARS] + "\u2026")
-    final = record.verification.final if record.verification else None
-    row = record_row(header, record)
-    del row["status"]
+    verification = record.verification
+    final = verification.final if verification else None
+    first = verification.first if verification else None
+    row = task_row(header, record)
     for key in ("worker", "grader", "rubric"):
         row[key] = shared(row[key])
+    regrade = header.kind is RunKind.REGRADE
     return Run(
         index=index, job=job, reused=reused, task=task, task_id=record.task_id, repeat=record.repeat,
-        group=shared(group_key(header)), **row, status=record.status,
-        verified_outcome=final.outcome if final else None, max_iterations=header.grader.max_iterations or 0,
+        group=keys[0], grader_key=keys[1], **row, status=record.status,
+        verified_outcome=final.outcome if final else None, first_outcome=first.outcome if first else None,
+        max_iterations=header.grader.max_iterations or 0,
         verdicts=shared(tuple(shared(e.result) for e in record.evaluations)), criteria=_criteria(record, shared),
-        billed=billed(header, record.usage), limit=record.limit,
-        grader_key=shared(grader_key(header)),
+        billed=billed(header, record.usage), transcript=record.regraded_from if regrade else record.run_dir,
+        transcript_billed=_transcript_billed(header, record) if regrade else (),
+        limit=record.limit, started_at=record.started_at, ended_at=record.ended_at,
         trail=script_json(trail(header, record)),
     )
 
@@ -210,7 +248,8 @@ def _mark_running(record: RunRecord | TaskRecord, live: bool) -> None:
 
 @gc_paused()
 def expand(jobs: list[Job], live: bool = False) -> list[Run]:
-    """Every run of ``jobs``: each task x repeat of a multi-task job, each single-task job itself.
+    """Every run of ``jobs``: each task x repeat of a multi-task job, each single-task job itself; a job
+    that no task of began has none.
 
     ``live``: the jobs may still be going, so records that still say ``running`` are shown as such.
     """
@@ -218,20 +257,22 @@ def expand(jobs: list[Job], live: bool = False) -> list[Run]:
     shared = _Shared()
     for job in jobs:
         _mark_running(job.record, live)
+        header = job.record.header
+        keys = (shared(configs.group_key(header)), shared(configs.grader_key(header)))
         task_dirs = _task_dirs(job)
         if not task_dirs:
-            task = job.record.task or _unstarted(job.record)
-            _mark_running(task, live)
-            runs.append(_run(len(runs), job, task, bool(job.reused), shared))
+            if job.record.task is not None:
+                _mark_running(job.record.task, live)
+                runs.append(_run(len(runs), job, job.record.task, bool(job.reused), keys, shared))
             continue
         reused = {f"{row.task_id}-r{row.repeat}" for row in job.record.tasks if row.reused}
         for task_dir in task_dirs:
             record = _task_record(task_dir, live)
-            runs.append(_run(len(runs), job, record, task_dir.name in reused, shared))
+            runs.append(_run(len(runs), job, record, task_dir.name in reused, keys, shared))
     return runs
 
 
-def _unstarted(record: RunRecord) -> TaskRecord:
-    """The task of a run that ended before its task began (a config error, a crash): as the run ended."""
-    return TaskRecord(status=record.status, exit_code=record.exit_code, error=record.error, run_dir=record.run_dir,
-                      wall_seconds=record.wall_seconds, task=record.header.rubric.task)
+def unstarted(jobs: list[Job], runs: list[Run]) -> list[Job]:
+    """The jobs that ended before any of their tasks began (a config error, a crash at the start)."""
+    started = {id(run.job) for run in runs}
+    return [job for job in jobs if id(job) not in started and job.record.status is not Status.RUNNING]

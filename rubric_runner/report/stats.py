@@ -1,28 +1,28 @@
-"""The numbers the reports show, over runs (a task x repeat each): per (worker, grader, rubric)
-group, over all runs, and per task and model.
+"""The numbers the reports show, over runs (a task x repeat each): per configuration (a group, see
+``configs``), over all runs, and per task and configuration.
 
-Per group: tasks and runs, satisfied rate, pass@k and pass^k over the tasks (k: runs per task),
-iterations to satisfy (mean and distribution), final statuses and grading verdicts, per-criterion
-pass rates (criteria matched by name), tokens of worker and grader, an estimated cost from the price
-table, and wall time.
+Per group: tasks and runs, the runs not finished (counted beside the rates, never in them), the
+satisfied rate over the finished runs, satisfied@1, satisfied@k and satisfied^k over the tasks
+(``analysis.passk``), iterations to satisfy (mean and distribution), final statuses and grading
+verdicts, per-criterion rates (criteria matched by name), tokens, an estimated cost from the price
+table, and the time the runs took (summed).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 from typing import Any
 
+from ..analysis.passk import pass_k
 from ..analysis.prices import price_of
-from ..records import Status
+from ..records import Job, Status
+from . import configs
 from .runs import Run
-
-UNDONE = frozenset({Status.RUNNING, Status.NOT_RUN, Status.BUDGET_EXCEEDED, Status.INTERRUPTED})
-"""Runs left to finish later (still going, kept from it by a budget, or interrupted): the matrix does
-not count them as a model missing the task."""
 
 
 def _criteria(runs: list[Run]) -> list[dict[str, Any]]:
-    """Per criterion name: passes on each run's first and final graded pass."""
+    """Per criterion name: met on each run's first and final graded pass."""
     table: dict[str, dict[str, Any]] = {}
     for run in runs:
         if run.criteria is None:
@@ -39,42 +39,38 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def task_key(run: Run) -> tuple[str, str]:
-    """(rubric, task) of a run: what makes two runs the same task (a follow-up turn's rubric as in its group)."""
-    return run.group[2], run.task
-
-
-def _per_task(runs: list[Run]) -> dict[str, Any]:
-    """Tasks, pass@k (satisfied at least once), pass^k (satisfied every time), and k (runs per task)."""
-    by_task: dict[tuple[str, str], list[bool]] = {}
+def satisfied_k(runs: list[Run]) -> dict[str, Any]:
+    """Tasks, and satisfied@1, satisfied@k and satisfied^k over the tasks' finished runs (k: the fewest
+    finished runs of a task); None each when no run finished."""
+    by_task: dict[tuple[str, str], list[int]] = {}
     for run in runs:
-        by_task.setdefault(task_key(run), []).append(run.status is Status.SATISFIED)
-    sizes = sorted({len(outcomes) for outcomes in by_task.values()})
-    return {
-        "tasks": len(by_task),
-        "pass_at_k": sum(any(v) for v in by_task.values()),
-        "pass_hat_k": sum(all(v) for v in by_task.values()),
-        "k": str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}",
-    }
+        counts = by_task.setdefault(run.task_key, [0, 0])
+        if run.finished:
+            counts[0] += 1
+            counts[1] += run.status is Status.SATISFIED
+    k = pass_k(map(tuple, by_task.values()))
+    return {"tasks": len(by_task), "k": k.k if k else None, "satisfied_at_1": k.at_1 if k else None,
+            "satisfied_at_k": k.at_k if k else None, "satisfied_hat_k": k.all_k if k else None}
 
 
 def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
-    """The numbers the reports show for a set of runs (labelled with the first run's group)."""
-    satisfied = [r for r in runs if r.status is Status.SATISFIED]
+    """The numbers the reports show for a set of runs."""
+    finished = [r for r in runs if r.finished]
+    satisfied = [r for r in finished if r.status is Status.SATISFIED]
     iterations = [r.iterations for r in satisfied]
     costs = [r.cost(prices) for r in runs]
     priced = None not in costs
     tokens = {"worker": [r.worker_tokens for r in runs], "grader": [r.grader_tokens for r in runs]}
     models = {model for r in runs for model, _, _ in r.billed}
-    worker, grader, rubric = runs[0].group
+    seconds = [r.wall_seconds or 0 for r in runs]
     return {
-        "worker": worker,
-        "grader": grader,
-        "rubric": rubric,
-        **_per_task(runs),
+        "worker": runs[0].worker or "?", "grader": runs[0].grader or "?", "rubric": runs[0].task_key[0],
+        **satisfied_k(runs),
         "runs": len(runs),
+        "finished": len(finished),
+        "unfinished": dict(Counter(r.status.value for r in runs if not r.finished).most_common()),
         "satisfied": len(satisfied),
-        "satisfied_rate": len(satisfied) / len(runs),
+        "satisfied_rate": len(satisfied) / len(finished) if finished else None,
         "mean_iterations": _mean(iterations),
         "iterations": dict(sorted(Counter(iterations).items())),
         "max_iterations": max(r.max_iterations for r in runs),
@@ -86,45 +82,63 @@ def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any
         "cost": sum(c for c in costs if c is not None) if priced else None,
         "cost_per_run": _mean([c for c in costs if c is not None]) if priced else None,
         "unpriced": sorted(m for m in models if m and price_of(m, prices) is None),
-        "wall_seconds": sum(r.wall_seconds or 0 for r in runs),
-        "wall_per_run": _mean([r.wall_seconds or 0 for r in runs]),
+        "task_seconds": sum(seconds),
+        "task_seconds_per_run": _mean(seconds),
     }
 
 
+def _moment(text: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
+def elapsed(jobs: list[Job], runs: list[Run]) -> float | None:
+    """Wall-clock seconds during which a job or run of the set was going: the length of the union of
+    their start-to-end spans (runs at once count once; the time between an interrupted run and its
+    resume, not at all); None when no span is recorded."""
+    spans = sorted((start, end) for start, end in (
+        *((_moment(job.record.started_at), _moment(job.record.ended_at)) for job in jobs),
+        *((_moment(run.started_at), _moment(run.ended_at)) for run in runs),
+    ) if start and end and end >= start)
+    if not spans:
+        return None
+    total, (start, end) = 0.0, spans[0]
+    for next_start, next_end in spans[1:]:
+        if next_start > end:
+            total, start = total + (end - start).total_seconds(), next_start
+        end = max(end, next_end)
+    return total + (end - start).total_seconds()
+
+
 def by_group(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
-    """One ``stats`` per (worker, grader, rubric), sorted; each with its number as ``group``."""
-    groups: dict[tuple[str, str, str], list[Run]] = {}
+    """One ``stats`` per configuration, in the order the jobs came; each with its number (``group``),
+    its key and its ``label`` (the keys in which it differs from the others)."""
+    groups: dict[str, list[Run]] = {}
     for run in runs:
         groups.setdefault(run.group, []).append(run)
-    return [{**stats(members, prices), "group": number} for number, (_, members) in enumerate(sorted(groups.items()))]
+    names = configs.group_labels((key, members[0].job.record.header) for key, members in groups.items())
+    return [{**stats(members, prices), "group": number, "key": key, "label": names[key]}
+            for number, (key, members) in enumerate(groups.items())]
 
 
 def matrix(runs: list[Run], groups: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
-    """The task x model matrix: (models, rows). A model is a worker, or a grader when only graders
-    differ, or both; a row is a task (``rubric``, ``task``) with one cell per model (``None`` where the
-    model did not run it: else ``satisfied``, ``undone`` (see ``UNDONE``) and ``runs`` of its runs,
-    their ``worst`` status, and the ``group`` they belong to), and ``missed_by``: the models that did
-    not satisfy it in every run they finished."""
-    workers, graders = {g["worker"] for g in groups}, {g["grader"] for g in groups}
-
-    def model(worker: str, grader: str) -> str:
-        if len(workers) == 1 and len(graders) > 1:
-            return grader
-        return worker if len(graders) == 1 else f"{worker} / {grader}"
-
-    number = {(g["worker"], g["grader"], g["rubric"]): g["group"] for g in groups}
-    models = list(dict.fromkeys(model(g["worker"], g["grader"]) for g in groups))
-    column = {name: i for i, name in enumerate(models)}
+    """The task x configuration matrix: (column labels, rows). A row is a task (``rubric``, ``task``)
+    with one cell per group (``None`` where the group did not run it: else ``satisfied``, ``undone``
+    (not finished) and ``runs`` of its runs, their ``worst`` status, and the ``group``), and
+    ``missed_by``: the groups that did not satisfy it in every run they finished."""
+    column = {g["key"]: i for i, g in enumerate(groups)}
+    models = [g["label"] for g in groups]
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
-        key = run.group
-        rubric, task = task_key(run)
+        rubric, task = run.task_key
         row = rows.setdefault((rubric, task), {"rubric": rubric, "task": task, "cells": [None] * len(models)})
-        i = column[model(*key[:2])]
+        i = column[run.group]
         cell = row["cells"][i] = row["cells"][i] or {"satisfied": 0, "undone": 0, "runs": 0, "worst": Status.SATISFIED,
-                                                      "group": number[key]}
+                                                      "group": groups[i]["group"]}
         cell["satisfied"] += run.status is Status.SATISFIED
-        cell["undone"] += run.status in UNDONE
+        cell["undone"] += not run.finished
         cell["runs"] += 1
         cell["worst"] = max(cell["worst"], run.status, key=lambda status: status.severity)
     for row in rows.values():

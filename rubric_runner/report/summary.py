@@ -1,8 +1,10 @@
-"""The summary files, the one-line verdict of a set of runs and what their budgets spent.
+"""The summary files and the one-line verdict of a set of runs.
 
-``summary.jsonl`` / ``summary.csv``: one row per job, with its grader's figures against hidden
-verification (``judge.SUMMARY_FIELDS``); ``summary_tasks.jsonl`` / ``summary_tasks.csv``: one row per
-run (a task x repeat of a job, or a single-task job), with its answers' verification."""
+``summary.jsonl`` / ``summary.csv``: one row per job, computed from its runs (tasks x repeats), with
+its grader's figures against hidden verification (``judge.SUMMARY_FIELDS``) and, on every row of a
+set that did not finish, its ``partial`` line; ``summary_tasks.jsonl`` / ``summary_tasks.csv``: one
+row per run (a task x repeat of a job, or a single-task job), with its answers' verification. Every
+number is rounded by ``analysis.numbers``."""
 
 from __future__ import annotations
 
@@ -17,38 +19,57 @@ from typing import Any
 
 from ..analysis.judge import SUMMARY_FIELDS as JUDGE_FIELDS
 from ..analysis.judge import summary_fields
+from ..analysis.numbers import fmt_pct, rounded
 from ..analysis.prices import load_prices
 from ..records import Job, Status, satisfied_rate
-from .runs import Run, expand, judge_runs, record_row
+from .partial import Completion, completion
+from .runs import Run, expand, judge_runs, unstarted
+from .stats import satisfied_k
 
 SUMMARY_JSONL = "summary.jsonl"
 SUMMARY_CSV = "summary.csv"
 TASKS_JSONL = "summary_tasks.jsonl"
 TASKS_CSV = "summary_tasks.csv"
 SUMMARY_FIELDS = (
-    "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations", "runs", "satisfied",
-    "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir", *JUDGE_FIELDS,
+    "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "runs", "finished", "unfinished",
+    "satisfied", "satisfied_rate", "k", "satisfied_at_1", "satisfied_at_k", "satisfied_hat_k", "mean_iterations",
+    "worker_tokens", "grader_tokens", "cache_hits", "reused", "resumed", "wall_seconds", "task_seconds", "error",
+    "run_dir", "partial", *JUDGE_FIELDS,
 )
 TASK_FIELDS = (
     "job", "task_id", "repeat", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations",
-    "worker_tokens", "grader_tokens", "cache_hits", "reused", "wall_seconds", "error", "run_dir",
+    "worker_tokens", "grader_tokens", "cache_hits", "reused", "resumed", "wall_seconds", "error", "run_dir",
     "verified_first", "verified_final",
 )
 
 
 def run_row(run: Run) -> dict[str, Any]:
-    """One run's row: its job, task and repeat, what ran, how it ended, tokens, wall time, where it is."""
+    """One run's row: its job, task and repeat, what ran, how it ended, tokens, time, where it is."""
     own = {"job": run.job.job, "status": run.status.value, "reused": int(run.reused)}
     return {key: own[key] if key in own else getattr(run, key) for key in TASK_FIELDS}
 
 
-def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
-    """One job's row: as its record says (a multi-task job's status is its worst task's), with its
-    ``runs``, how many of them ended ``satisfied``, and its grader's figures against verification."""
-    row = record_row(job.record.header, job.record)
-    return {key: row.get(key) for key in SUMMARY_FIELDS} | {
-        "job": job.job, "overrides": list(job.record.header.sources.overrides), "reused": job.reused,
-        "runs": len(runs), "satisfied": sum(run.status is Status.SATISFIED for run in runs),
+def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]], partial: str | None) -> dict[str, Any]:
+    """One job's row, from its runs: its status as its record says (a multi-task job's is its worst
+    task's), how many runs finished and were satisfied (the rate over the finished ones), satisfied@k,
+    the mean grading passes per finished run, tokens and time summed over its runs, and its grader's figures."""
+    record, header = job.record, job.record.header
+    finished = [run for run in runs if run.finished]
+    satisfied = sum(run.status is Status.SATISFIED for run in finished)
+    error = record.error
+    by_task = satisfied_k(runs)
+    return {
+        "job": job.job, "overrides": list(header.sources.overrides), "worker": header.worker.model,
+        "grader": header.grader.model, "rubric": header.rubric.name, "turn": header.turn or 1,
+        "status": record.status.value, "exit_code": record.exit_code, "runs": len(runs), "finished": len(finished),
+        "unfinished": len(runs) - len(finished), "satisfied": satisfied,
+        "satisfied_rate": rounded(satisfied / len(finished)) if finished else None, "k": by_task["k"],
+        **{key: rounded(by_task[key]) for key in ("satisfied_at_1", "satisfied_at_k", "satisfied_hat_k")},
+        "mean_iterations": rounded(sum(run.iterations for run in finished) / len(finished)) if finished else None,
+        "worker_tokens": sum(run.worker_tokens for run in runs), "grader_tokens": sum(run.grader_tokens for run in runs),
+        "cache_hits": sum(run.cache_hits for run in runs), "reused": job.reused, "resumed": record.resumed,
+        "wall_seconds": rounded(record.wall_seconds, 3), "task_seconds": rounded(sum(run.wall_seconds or 0 for run in runs), 3),
+        "error": f"{error.type}: {error.message}" if error else "", "run_dir": record.run_dir, "partial": partial,
     } | summary_fields(judge_runs(runs, prices))
 
 
@@ -78,21 +99,23 @@ def _csv(rows: Iterable[dict[str, Any]], fields: tuple[str, ...]) -> str:
     writer = csv.writer(out)
     writer.writerow(fields)
     for row in rows:
-        row = {**row, "overrides": " ".join(row["overrides"])} if "overrides" in row else row
-        writer.writerow([row[field] for field in fields])
+        writer.writerow([" ".join(row[f]) if f == "overrides" else json.dumps(row[f]) if isinstance(row[f], dict)
+                         else row[f] for f in fields])
     return out.getvalue()
 
 
 def write_summary(root: Path, jobs: list[Job], runs: list[Run] | None = None,
-                  prices_path: str | Path | None = None) -> list[Path]:
+                  prices_path: str | Path | None = None, done: Completion | None = None) -> list[Path]:
     """The per-job and per-run summary files in ``root`` (``runs``: ``expand(jobs)``; costs from the
-    price table at ``prices_path``, else conf/prices.yaml); returns their paths."""
+    price table at ``prices_path``, else conf/prices.yaml; ``done``: how much of the set finished);
+    returns their paths."""
     runs = expand(jobs) if runs is None else runs
+    done = completion(jobs, runs) if done is None else done
     prices = load_prices(prices_path)
     by_job: dict[int, list[Run]] = {}
     for run in runs:
         by_job.setdefault(id(run.job), []).append(run)
-    job_rows = [job_row(job, by_job.get(id(job), []), prices) for job in jobs]
+    job_rows = [job_row(job, by_job.get(id(job), []), prices, done.line()) for job in jobs]
     files = {
         SUMMARY_JSONL: _jsonl(job_rows), SUMMARY_CSV: _csv(job_rows, SUMMARY_FIELDS),
         TASKS_JSONL: _jsonl(map(run_row, runs)), TASKS_CSV: _csv(map(run_row, runs), TASK_FIELDS),
@@ -102,35 +125,36 @@ def write_summary(root: Path, jobs: list[Job], runs: list[Run] | None = None,
     return [root / name for name in files]
 
 
-def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None) -> str:
-    """One line: how many runs ended how (in how many jobs, when that differs), the satisfied rate,
-    and the threshold if any."""
+def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None, done: Completion | None = None) -> str:
+    """One line: how much finished (when not all did), how many runs ended how (in how many jobs, when
+    that differs), the satisfied rate over the finished runs (the unfinished counted beside it), and
+    the threshold if any (which counts every run)."""
+    done = completion(jobs, runs) if done is None else done
     statuses: list[Status] = [run.status for run in runs]
     counts = Counter(status.value for status in statuses)
-    parts = ", ".join(f"{n} {status}" for status, n in counts.most_common())
-    line = f"{len(runs)} run{'' if len(runs) == 1 else 's'}"
+    parts = ", ".join(f"{n} {status}" for status, n in counts.most_common()) or "none"
+    line = f"{done.line()}; " if done.partial else ""
+    line += f"{len(runs)} run{'' if len(runs) == 1 else 's'}"
     if len(jobs) != len(runs):
         line += f" in {len(jobs)} job{'' if len(jobs) == 1 else 's'}"
-    line += f": {parts}; satisfied rate {satisfied_rate(statuses):.1%}"
+    finished = [run for run in runs if run.finished]
+    satisfied = sum(run.status is Status.SATISFIED for run in finished)
+    rate = fmt_pct(satisfied / len(finished)) if finished else "-"
+    line += f": {parts}; satisfied rate {rate}"
+    if len(finished) < len(runs):
+        line += f" of the {len(finished)} finished, {len(runs) - len(finished)} unfinished"
     cache_hits = sum(run.cache_hits for run in runs)
     reused = sum(run.reused for run in runs)
     if cache_hits or reused:
         line += f"; cache hits {cache_hits}, reused {reused}"
     if fail_under is not None:
-        line += f" (fail_under {fail_under:.1%})"
+        gated = gate_statuses(jobs, runs)
+        over_all = "" if len(finished) == len(gated) else f"; over every run and job not started: {fmt_pct(satisfied_rate(gated))}"
+        line += f" (fail_under {fmt_pct(fail_under)}{over_all})"
     return line
 
 
-def progress_line(jobs: list[Job], runs: list[Run], jobs_total: int | None, runs_total: int | None) -> str:
-    """``3 of 6 jobs done, 47 runs done`` (of one job: ``47 of 120 runs done``): how far a sweep or a
-    run still going has come."""
-    def done(statuses: list[Status], total: int | None, noun: str) -> str:
-        finished = sum(status is not Status.RUNNING for status in statuses)
-        if total:
-            return f"{finished} of {max(total, len(statuses))} {noun}s done"
-        return f"{finished} {noun}{'' if finished == 1 else 's'} done"
-
-    run_statuses = [run.status for run in runs]
-    if len(jobs) == 1 and jobs_total == 1:
-        return done(run_statuses, runs_total, "run")
-    return f"{done([job.record.status for job in jobs], jobs_total, 'job')}, {done(run_statuses, runs_total, 'run')}"
+def gate_statuses(jobs: list[Job], runs: list[Run]) -> list[Status]:
+    """What a sweep's exit code and ``fail_under`` count: every run's status, finished or not, and each
+    job that did not start as one run in its status (an error: never a pass)."""
+    return [*(run.status for run in runs), *(job.record.status for job in unstarted(jobs, runs))]

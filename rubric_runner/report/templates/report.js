@@ -52,7 +52,21 @@
     var cls = {satisfied: "satisfied", needs_revision: "unsatisfied", max_iterations_reached: "unsatisfied", failed: "unsatisfied"};
     return make("span", "status " + (cls[result] || "error"), result);
   }
+  function trailRow(details) {
+    // an opened trail is drawn in a row of its own below its run's, as wide as the table
+    var row = details.closest("tr");
+    if (!row.trailRow) {
+      row.trailRow = make("tr", "trail-row");
+      var cell = make("td");
+      cell.colSpan = row.cells.length;
+      row.trailRow.appendChild(cell);
+      if (row.parentNode) row.parentNode.insertBefore(row.trailRow, row.nextSibling);
+    }
+    row.trailRow.hidden = !details.open;
+    return row.trailRow.cells[0];
+  }
   function drawTrail(details) {
+    var panel = trailRow(details);
     if (details.getAttribute("data-drawn")) return;
     details.setAttribute("data-drawn", "1");
     trails = trails || JSON.parse(document.getElementById("trails").textContent);
@@ -80,23 +94,23 @@
         item.appendChild(side);
         list.appendChild(item);
       });
-      details.appendChild(list);
+      panel.appendChild(list);
     } else {
-      details.appendChild(make("p", "", "No grading pass."));
+      panel.appendChild(make("p", "", "No grading pass."));
     }
-    if (t.error) details.appendChild(make("p", "gap", t.error));
+    if (t.error) panel.appendChild(make("p", "gap", t.error));
     var where = make("p");
     where.appendChild(document.createTextNode("Run dir "));
     where.appendChild(make("code", "", t.run_dir));
     where.appendChild(make("br"));
     where.appendChild(document.createTextNode("Overrides "));
     where.appendChild(make("code", "", t.overrides || "-"));
-    details.appendChild(where);
+    panel.appendChild(where);
     if (t.answer) {
       var answer = make("details");
       answer.appendChild(make("summary", "", "final answer"));
       answer.appendChild(make("pre", "", t.answer));
-      details.appendChild(answer);
+      panel.appendChild(answer);
     }
   }
 
@@ -195,7 +209,10 @@
     var first = this.page * this.size;
     var body = this.table.tBodies[0];
     var page = document.createDocumentFragment();
-    shown.slice(first, first + this.size).forEach(function (row) { page.appendChild(row); });
+    shown.slice(first, first + this.size).forEach(function (row) {
+      page.appendChild(row);
+      if (row.trailRow) page.appendChild(row.trailRow);
+    });
     body.textContent = "";
     body.appendChild(page);
     if (this.shownText) {
@@ -243,7 +260,8 @@
   }
 
   document.addEventListener("toggle", function (event) {
-    if (event.target.open && event.target.hasAttribute("data-run")) drawTrail(event.target);
+    if (!event.target.hasAttribute("data-run")) return;
+    if (event.target.open) drawTrail(event.target); else trailRow(event.target);
   }, true);
   Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
     tables[table.id] = new Table(table);

@@ -1,0 +1,50 @@
+"""The one way every output writes a number: rounded half up on its decimal digits.
+
+A float is rounded as the shortest decimal that reads back as it (``repr``), half up: ``0.125`` to
+two digits is ``0.13`` and ``2.675`` is ``2.68``, in the summary files, the reports and on the
+console alike; ``0.1 + 0.2`` is written ``0.3``, never ``0.30000000000000004``.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+SUMMARY_DIGITS = 6
+"""Digits after the point of a fraction, a cost or a mean in the summary files."""
+
+
+def _decimal(value: float, digits: int) -> Decimal:
+    number = Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return number.copy_abs() if number.is_zero() else number  # no "-0.0"
+
+
+def rounded(value: float | None, digits: int = SUMMARY_DIGITS) -> float | None:
+    """``value`` rounded to ``digits`` after the point, as a float (None stays None)."""
+    return None if value is None else float(_decimal(value, digits))
+
+
+def fmt_num(value: float | None, digits: int = 2) -> str:
+    """``1,234.57``: thousands separated, ``digits`` after the point; ``n/a`` for None."""
+    return "n/a" if value is None else f"{_decimal(value, digits):,}"
+
+
+def fmt_pct(value: float | None, digits: int = 1) -> str:
+    """``66.7%`` for 2/3; ``-`` for None."""
+    return "-" if value is None else f"{_decimal(100 * value, digits)}%"
+
+
+def fmt_pts(value: float | None) -> str:
+    """``+20.0 pts``: a difference of two rates in percentage points; ``-`` for None."""
+    if value is None:
+        return "-"
+    text = fmt_num(100 * value, 1)
+    return f"{text if text.startswith('-') else '+' + text} pts"
+
+
+def fmt_p(value: float | None) -> str:
+    """A p-value: ``p = 0.031``, ``p < 0.001``, ``p = 1.0``."""
+    if value is None:
+        return "-"
+    if value < 0.001:
+        return "p < 0.001"
+    return f"p = {fmt_num(value, 3).rstrip('0').rstrip('.') if value < 1 else '1.0'}"

@@ -1,0 +1,103 @@
+"""Which configuration a run ran, and how the reports name it.
+
+Runs are grouped by configuration: what ``config.fingerprint.behaviour`` keeps of their resolved
+config (what changes what a task does: not plumbing, not which tasks were picked), their kind (a
+regrade is one grading pass) and their turn. Shards of one task set, run as several jobs, are one
+group; a sweep over ``grader.max_iterations=1,3`` is two. A group is named by the keys in which it
+differs from the others (``grader.max_iterations=3``); a grader, by its ``grader.*`` keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from ..config.fingerprint import behaviour, fingerprint
+from ..records import RunHeader, RunKind
+
+VALUE_CHARS = 40
+"""The most characters of a value a label shows."""
+
+
+def configuration(header: RunHeader) -> dict[str, Any]:
+    """A run's configuration, flattened; from what its header says when it holds no resolved config."""
+    if header.config:
+        return behaviour(header.config, header.sources.overrides)
+    known = {
+        "worker.model": header.worker.model, "grader.model": header.grader.model, "rubric.name": header.rubric.name,
+        "grader.max_iterations": header.grader.max_iterations,
+    }
+    if header.regraded_from:
+        known["regraded_with"] = " ".join(header.regraded_with or [])
+    return {key: value for key, value in known.items() if value is not None}
+
+
+def _digest(data: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def group_key(header: RunHeader) -> str:
+    """What runs of one group share: kind, turn and configuration (``config.fingerprint``)."""
+    digest = fingerprint(header.config, header.sources.overrides) if header.config else _digest(configuration(header))
+    return f"{header.kind.value}:{header.turn or 1}:{digest}"
+
+
+def grader_part(header: RunHeader) -> dict[str, Any]:
+    """The grader's part of a run's configuration: its ``grader.*`` keys but the loop's budget of passes,
+    ``grader.max_iterations`` (a regrade's overrides when the header holds no config)."""
+    return {key: value for key, value in configuration(header).items()
+            if key.startswith(("grader.", "regraded_with")) and key != "grader.max_iterations"}
+
+
+def grader_key(header: RunHeader) -> str:
+    """Who judged a run: a digest of ``grader_part``."""
+    return _digest(grader_part(header))
+
+
+def _shown(values: list[Any]) -> list[str]:
+    """The values of one key as labels show them: a common leading path left out, long ones cut."""
+    texts = [" ".join(str(v).split()) if not isinstance(v, (dict, list)) else json.dumps(v, default=str) for v in values]
+    paths = [t for t in texts if t.startswith("/")]
+    prefix = os.path.dirname(os.path.commonprefix(paths)) if len(set(paths)) > 1 and len(paths) == len(texts) else ""
+    if len(prefix) > 1:
+        texts = ["\u2026" + t[len(prefix):] for t in texts]
+    return [t if len(t) <= VALUE_CHARS else t[: VALUE_CHARS - 1] + "\u2026" for t in texts]
+
+
+def labels(parts: dict[str, dict[str, Any]], fallback: dict[str, str]) -> dict[str, str]:
+    """Each key's label: the keys (and values) in which its part differs from the others' parts, or its
+    ``fallback`` when there is one part, or none differs."""
+    keys = sorted({k for part in parts.values() for k in part if len({_hashable(p.get(k)) for p in parts.values()}) > 1})
+    shown = {k: dict(zip(parts, _shown([part.get(k) for part in parts.values()]))) for k in keys}
+    return {
+        name: ", ".join(f"{k}={shown[k][name]}" for k in keys if k in part) or fallback[name]
+        for name, part in parts.items()
+    }
+
+
+def _hashable(value: Any) -> Any:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def group_labels(headers: Iterable[tuple[str, RunHeader]]) -> dict[str, str]:
+    """The label of each group key, from a header of each: the keys in which it differs, led by its
+    kind or turn when the groups' differ."""
+    first = dict(headers)
+    parts = {key: configuration(h) for key, h in first.items()}
+    fallback = {key: f"{h.worker.model or '?'} / {h.grader.model or '?'} / {h.rubric.name or '?'}" for key, h in first.items()}
+    named = labels(parts, fallback)
+    kinds = {(h.kind, h.turn or 1) for h in first.values()}
+    if len(kinds) > 1:
+        for key, h in first.items():
+            lead = "regrade" if h.kind is RunKind.REGRADE else f"turn {h.turn}" if h.turn else "run"
+            named[key] = f"{lead}: {named[key]}"
+    return named
+
+
+def grader_labels(headers: Iterable[tuple[str, RunHeader]]) -> dict[str, str]:
+    """The label of each grader key: the ``grader.*`` keys in which it differs, or its model."""
+    first = dict(headers)
+    return labels({key: grader_part(h) for key, h in first.items()}, {key: h.grader.model or "?" for key, h in first.items()})
