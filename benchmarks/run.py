@@ -619,7 +619,7 @@ def bench_checkpoint_bytes(tmp: Path) -> dict:
 
 
 def _many_runs():
-    """tests/many_runs.py, the writer of records of many runs (no run takes place), loaded from its file."""
+    """tests/support/many_runs.py, the writer of records of many runs (no run takes place), loaded from its file."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("many_runs", ROOT / "tests" / "many_runs.py")

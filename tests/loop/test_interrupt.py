@@ -1,0 +1,169 @@
+"""SIGINT / SIGTERM mid-run in a real subprocess, then resume from the SQLite checkpoint (with
+``rubric-runner resume``, or from Python with ``run.resume=true``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from support.helpers import (
+    SCRIPTED_EVIDENCE,
+    cli_process,
+    run_cli,
+    verdict,
+    write_script,
+)
+
+import rubric_runner
+
+SLOW_CODE = "import time\ntime.sleep(2)\n"
+GOOD_CODE = "def find_duplicates(lst):\n    seen, dups = [], []\n    for x in lst:\n        if x in seen and x not in dups:\n            dups.append(x)\n        seen.append(x)\n    return dups\n"
+CRITERIA = ("All tests pass in run_test_suite",)
+
+
+def _script(path: Path) -> Path:
+    return write_script(
+        path,
+        worker=[{"content": SLOW_CODE, "latency": 2}, {"content": GOOD_CODE}],
+        grader=[
+            {"tool_calls": [{"name": "run_test_suite", "args": {"code": SLOW_CODE}}]},
+            {**verdict("needs_revision", (CRITERIA[0], False)), "latency": 2},
+            {"tool_calls": [{"name": "run_test_suite", "args": {"code": GOOD_CODE}}]},
+            verdict("satisfied", (CRITERIA[0], True)),
+        ],
+    )
+
+
+def _events(run_dir: Path) -> list[dict]:
+    path = run_dir / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _wait_for(run_dir: Path, event: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(e["event"] == event for e in _events(run_dir)):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{event} never appeared in {run_dir}/events.jsonl")
+
+
+def _slow_run(tmp_path: Path) -> tuple[list[str], Path]:
+    """The slow ``code`` run's overrides and its run dir."""
+    script = _script(tmp_path / "script.yaml")
+    run_dir = tmp_path / "run"
+    args = [
+        "worker=scripted", "grader=scripted", "rubric=code", f"worker.script={script}",
+        f"grader.script={script}", f"hydra.run.dir={run_dir}",
+    ]
+    return args, run_dir
+
+
+@pytest.mark.parametrize(
+    ("point", "after_event", "signum"),
+    [
+        ("worker call", "model_call_start", signal.SIGINT),
+        ("tool call", "tool_call_start", signal.SIGINT),
+        ("grader call", "tool_call_end", signal.SIGTERM),
+    ],
+)
+def test_interrupt_then_resume(tmp_path, point, after_event, signum):
+    args, run_dir = _slow_run(tmp_path)
+    with cli_process(*args, cwd=tmp_path) as proc:
+        _wait_for(run_dir, after_event)
+        time.sleep(0.3)  # inside the slow call now
+        os.kill(proc.pid, signum)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (point, out, err)
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "interrupted" and record["exit_code"] == 130
+    assert _events(run_dir)[-1]["event"] == "run_end"
+
+    resumed = rubric_runner.resume(run_dir)
+    assert resumed.exit_code == 0, (point, resumed.error)
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "satisfied" and record["resumed"] == 1
+    # every scripted turn was used exactly once: no completed call or grading pass was repeated
+    assert record["task"]["usage"]["worker"]["calls"] == 2
+    assert record["task"]["usage"]["grader"]["calls"] == 4
+    assert [e["iteration"] for e in record["task"]["evaluations"]] == [0, 1]
+    assert [e["result"] for e in record["task"]["evaluations"]] == ["needs_revision", "satisfied"]
+
+
+def test_resuming_a_complete_run_changes_nothing(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[verdict("satisfied", ("c", True))])
+    run_dir = tmp_path / "run"
+    args = ["worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE, f"worker.script={script}", f"grader.script={script}"]
+    assert rubric_runner.run(args, run_dir).exit_code == 0
+    before = (run_dir / "result.json").read_text()
+    again = run_cli("resume", str(run_dir), cwd=tmp_path)
+    assert again.returncode == 0 and "already complete: satisfied" in again.stdout
+    assert (run_dir / "result.json").read_text() == before
+
+
+def test_second_signal_stops_at_once_and_resume_redoes_the_step(tmp_path):
+    args, run_dir = _slow_run(tmp_path)
+    with cli_process(*args, cwd=tmp_path) as proc:
+        _wait_for(run_dir, "model_call_start")
+        time.sleep(0.3)  # inside the 2 s worker call
+        os.kill(proc.pid, signal.SIGINT)
+        time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGINT)
+        started = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert time.monotonic() - started < 1.0  # did not wait for the worker call to finish
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "interrupted" and "twice" in record["error"]["message"]
+    assert "stopping at the next checkpoint" in out
+
+    resumed = run_cli("resume", str(run_dir), cwd=tmp_path)
+    assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "satisfied"
+    assert [e["result"] for e in record["task"]["evaluations"]] == ["needs_revision", "satisfied"]
+
+
+def _interrupted(tmp_path: Path, signum: int) -> tuple[list[str], Path]:
+    """The slow run stopped by ``signum`` inside its first worker call."""
+    args, run_dir = _slow_run(tmp_path)
+    with cli_process(*args, cwd=tmp_path) as proc:
+        _wait_for(run_dir, "model_call_start")
+        time.sleep(0.3)
+        os.kill(proc.pid, signum)
+        proc.communicate(timeout=60)
+    return args, run_dir
+
+
+def test_a_second_resume_while_one_works_is_refused_naming_the_first(tmp_path):
+    _, run_dir = _interrupted(tmp_path, signal.SIGINT)
+    started_at = len(_events(run_dir))
+    with cli_process("resume", str(run_dir), cwd=tmp_path) as first:
+        deadline = time.monotonic() + 60
+        while not any(e["event"] == "model_call_start" for e in _events(run_dir)[started_at:]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = run_cli("resume", str(run_dir), cwd=tmp_path)
+        out, err = first.communicate(timeout=120)
+    assert second.returncode == 2 and second.stdout == ""
+    assert second.stderr.startswith(f"error: RUN_DIR: {run_dir} is in use by pid {first.pid} on "), second.stderr
+    assert len(second.stderr.splitlines()) == 1
+    assert first.returncode == 0, out + err
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "satisfied" and record["resumed"] == 1 and record["task"]["final_answer"] == GOOD_CODE
+
+
+def test_a_killed_runs_lock_is_taken_over_by_its_resume(tmp_path):
+    _, run_dir = _interrupted(tmp_path, signal.SIGKILL)
+    holder = json.loads((run_dir / ".lock").read_text())
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "running"  # it never wrote its end
+    with pytest.raises(ProcessLookupError):
+        os.kill(holder["pid"], 0)
+    resumed = run_cli("resume", str(run_dir), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["status"] == "satisfied" and record["task"]["usage"]["worker"]["calls"] == 2
+    assert json.loads((run_dir / ".lock").read_text())["pid"] != holder["pid"]

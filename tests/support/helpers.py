@@ -1,0 +1,156 @@
+"""What the tests share: the checkout's root, composed configs, scripted-model scripts and task sets,
+runs in-process and in real subprocesses, and their events."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hydra import compose, initialize_config_dir
+
+import rubric_runner
+from rubric_runner.config.compose import register_configs
+from rubric_runner.paths import CONF_DIR
+
+register_configs()
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+"""The tests' own data (``code_task_solutions.py``, importable: conftest puts it on the path)."""
+BUNDLED_PLUGINS = "syllables,textstats"
+"""The plugins shipped in plugins/ (installed by scripts/setup): the haiku and summary rubrics use them."""
+
+
+def compose_config(overrides: list[str] | None = None):
+    """The config ``python -m rubric_runner OVERRIDES`` would run with."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides or []))
+
+
+def verdict(result: str, *criteria: tuple[str, bool], explanation: str = "graded") -> dict[str, Any]:
+    """A scripted grader turn returning a GraderResponse."""
+    items = [
+        {"name": name, "passed": passed} if passed else {"name": name, "passed": False, "gap": f"fix {name}"}
+        for name, passed in criteria
+    ]
+    return {"tool_calls": [{"name": "GraderResponse", "args": {"result": result, "explanation": explanation, "criteria": items}}]}
+
+
+def write_script(path: Path, worker: list[dict], grader: list[dict], tasks: dict | None = None) -> Path:
+    """Write a scripted-model file with ``worker:`` and ``grader:`` sections (and per-task ones)."""
+    data = {"worker": worker, "grader": grader, **({"tasks": tasks} if tasks else {})}
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def write_dataset(path: Path, ids: list[str]) -> Path:
+    """Write a JSONL task set: one task ``do <id>`` per id."""
+    path.write_text("".join(json.dumps({"id": i, "task": f"do {i}"}) + "\n" for i in ids))
+    return path
+
+
+SCRIPTED_EVIDENCE = "rubric.evidence=[]"
+"""A test's grader turns rest on no tool call unless the test says so: the default rubric's (haiku's)
+rule that a satisfied verdict rests on count_syllables is left out (tests of that rule set it)."""
+
+
+def scripted_overrides(script: Path, *extra: str) -> list[str]:
+    """Overrides for a fully scripted run replaying ``script``."""
+    return ["worker=scripted", "grader=scripted", f"worker.script={script}", f"grader.script={script}", "run.console=false",
+            SCRIPTED_EVIDENCE, *extra]
+
+
+def run_scripted(tmp_path: Path, script: Path, *extra: str):
+    """Run in-process with scripted models; returns (result, run_dir)."""
+    overrides = scripted_overrides(script, *extra)
+    run_dir = tmp_path / "run"
+    return rubric_runner.run(overrides, run_dir), run_dir
+
+
+def run_in_process(tmp_path: Path, *overrides: str):
+    """Run in-process with ``overrides`` (console off); returns (result, run_dir)."""
+    overrides = ("run.console=false", SCRIPTED_EVIDENCE, *overrides)
+    run_dir = tmp_path / "run"
+    return rubric_runner.run(list(overrides), run_dir), run_dir
+
+
+def read_events(run_dir: Path) -> list[dict[str, Any]]:
+    """Every line of the run's events.jsonl, parsed."""
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m rubric_runner ARGS`` in a real subprocess."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "rubric_runner", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@contextlib.contextmanager
+def cli_process(*args: str, cwd: Path) -> Iterator[subprocess.Popen]:
+    """``python -m rubric_runner ARGS`` in the background, output piped; killed on the way out if still running."""
+    proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def on_terminal(args: list[str], cwd: Path) -> tuple[int, bytes]:
+    """``python -m rubric_runner ARGS`` with stderr on a pseudo-terminal (stdout piped): its exit code
+    and what the terminal showed."""
+    import pty
+
+    primary, secondary = pty.openpty()
+    proc = subprocess.run([sys.executable, "-m", "rubric_runner", *args], cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=secondary, timeout=120)
+    os.close(secondary)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the terminal closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(primary)
+    return proc.returncode, shown
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def copy_pytest(site: Path) -> Path:
+    """Copy pytest and the packages it imports into ``site`` (a stand-alone site-packages dir)."""
+    import shutil
+
+    from rubric_runner.sandbox import pytest_path
+
+    for name in ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py"):
+        source = Path(pytest_path()) / name
+        if source.is_dir():
+            shutil.copytree(source, site / name)
+        elif source.exists():
+            shutil.copy2(source, site / name)
+    return site
