@@ -622,7 +622,7 @@ def _many_runs():
     """tests/support/many_runs.py, the writer of records of many runs (no run takes place), loaded from its file."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("many_runs", ROOT / "tests" / "many_runs.py")
+    spec = importlib.util.spec_from_file_location("many_runs", ROOT / "tests" / "support" / "many_runs.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -654,8 +654,27 @@ def bench_report(tmp: Path, repeats: int) -> dict:
     return rows
 
 
+def bench_attempt_checks(tmp: Path, repeats: int) -> dict:
+    """Hidden checks of every attempt against the first and the final answer only: eight runs of rubric=code
+    whose worker answers three different times (two revisions), timed interleaved."""
+    answers = ["def find_duplicates(lst):\n    seen, out = set(), []\n    for x in lst:\n        if x in seen and x not in out:\n"
+               "            out.append(x)\n        seen.add(x)\n    return out\n", CODE,
+               "def find_duplicates(lst):\n    seen, out = [], []\n    for x in lst:\n        if x in seen and x not in out:\n"
+               "            out.append(x)\n        seen.append(x)\n    return out\n"]
+    script = tmp / "attempts.yaml"
+    script.write_text(yaml.safe_dump({"worker": [{"content": answer} for answer in answers],
+                                      "grader": [_verdict("needs_revision", False)] * 2 + [_verdict("satisfied", True)]}))
+    base = ["rubric=code", *scripted(script, "rubric.evidence=[]", "run.repeats=8", "run.concurrency=8", "run.checkpointer=memory")]
+    actions = {name: (lambda every=every: run_as_cli([*base, f"rubric.verify_every_attempt={every}"], tmp / f"checks-{time.monotonic_ns()}"))
+               for name, every in (("every_attempt", "true"), ("first_and_final", "false"))}
+    rows = _interleaved(actions, repeats, cpu=False)
+    rows["checks_per_run"] = {"every_attempt": 3, "first_and_final": 2}
+    rows["ratio_every_over_first_and_final"] = round(rows["every_attempt"]["median_s"] / rows["first_and_final"]["median_s"], 3)
+    return rows
+
+
 BENCHES = ("startup", "overhead", "concurrency", "instructions", "cache", "memory", "sweep", "sandbox", "checkpoint_bytes", "scale",
-           "report")
+           "report", "attempt_checks")
 
 
 def _table(results: dict) -> str:
@@ -708,6 +727,8 @@ def main() -> None:
                 results["benchmarks"][name] = bench_scale(tmp, args.tasks)
             elif name == "report":
                 results["benchmarks"][name] = bench_report(tmp, max(3, args.repeats // 2))
+            elif name == "attempt_checks":
+                results["benchmarks"][name] = bench_attempt_checks(tmp, args.repeats)
             results["benchmarks"][name]["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             print(f"done: {name}", file=sys.stderr, flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -97,11 +97,14 @@ class Regrade:
 
 
 def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool = False,
-            config_dirs: Sequence[str | Path] = (), stop: StopRequest | None = None) -> Regrade:
+            config_dirs: Sequence[str | Path] = (), stop: StopRequest | None = None, repeats: int = 1) -> Regrade:
     """Grade the transcripts saved under ``run_dir`` (a run dir, or a sweep dir: each of its runs, and their
     follow-up turns) again, one grading pass each, with ``overrides`` on each run's own config; the records go
     to ``run_dir/regrades/<time>/``. With ``multirun``, once per combination of the overrides' values
-    (``grader=haiku,gpt``), each in a numbered dir."""
+    (``grader=haiku,gpt``), each in a numbered dir. With ``repeats`` above 1, every grader grades every
+    transcript that many times, each time in a dir ``repeat-<k>/`` of its own."""
+    if repeats < 1:
+        raise UsageError("--repeats", f"{repeats} is no number of gradings", "give --repeats 1 or more")
     root = Path(run_dir).resolve()
     swept = first_sweep(list(overrides))
     if swept is not None and not multirun:
@@ -117,6 +120,9 @@ def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool =
     launches = [planned for planned in launches if transcript_dirs(planned[1])]
     if not launches:
         raise UsageError(RUN_DIR, f"{root} holds no saved transcript", "give the dir of a run or sweep that has run")
+    if repeats > 1 and any(cfg.run.cache for *_, cfg in launches):
+        raise UsageError("run.cache", "a response cache gives every repeat the first grading's replies",
+                         "regrade with run.cache=null")
     try:
         out_dir = new_regrade_dir(root / REGRADES_DIR)
     except OSError as exc:
@@ -124,9 +130,13 @@ def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool =
     records = []
     for grader, source, composed, cfg in launches:
         base = out_dir / str(graders.index(grader)) if multirun else out_dir
-        target = base if source == root else base / source.relative_to(root)
-        records.append(launch(Launch(composed, run_dir=target, key=RUN_DIR, regraded_from=source,
-                                     regraded_with=tuple(grader), composed=cfg, stop=stop)))
+        before = None
+        for repeat in range(repeats):
+            at = base / f"repeat-{repeat}" if repeats > 1 else base
+            target = at if source == root else at / source.relative_to(root)
+            records.append(launch(Launch(composed, run_dir=target, key=RUN_DIR, regraded_from=source,
+                                         regraded_with=tuple(grader), regraded_after=before, composed=cfg, stop=stop)))
+            before = target
     return Regrade(out_dir, records)
 
 

@@ -32,6 +32,9 @@ class TaskContext:
     """The task's ``observe.recorder.Recorder``."""
     grading: Any = None
     """The task's ``grader.notes.TaskGrading``."""
+    earlier_replies: int = 0
+    """While a ``resample`` worker call runs: the worker's replies of earlier attempts it was not sent
+    (``loop.arms``); the response cache's key and a scripted worker's place in its script count them."""
 
 
 CURRENT_TASK: ContextVar[TaskContext | None] = ContextVar("rubric_runner_task", default=None)

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from ..errors import UsageError, place_error
 from ..paths import CONF_DIR
 from ..records import ExitCode
+from .arguments import run_dir_argument, runs_dir_argument
 
 HELP = """rubric_runner: run deepagents' RubricMiddleware loop from config.
 
@@ -55,27 +56,6 @@ class ArgumentParser(argparse.ArgumentParser):
         raise SystemExit(ExitCode.USAGE)
 
 
-def run_dir_argument(value: str) -> Path:
-    """A ``RUN_DIR`` argument: the dir of a run, which holds the overrides Hydra saved for it."""
-    path = Path(value)
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{value} is not a directory (give a run dir, as a run prints after `run dir:`)")
-    if not (path / ".hydra" / "overrides.yaml").is_file():
-        raise argparse.ArgumentTypeError(f"{value} holds no .hydra/overrides.yaml (give a run dir, as a run prints after `run dir:`)")
-    return path.resolve()
-
-
-def runs_dir_argument(value: str) -> Path:
-    """A ``RUN_DIR`` argument that may also be a sweep dir: a run dir, or a dir with run dirs below it."""
-    from ..records import find_run_dirs
-
-    path = Path(value)
-    if path.is_dir() and not find_run_dirs(path):
-        raise argparse.ArgumentTypeError(f"{value} holds no .hydra/overrides.yaml, nor any run dir below it "
-                                         "(give a run dir or a sweep dir, as a run or sweep prints)")
-    return path.resolve() if path.is_dir() else run_dir_argument(value)
-
-
 def _add_overrides(parser: ArgumentParser, meaning: str) -> None:
     """The optional overrides that end a command line (``-m`` and ``~key`` among them)."""
     action = parser.add_argument("overrides", metavar="OVERRIDE", nargs=argparse.REMAINDER, help=f"{meaning} (optional)")
@@ -102,13 +82,15 @@ def _add_builtin_commands(subparsers: Any) -> None:
     _add_overrides(follow, "more overrides, e.g. rubric.text='- ...' or grader=gpt")
     follow.set_defaults(handler="rubric_runner.cli.launches:continue_run")
 
-    regrade = subparsers.add_parser("regrade", usage="%(prog)s [-h] [-m] [--config-dir DIR] RUN_DIR [OVERRIDE ...]", help="grade a run's saved transcripts again, with another grader or rubric",
+    regrade = subparsers.add_parser("regrade", usage="%(prog)s [-h] [-m] [--repeats N] [--min-agreement RATE] [--config-dir DIR] RUN_DIR [OVERRIDE ...]", help="grade a run's saved transcripts again, with another grader or rubric",
                                     description="Grade the transcripts saved in RUN_DIR (a run dir, or a sweep dir: each of its "
                                     "runs) again, one grading pass each, and write the new records to RUN_DIR/regrades/<time>/. "
                                     "With -m, regrade with each combination of the overrides' values (grader=haiku,gpt), one "
                                     "numbered dir each, and rank the graders by their errors against hidden verification.")
     regrade.add_argument("-m", "--multirun", action="store_true", help="regrade with each value of a list (grader=haiku,gpt)")
     regrade.add_argument("--config-dir", metavar="DIR", help="a config dir the graders' config needs (a preset of yours)")
+    regrade.add_argument("--repeats", type=int, default=1, metavar="N", help="grade each transcript N times, and report each grader's agreement with itself")
+    regrade.add_argument("--min-agreement", type=float, metavar="RATE", help="exit 4 when a grader agrees with the labels on fewer than RATE (0..1) of the verdicts (a golden dir's default: its golden.json)")
     regrade.add_argument("run_dir", metavar="RUN_DIR", type=runs_dir_argument, help="the run dir or sweep dir")
     _add_overrides(regrade, "overrides for the grader or rubric, e.g. grader=gpt or rubric.text='- ...'")
     regrade.set_defaults(handler="rubric_runner.cli.launches:regrade")
@@ -119,6 +101,7 @@ def _add_builtin_commands(subparsers: Any) -> None:
     report.add_argument("dir", type=Path, help="a sweep dir (outputs/multirun/DATE/TIME), a run dir, or any dir above them")
     report.add_argument("--fail-under", type=float, metavar="RATE", help="exit 4 when the fraction of satisfied runs is below RATE (0..1)")
     report.add_argument("--prices", type=Path, metavar="FILE", help="price table (default conf/prices.yaml)")
+    report.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML: one test case per task x repeat")
     report.set_defaults(handler="rubric_runner.report.command:main", parser=report)
 
     tools = subparsers.add_parser("tools", help="list every tool the plugins register",
@@ -131,9 +114,15 @@ def _add_builtin_commands(subparsers: Any) -> None:
                                    description="Runs a trivial test through each sandbox isolation backend and says which work "
                                    "here and which one sandbox.isolation=auto uses; exits 1 when auto would refuse to run code.")
     doctor.set_defaults(handler="rubric_runner.cli.listing:doctor")
+    from .compare import add_parser as add_compare
+
+    add_compare(subparsers)
+    from .review import add_parsers as add_review
+
+    add_review(subparsers)
 
 
-BUILTIN_COMMANDS = ("continue", "doctor", "plugins", "regrade", "report", "resume", "tools")
+BUILTIN_COMMANDS = ("compare", "continue", "doctor", "golden", "plugins", "regrade", "report", "resume", "review", "tools")
 
 
 def build_parser(with_plugins: bool) -> ArgumentParser:
@@ -226,5 +215,8 @@ def main() -> None:
         code = run_command(sys.argv[1:])
     except BrokenPipeError:  # a listing's reader went away (`rubric-runner tools | head -1`): nothing left to say
         code = ExitCode.SATISFIED
+    except KeyboardInterrupt:  # Ctrl-C while starting up, before a run held its dir (a run records its own)
+        print("interrupted", file=sys.stderr)
+        code = ExitCode.INTERRUPTED
     write_line("", sys.stdout, end="")  # flushed now, so no closed pipe can fail the interpreter's exit
     sys.exit(code)

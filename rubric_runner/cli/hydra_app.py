@@ -36,6 +36,10 @@ if TYPE_CHECKING:
     from .sweep import SweepSummary
 
 
+_sweep_pid: int | None = None
+"""The process that drives the sweep: its jobs run in it with the basic launcher, elsewhere with others."""
+
+
 def job(cfg: DictConfig) -> int:
     """One job of a sweep: a launch of the config Hydra composed for it, in its output dir; its exit code."""
     from ..loop.launch import launch
@@ -54,8 +58,8 @@ def job(cfg: DictConfig) -> int:
     except UsageError as exc:
         write_line(f"error: {exc}", sys.stderr)
         return ExitCode.USAGE
-    if record.status is Status.INTERRUPTED:
-        raise KeyboardInterrupt  # Ctrl-C stops the whole sweep, not just this job
+    if record.status is Status.INTERRUPTED and os.getpid() == _sweep_pid:
+        raise KeyboardInterrupt  # Ctrl-C stops the whole sweep, not just this job (elsewhere: a cluster stopped it)
     return int(record.exit_code)
 
 
@@ -108,6 +112,8 @@ def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None) -
 
 def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int:
     """Compose and check the sweep, run it (as ``Hydra.multirun`` does), and conclude it whatever happened."""
+    global _sweep_pid
+    _sweep_pid = os.getpid()
     from .sweep import SweepSummary
 
     try:
@@ -119,7 +125,7 @@ def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int
     except Exception as exc:  # Hydra and OmegaConf raise many types; all are usage errors here
         return usage(exc, argv)
     callbacks.on_multirun_start(config=cfg, config_name=compat_hydra.CONFIG_NAME)
-    conclude = summary.conclude if summary is not None else (lambda interrupted=False: ExitCode.SATISFIED)
+    conclude = summary.conclude if summary is not None else (lambda interrupted=False, failure=None: ExitCode.SATISFIED)
     try:
         sweeper = Plugins.instance().instantiate_sweeper(
             config=cfg, hydra_context=HydraContext(config_loader=hydra.config_loader, callbacks=callbacks), task_function=job,
@@ -128,9 +134,8 @@ def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int
         callbacks.on_multirun_end(config=cfg, config_name=compat_hydra.CONFIG_NAME)
     except KeyboardInterrupt:
         return conclude(interrupted=True)
-    except Exception:  # a job's exception, re-raised by the sweeper after its batch: the summary still gets written
-        traceback.print_exc()
-        return conclude()
+    except Exception as exc:  # the launcher's failure, or a job's exception re-raised after its batch: one line
+        return conclude(failure=exc)
     return conclude()
 
 

@@ -131,17 +131,44 @@ class RubricConfig:
     task: str = ""
     # newline-separated criteria the grader checks (a dataset task may bring its own)
     text: str = MISSING
-    # JSONL or YAML list of tasks: {id, task, rubric?, tools?: {tool: settings}, verify?: {tool: settings}},
-    # or a built-in set by name (humaneval); null = the one task above
+    # the tasks: a JSONL, YAML or CSV file of {id, task, rubric?, target?, metadata?, tools?: {tool: settings},
+    # verify?: {tool: settings}}, a Parquet or Arrow file, a Hugging Face dataset dir (save_to_disk; DIR:SPLIT),
+    # hf:OWNER/NAME[:SPLIT] from the local hub cache, or a built-in set by name (humaneval); null = the one task above
     dataset: Optional[str] = None
+    # the dataset's columns for a task's fields, where they are named otherwise: field -> column, e.g.
+    # {task: input, id: sample_id}; fields: id, task, rubric, target, metadata, tools, verify
+    fields: Dict[str, str] = field(default_factory=dict)
     # the dataset's tasks to run: task ids and start:stop slices of its order, e.g. [0:10]; empty = all
     tasks: List[str] = field(default_factory=list)
     # hidden checks of the worker's first and final answers: tool name -> settings, as in grader.tools;
     # never shown to the worker or the grader (a dataset task's own verify settings merge over these)
     verify: Dict[str, Any] = field(default_factory=dict)
+    # run the verify checks on every attempt the grader judged (each revision), recorded per attempt;
+    # false: on the first attempt and the final answer only, where checks are costly
+    verify_every_attempt: bool = True
     # grader tools a pass must call before its verdict may be satisfied; a rubric line (or a passed
     # criterion) that names a grader tool requires that tool too
     evidence: List[str] = field(default_factory=list)
+
+
+class LoopArm(StrEnum):
+    """What the worker does after a verdict that is not ``satisfied`` (the ``loop`` config group)."""
+
+    rubric = "rubric"
+    """Revises with the grader's feedback: RubricMiddleware's loop."""
+    resample = "resample"
+    """Answers afresh, never sent the grader's feedback: each attempt a new conversation, judged alike."""
+    single = "single"
+    """Answers once, graded once: one grading pass whatever ``grader.max_iterations`` says."""
+
+
+@dataclass
+class LoopConfig:
+    """The loop and its controls at equal budget: ``-m loop=rubric,resample,single`` compares them."""
+
+    # rubric (revise with the grader's feedback), resample (fresh answers without it, up to
+    # grader.max_iterations attempts, stopping at the first satisfied) or single (one answer, one pass)
+    arm: LoopArm = LoopArm.rubric
 
 
 @dataclass
@@ -224,6 +251,7 @@ class Config:
     worker: WorkerConfig = field(default_factory=WorkerConfig)
     grader: GraderConfig = field(default_factory=GraderConfig)
     rubric: RubricConfig = field(default_factory=RubricConfig)
+    loop: LoopConfig = field(default_factory=LoopConfig)
     run: RunConfig = field(default_factory=RunConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)

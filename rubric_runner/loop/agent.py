@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..compat.deepagents import rubric_middleware
+from ..config.schema import LoopArm
 from ..context import current_task
 from ..grader.evidence import EvidenceRule
 from ..grader.middleware import GraderPass
@@ -17,15 +18,18 @@ from ..models.quirks import ToolCallContent, compatible_server
 from ..observe.recorder import ToolCallWatch
 from ..plugins.events import GradingPassed
 from ..records import Evaluation
+from .arms import FreshAttempts, fresh_for_grader, grading_passes
 from .plan import Plan
 
 
 def evaluated(plan: Plan, evaluation: dict[str, Any]) -> None:
-    """``RubricMiddleware(on_evaluation=...)``: the pass annotated, recorded, and handed to the listeners."""
+    """``RubricMiddleware(on_evaluation=...)``: the pass annotated (with the task's spend so far), recorded,
+    and handed to the listeners."""
     task = current_task()
     if task is None:
         return
     task.grading.annotate(evaluation)
+    evaluation["spent"] = {role: usage.model_dump() for role, usage in task.recorder.result.usage.items()}
     task.recorder.on_evaluation(evaluation)
     event = GradingPassed(Evaluation.model_validate(evaluation), task.ref)
     plan.extensions.notify("on_evaluation", event, task.recorder.log)
@@ -33,8 +37,12 @@ def evaluated(plan: Plan, evaluation: dict[str, Any]) -> None:
 
 def grader_middleware(plan: Plan, max_iterations: int | None = None) -> Any:
     """``RubricMiddleware`` with the plan's grader, prompt, tools, stack and listeners; the loop goes on
-    while the worker revises, up to ``max_iterations`` grading passes (``grader.max_iterations``)."""
+    while the worker revises, up to ``max_iterations`` grading passes (``grader.max_iterations``, one for
+    ``loop.arm=single``); a ``resample`` grader reads the latest attempt alone."""
     node = plan.config.grader
+    arguments = dict(plan.extensions.grader_arguments)
+    if plan.config.loop.arm is LoopArm.resample:  # each attempt judged on its own
+        arguments["prepare_messages_for_grader"] = fresh_for_grader(arguments.get("prepare_messages_for_grader"))
     grading = GraderPass(strategy(plan.strategy), node.max_model_calls,
                          EvidenceRule(sorted(node.tools), list(plan.config.rubric.evidence)), compatible_server(node))
     return rubric_middleware(
@@ -42,17 +50,19 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None) -> Any:
         system_prompt=node.system_prompt,
         tools=plan.grader_tools,
         grader_middleware=[grading, ToolCallWatch(), *plan.extensions.grader_middleware],
-        max_iterations=max_iterations or node.max_iterations,
+        max_iterations=max_iterations or grading_passes(plan.config),
         on_evaluation=lambda evaluation: evaluated(plan, evaluation),
-        **plan.extensions.grader_arguments,
+        **arguments,
     )
 
 
 def build_agent(plan: Plan, checkpointer: Any) -> Any:
-    """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...), *the worker's])``."""
+    """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...), *the worker's])``; a ``resample``
+    worker is sent a fresh conversation on each attempt (``arms.FreshAttempts``)."""
     from deepagents import create_deep_agent
 
-    own = [*([ToolCallContent()] if compatible_server(plan.config.worker) else []), ToolCallWatch()]
+    own = [*([ToolCallContent()] if compatible_server(plan.config.worker) else []), ToolCallWatch(),
+           *([FreshAttempts()] if plan.config.loop.arm is LoopArm.resample else [])]
     return create_deep_agent(
         model=plan.models["worker"],
         tools=plan.worker_tools,

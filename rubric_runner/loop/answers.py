@@ -30,9 +30,9 @@ def first_answer(messages: list[Any]) -> str | None:
     return final_answer(messages)
 
 
-def graded_attempts(messages: list[Any]) -> list[str]:
+def attempt_answers(messages: list[Any]) -> list[str]:
     """The worker's answer before each of the grader's revision requests, and its last one, since the
-    latest user message (a follow-up turn's answers only); each cut to ``ATTEMPT_CHARS`` characters."""
+    latest user message (a follow-up turn's answers only), in full."""
     asked = [i for i, m in enumerate(messages) if getattr(m, "type", None) == "human" and getattr(m, "name", None) != GRADER_SOURCE]
     turn = messages[asked[-1] + 1:] if asked else messages
     attempts, start = [], 0
@@ -40,6 +40,11 @@ def graded_attempts(messages: list[Any]) -> list[str]:
         if message is None or getattr(message, "name", None) == GRADER_SOURCE:
             answer = final_answer(turn[start:end])
             if answer is not None:
-                attempts.append(answer if len(answer) <= ATTEMPT_CHARS else answer[:ATTEMPT_CHARS] + "\u2026")
+                attempts.append(answer)
             start = end + 1
     return attempts
+
+
+def graded_attempts(messages: list[Any]) -> list[str]:
+    """``attempt_answers``, each cut to ``ATTEMPT_CHARS`` characters."""
+    return [answer if len(answer) <= ATTEMPT_CHARS else answer[:ATTEMPT_CHARS] + "\u2026" for answer in attempt_answers(messages)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,11 +21,13 @@ from ..config.compose import compose
 from ..config.fingerprint import changed
 from ..errors import UsageError, unwritable
 from ..records import (
+    DID_NOT_RUN,
     RESULT_FILE,
     ConfigSources,
     Place,
     RunHeader,
     RunRecord,
+    Status,
     now,
     read_record,
     recorded_sources,
@@ -56,10 +59,31 @@ def launch(request: Launch) -> RunRecord:
                 del cfg["hydra"]
     resume = request.resume or bool(OmegaConf.select(cfg, "run.resume"))
     request = replace(request, sources=plain(request.sources), resume=resume)
-    with run_dir_lock(run_dir, request.key):
+    with run_dir_lock(run_dir, request.key) as before:
+        abandoned = None if resume else _abandoned(run_dir, request)
+        if abandoned is not None:  # a new attempt of a sweep's job: resume the dead attempt's work
+            request = replace(request, resume=True)
         previous = _claimed(run_dir, request)
         save_config(run_dir, cfg, request.sources, request.key)
-        return Execution(cfg, run_dir, request, _record(run_dir, request, previous), previous).perform()
+        record = _record(run_dir, request, previous)
+        if abandoned is not None and abandoned.status is Status.RUNNING:
+            dead = abandoned.place or Place(host=before.get("host"), pid=before.get("pid"))
+            record.taken_over = [*abandoned.taken_over, dead]
+        return Execution(cfg, run_dir, request, record, previous).perform()
+
+
+def _abandoned(run_dir: Path, request: Launch) -> RunRecord | None:
+    """A sweep job's dir left by an earlier attempt of the same job whose process died (its lock is now
+    ours, its record still says ``running``), or given a record because the job had not run: that
+    record, to be taken over; None otherwise."""
+    if request.sweep_dir is None:
+        return None
+    record = read_record(run_dir / RESULT_FILE)
+    never_ran = record is not None and record.error is not None and record.error.type == DID_NOT_RUN
+    if record is None or (record.status is not Status.RUNNING and not never_ran):
+        return None
+    same = record.header.sources.overrides == [redact_override(o) for o in request.sources.overrides]
+    return record if same else None
 
 
 def _claimed(run_dir: Path, request: Launch) -> RunRecord | None:
@@ -101,7 +125,18 @@ def here() -> Place:
     env = os.environ
     return Place(host=socket.gethostname(), pid=os.getpid(), slurm_job_id=env.get("SLURM_JOB_ID"),
                  slurm_array_job_id=env.get("SLURM_ARRAY_JOB_ID"), slurm_array_task_id=env.get("SLURM_ARRAY_TASK_ID"),
-                 ray_node_id=env.get("RAY_NODE_ID"))
+                 ray_node_id=_ray_node_id())
+
+
+def _ray_node_id() -> str | None:
+    """The Ray node this process runs on, when it is a Ray worker (or a driver joined to a cluster)."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return None
+    try:
+        return ray.get_runtime_context().get_node_id()
+    except Exception:  # a Ray too old or too new to say: the record goes without it
+        return None
 
 
 def _header(request: Launch, previous: RunRecord | None) -> RunHeader:

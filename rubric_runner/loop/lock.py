@@ -2,7 +2,8 @@
 
 The lock is an ``flock`` on ``.lock`` in the run dir, which names its holder (pid, host, command). The
 kernel lets it go when the holder's process ends however it ends, so a lock left by a killed process is
-simply taken over; a second owner while the first lives is refused, naming the first.
+simply taken over (the block is told who held it last); a second owner while the first lives is refused,
+naming the first. ``owner_alive`` tells a sweep whether a job's process is still going.
 """
 
 from __future__ import annotations
@@ -24,12 +25,18 @@ COMMAND_CHARS = 120
 """How much of the holder's command line the lock file keeps."""
 
 
-def _holder(fd: int) -> str:
-    """Who holds the lock, as its file says."""
+def _about(fd: int) -> dict:
+    """What the lock file says of its last holder: ``pid``, ``host``, ``command`` (empty when nothing)."""
     try:
         data = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except ValueError:
-        data = {}
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, as its file says."""
+    data = _about(fd)
     pid, host, command = data.get("pid", "?"), data.get("host", "?"), data.get("command", "")
     return f"pid {pid} on {host}" + (f" ({command})" if command else "")
 
@@ -43,9 +50,10 @@ def _command() -> str:
 
 
 @contextlib.contextmanager
-def run_dir_lock(run_dir: Path, key: str) -> Iterator[None]:
-    """Hold ``run_dir``'s lock for the length of the block (making the dir if need be); ``key`` names the
-    config key or argument the dir came from. A dir in use, or one that cannot be written, is a UsageError."""
+def run_dir_lock(run_dir: Path, key: str) -> Iterator[dict]:
+    """Hold ``run_dir``'s lock for the length of the block (making the dir if need be), yielding what the
+    lock file said of its last holder (a process now gone; empty for a new dir); ``key`` names the config
+    key or argument the dir came from. A dir in use, or one that cannot be written, is a UsageError."""
     fix = f"choose a writable {key}" if key == "hydra.run.dir" else "use a run dir you may write to, or copy it"
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -60,9 +68,32 @@ def run_dir_lock(run_dir: Path, key: str) -> Iterator[None]:
                 raise unwritable(exc, key, fix) from None
             raise UsageError(key, f"{run_dir} is in use by {_holder(fd)}",
                              "wait for it to end, or stop it; one process at a time works in a run dir") from None
+        before = _about(fd)
         about = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command()}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(about).encode(), 0)
-        yield
+        yield before
     finally:
         os.close(fd)
+
+
+def owner_alive(run_dir: Path) -> bool | None:
+    """Whether the process that last held ``run_dir``'s lock is still going: known only for a process of
+    this host (None for another host's, or when the lock file names none); the calling process itself
+    is not (what it ran there has returned)."""
+    try:
+        data = json.loads((run_dir / LOCK_FILE).read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        return None
+    pid = data.get("pid") if isinstance(data, dict) else None
+    if not isinstance(pid, int) or data.get("host") != socket.gethostname():
+        return None
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True

@@ -32,6 +32,7 @@ from ..redaction import redact_config
 from ..tasks.checks import Check, resolve_checks
 from ..tasks.sets import Task, load_tasks
 from ..tools.registry import ToolRegistry, validate_settings
+from .arms import grading_passes
 from .followup import FollowUp, check_thread_kept
 
 
@@ -84,7 +85,7 @@ def note_config(header: RunHeader, cfg: DictConfig, config: Config) -> None:
     worker, grader = config.worker, config.grader
     header.worker = ModelInfo(model=worker.model, scripted=is_scripted(worker), tools=sorted(worker.tools))
     header.grader = GraderInfo(
-        model=grader.model, scripted=is_scripted(grader), tools=sorted(grader.tools), max_iterations=grader.max_iterations,
+        model=grader.model, scripted=is_scripted(grader), tools=sorted(grader.tools), max_iterations=grading_passes(config),
         max_model_calls=grader.max_model_calls, structured_output=str(grader.structured_output),
     )
     header.rubric = RubricInfo(name=config.rubric.name, text=config.rubric.text, task=config.rubric.task)

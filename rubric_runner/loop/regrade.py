@@ -3,7 +3,9 @@
 A regrade is launched once per record dir that holds a run (a run dir, or one of its follow-up turns),
 composed from that run's own config sources with the regrade's overrides on top; it grades each saved
 transcript there once (its task's own tool settings in effect), and records each pass as a task, laid
-out as the run's: a run of one task's in the regrade dir itself, a task set's in ``tasks/``.
+out as the run's: a run of one task's in the regrade dir itself, a task set's in ``tasks/``. A repeat
+grading (``--repeats``) is a launch of its own, in a dir of its own, whose scripted grader goes on in its
+script from where the repeat before stood (so a script can give a transcript another verdict next time).
 """
 
 from __future__ import annotations
@@ -69,9 +71,10 @@ def new_regrade_dir(parent: Path) -> Path:
             out_dir = parent / f"{stamp}-{number}"
 
 
-async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source: Path) -> None:
-    """One grading pass over each transcript of the run in ``source``, each recorded as a task of ``record``."""
-    cursors = thread_home(source) / CURSOR_DIR / "grader"
+async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source: Path, after: Path | None = None) -> None:
+    """One grading pass over each transcript of the run in ``source``, each recorded as a task of ``record``;
+    a repeat's scripted grader goes on from where the one of the repeat ``after`` stood."""
+    cursors = (after if after is not None else thread_home(source)) / CURSOR_DIR / "grader"
     if cursors.is_dir():  # a scripted grader's place in its script: the regrade's grader goes on from there
         carry_on(cursors, plan.home / CURSOR_DIR / "grader")
     middleware = grader_middleware(plan, max_iterations=1)  # no worker can revise: needs_revision ends the pass

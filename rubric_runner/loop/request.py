@@ -29,6 +29,9 @@ class Launch:
     """A regrade: the record dir whose transcripts are graded again."""
     regraded_with: tuple[str, ...] = ()
     """A regrade: the overrides it puts on the config of the run it grades."""
+    regraded_after: Path | None = None
+    """A repeat of a regrade: the record dir of the repeat before, whose scripted grader's place in its
+    script this one goes on from (instead of the graded run's)."""
     sweep_dir: Path | None = None
     """A sweep's job: the sweep's dir."""
     composed: DictConfig | None = None

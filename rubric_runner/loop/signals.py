@@ -1,4 +1,7 @@
-"""SIGINT and SIGTERM for a run started from the command line: stop at a checkpoint, or at once."""
+"""SIGINT, SIGTERM and SIGUSR2 for a run started from the command line: stop at a checkpoint, or at once.
+
+SIGUSR2 is what submitit sends a SLURM job before its time limit (and SLURM sends SIGTERM at the limit):
+the run then stops at its next checkpoint and records itself ``interrupted``, to be resumed."""
 
 from __future__ import annotations
 
@@ -11,13 +14,16 @@ from typing import Any
 
 from ..records import ExitCode
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)
+"""Ctrl-C, a kill or a scheduler's cancel, and a cluster's time-limit warning."""
+
 
 class StopRequested(Exception):
     """Raised inside a task at a checkpoint after SIGINT/SIGTERM asked the run to stop."""
 
 
 class StopRequest:
-    """The first signal asks every task to stop at its next checkpoint, so no finished step is lost.
+    """The first stop signal asks every task to stop at its next checkpoint, so no finished step is lost.
 
     A second one calls the run's ``stop_now`` (which records the run as interrupted) and exits
     with 130 at once; steps in flight are redone on resume. Only the command line installs it
@@ -48,11 +54,11 @@ class StopRequest:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[StopRequest]:
-        """Handle SIGINT and SIGTERM for the length of the block (on the main thread; elsewhere a no-op)."""
+        """Handle ``STOP_SIGNALS`` for the length of the block (on the main thread; elsewhere a no-op)."""
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
-        previous = {signum: signal.signal(signum, self) for signum in (signal.SIGINT, signal.SIGTERM)}
+        previous = {signum: signal.signal(signum, self) for signum in STOP_SIGNALS}
         try:
             yield self
         finally:

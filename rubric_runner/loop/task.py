@@ -29,11 +29,13 @@ from ..observe.tracing import task_trace, trace_labels
 from ..records import (
     RESULT_FILE,
     TRANSCRIPT_FILE,
+    AttemptVerification,
     ErrorInfo,
     Evaluation,
     RunRecord,
     Status,
     TaskRecord,
+    Verification,
     Verifications,
     now,
     write_json,
@@ -41,7 +43,7 @@ from ..records import (
 )
 from ..tasks.checks import verify
 from ..tasks.sets import Task
-from .answers import final_answer, first_answer, graded_attempts
+from .answers import attempt_answers, final_answer, first_answer, graded_attempts
 from .budgets import Budgets
 from .limits import LimitExceeded, TaskGuard
 from .plan import Plan
@@ -230,11 +232,33 @@ class TaskRun:
         record.status = final_status(Status.of_loop(loop.status), record.evaluations, self.shared.plan.config.grader.strict_coverage)
 
     async def _verify(self, checks: list[Any], messages: list[Any]) -> None:
-        """Run the task's hidden checks on the first and the final answer; record and log what they found."""
+        """Run the task's hidden checks on every attempt the grader judged (``rubric.verify_every_attempt``;
+        else on the first and the final answer only), each distinct answer once; record and log what they found."""
         record = self.record
         record.first_answer = first_answer(messages)
-        final = await verify(checks, record.final_answer)
-        first = final if record.first_answer == record.final_answer else await verify(checks, record.first_answer)
+        found: dict[str | None, Verification] = {}
+
+        async def checked(answer: str | None) -> Verification:
+            if answer not in found:
+                found[answer] = await verify(checks, answer)
+            return found[answer]
+
+        answers = attempt_answers(messages)
+        every = self.shared.plan.config.rubric.verify_every_attempt
+        record.verified_attempts = []
+        for index, answer in enumerate(answers):
+            evaluation = record.evaluations[index] if index < len(record.evaluations) else None
+            wanted = every or index in (0, len(answers) - 1)
+            attempt = AttemptVerification(
+                attempt=index + 1, verdict=evaluation.result if evaluation else None,
+                criteria={criterion.name: criterion.passed for criterion in evaluation.criteria} if evaluation else {},
+                verification=await checked(answer) if wanted else None)
+            record.verified_attempts.append(attempt)
+            if attempt.verification is not None:
+                self.log.info("attempt_verified", attempt=attempt.attempt, verdict=attempt.verdict,
+                              outcome=attempt.verification.outcome)
+        final = await checked(record.final_answer)
+        first = await checked(record.first_answer)
         record.verification = Verifications(first=first, final=final)
         preview_chars = self.shared.plan.config.run.preview_chars
         for which, verification in (("first", first), ("final", final)):

@@ -47,7 +47,7 @@ def sent(prompt: str) -> str:
     return NONCE.sub(r"\1N", json.dumps(messages, sort_keys=True))
 
 
-def cache_key(prompt: str, llm_string: str, repeat: int) -> str:
+def cache_key(prompt: str, llm_string: str, repeat: int | str) -> str:
     """Model and parameters (``llm_string``: includes bound tools), what the messages send, and the repeat index."""
     material = "\x00".join((sent(prompt), llm_string, str(repeat)))
     return hashlib.sha256(material.encode()).hexdigest()
@@ -101,9 +101,12 @@ class SQLiteResponseCache(BaseCache):
         return connection
 
     @staticmethod
-    def _repeat() -> int:
+    def _repeat() -> int | str:
+        """The repeat index; with a ``resample`` attempt's earlier replies, ``"<repeat>+<replies>"``."""
         task = current_task()
-        return task.ref.repeat if task else 0
+        if task is None:
+            return 0
+        return f"{task.ref.repeat}+{task.earlier_replies}" if task.earlier_replies else task.ref.repeat
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         """The cached generations for this request, or None."""

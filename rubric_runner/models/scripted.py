@@ -39,6 +39,10 @@ def _check_turns(turns: Any, where: str) -> list[dict[str, Any]]:
     for index, turn in enumerate(turns):
         if not isinstance(turn, dict) or not ({"content", "tool_calls", "raise"} & set(turn)):
             raise ScriptError(f"{where}[{index}] must be a mapping with content, tool_calls or raise")
+        told = turn.get("when_told", {})
+        if not isinstance(told, dict) or not all(isinstance(text, str) for text in told):
+            raise ScriptError(f"{where}[{index}].when_told must map texts to turns")
+        _check_turns(list(told.values()), f"{where}[{index}].when_told")
         usage = turn.get("usage", {})
         if not isinstance(usage, dict) or not all(
             key in ("input_tokens", "output_tokens") and isinstance(n, int) and not isinstance(n, bool) and n >= 0
@@ -83,10 +87,13 @@ class ScriptedChatModel(BaseChatModel):
 
     A turn is a mapping with ``content`` (text), ``tool_calls`` (a list of
     ``{name, args}``), or ``raise`` (a message: the call fails with
-    ``ScriptError``, standing in for a provider failure). Optional ``latency``
-    (seconds) delays the reply; optional ``usage`` (``input_tokens``,
-    ``output_tokens``) is the token usage it reports, else estimated at four
-    characters a token.
+    ``ScriptError``, standing in for a provider failure). A turn may add
+    ``when_told`` (text -> turn): the reply given instead when the message
+    answered contains that text (the worker's: the task or a revision request
+    naming a gap; the grader's: its payload, with the transcript). Optional
+    ``latency`` (seconds) delays the reply; optional ``usage``
+    (``input_tokens``, ``output_tokens``) is the token usage it reports, else
+    estimated at four characters a token.
 
     Each conversation thread (``thread_id``) replays the script from its own
     position, so one model serves many concurrent tasks; a task listed in
@@ -96,11 +103,12 @@ class ScriptedChatModel(BaseChatModel):
     worker's is the number of its replies on the thread (across follow-up
     turns); a grading pass starts where the thread's script stood when that
     pass (its payload) was first graded, and goes on by the grader's replies
-    within it. A ``raise`` turn given counts too, so a retried call gets the
-    turn after it. With ``cursor_dir`` the passes' starts and the raises are
-    kept on disk, one file per script: a resumed run continues the script, a
-    regrade given the run's positions (``carry_on``) goes on after them, and
-    another script starts at its top.
+    within it. A ``resample`` worker's count adds the replies of earlier
+    attempts it was not sent. A ``raise`` turn given counts too, so a retried
+    call gets the turn after it. With ``cursor_dir`` the passes' starts and
+    the raises are kept on disk, one file per script: a resumed run continues
+    the script, a regrade given the run's positions (``carry_on``) goes on
+    after them, and another script starts at its top.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -158,7 +166,9 @@ class ScriptedChatModel(BaseChatModel):
         """The script position of a call (see the class's docstring), and its conversation's digest."""
         replies = sum(isinstance(message, AIMessage) for message in messages)
         if not grader:
-            return replies + self._raised.get((thread, ""), 0), ""
+            task = current_task()
+            earlier = task.earlier_replies if task is not None else 0
+            return replies + earlier + self._raised.get((thread, ""), 0), ""
         payload = next((str(m.content) for m in messages if isinstance(m, HumanMessage)), "")
         digest = hashlib.sha256(NONCE.sub(r"\1N", payload).encode()).hexdigest()[:16]
         start = self._passes.get((thread, digest))
@@ -182,7 +192,7 @@ class ScriptedChatModel(BaseChatModel):
                 raised = self._raised[(thread, digest)] = self._raised.get((thread, digest), 0) + 1
                 self._log(f"R\t{thread}\t{digest}\t{raised}")
             self._calls += 1
-            return index, turns[index]
+            return index, _told(turns[index], messages)
 
     def _finish_turn(self, thread: str, index: int, grader: bool) -> None:
         """A grader turn was given: the thread's script stands after it (one append to the log)."""
@@ -259,6 +269,13 @@ class ScriptedChatModel(BaseChatModel):
             await asyncio.sleep(self._delay(turn))
         self._finish_turn(thread, index, grader)
         return self._reply(messages, index, turn)
+
+
+def _told(turn: dict[str, Any], messages: list[BaseMessage]) -> dict[str, Any]:
+    """A turn, or its ``when_told`` turn for the first text the message it answers (the latest user
+    message) contains."""
+    asked = next((str(m.content) for m in reversed(messages) if isinstance(m, HumanMessage)), "")
+    return next((alternative for text, alternative in (turn.get("when_told") or {}).items() if text in asked), turn)
 
 
 def carry_on(source: Path, target: Path) -> None:

@@ -199,10 +199,13 @@ class Console:
         instead, its figures being in its reports, over the runs that finished."""
         k, runs = aggregate["repeats"], aggregate["runs"]
         unfinished = sum(n for status, n in aggregate["statuses"].items() if Status(status).unfinished)
-        figures = (f"partial: {runs - unfinished} of {runs} runs finished" if unfinished else
-                   f"satisfied@{k} {fmt_num(aggregate['pass_at_k'])}, satisfied^{k} {fmt_num(aggregate['pass_hat_k'])}")
+        satisfied = f"{aggregate['satisfied']}/{runs} satisfied"
+        if unfinished:
+            satisfied = f"{aggregate['satisfied']}/{runs - unfinished} finished runs satisfied (partial: {runs - unfinished} of {runs} runs finished)"
+        else:
+            satisfied += f" (satisfied@{k} {fmt_num(aggregate['pass_at_k'])}, satisfied^{k} {fmt_num(aggregate['pass_hat_k'])})"
         self.line(
-            f"tasks {aggregate['tasks']} x repeats {k}: {aggregate['satisfied']}/{runs} satisfied ({figures});"
+            f"tasks {aggregate['tasks']} x repeats {k}: {satisfied};"
             f" reused {aggregate['reused']}, re-run {aggregate['rerun']}, cache hits {aggregate['cache_hits']}"
         )
 

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from ..compat.deepagents import GRADER_METADATA_KEY
 from ..records import Evaluation, TaskRecord
 from .console import Console
+from .otel import task_spans
 
 TOOL_REFUSED = "rubric_runner_tool_refused"
 """The custom callback event ``ToolCallWatch`` sends for each call the model was refused."""
@@ -90,6 +91,8 @@ class Recorder(BaseCallbackHandler):
         self._tools: dict[UUID, tuple[str, str, float]] = {}
         self.attempt: str | None = None
         """The worker's latest answer (a reply without tool calls): what the next grading pass sees."""
+        self.spans = task_spans(result)
+        """The task's OpenTelemetry spans, while ``OTEL_*`` asks for traces (``observe.otel``)."""
 
     @staticmethod
     def _agent(metadata: dict[str, Any] | None) -> str:
@@ -100,6 +103,8 @@ class Recorder(BaseCallbackHandler):
         with self._lock:
             self._agents[run_id] = agent
         self.log.info("model_call_start", agent=agent)
+        if self.spans is not None:
+            self.spans.model_started(run_id, agent, metadata, messages)
         self.console.model_call_started(run_id, agent)
 
     def on_llm_end(self, response, *, run_id, **kwargs) -> None:
@@ -114,6 +119,8 @@ class Recorder(BaseCallbackHandler):
             if agent == "worker" and isinstance(message, AIMessage) and not message.tool_calls:
                 self.attempt = str(message.text)
         self.log.info("token_usage", agent=agent, cache_hit=cached, **(usage or {}))
+        if self.spans is not None:
+            self.spans.model_ended(run_id, message, usage, cached)
 
     def forget_calls(self) -> None:
         """The task is over: calls that started but never ended (refused by a limit, cut off) leave the live line."""
@@ -121,18 +128,24 @@ class Recorder(BaseCallbackHandler):
             unfinished, self._agents = list(self._agents), {}
         for run_id in unfinished:
             self.console.model_call_ended(run_id)
+        if self.spans is not None:
+            self.spans.end()
 
     def on_llm_error(self, error, *, run_id, **kwargs) -> None:
         self.console.model_call_ended(run_id)
         with self._lock:
             agent = self._agents.pop(run_id, "worker")
         self.log.warning("model_error", agent=agent, error_type=type(error).__name__, error=str(error))
+        if self.spans is not None:
+            self.spans.failed(run_id, error)
 
     def on_tool_start(self, serialized, input_str, *, run_id, metadata=None, inputs=None, **kwargs) -> None:
         name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
         agent = self._agent(metadata)
         with self._lock:
             self._tools[run_id] = (name, agent, time.monotonic())
+        if self.spans is not None:
+            self.spans.tool_started(run_id, agent, name)
         self.log.info(
             "tool_call_start",
             agent=agent,
@@ -148,12 +161,16 @@ class Recorder(BaseCallbackHandler):
             "tool_call_end", agent=agent, tool=name, output=shown, seconds=round(time.monotonic() - started, 3)
         )
         self.console.tool(agent, name, shown)
+        if self.spans is not None:
+            self.spans.tool_ended(run_id)
 
     def on_tool_error(self, error, *, run_id, **kwargs) -> None:
         with self._lock:
             name, agent, _ = self._tools.pop(run_id, ("tool", "worker", 0.0))
         self.log.warning("tool_call_error", agent=agent, tool=name, error_type=type(error).__name__, error=str(error))
         self.console.tool(agent, name, f"error: {error}")
+        if self.spans is not None:
+            self.spans.failed(run_id, error)
 
     def on_custom_event(self, name, data, *, run_id, metadata=None, **kwargs) -> None:
         """``ToolCallWatch``'s report of a refused call: the call and what the model was told."""
@@ -182,3 +199,5 @@ class Recorder(BaseCallbackHandler):
             self.result.evaluations.append(Evaluation.model_validate(evaluation))
             self.result.grading_run_id = evaluation.get("grading_run_id")
             self.result.iterations = len(self.result.evaluations)
+        if self.spans is not None:
+            self.spans.evaluated(evaluation)

@@ -25,6 +25,9 @@ from .status import ExitCode, Status
 
 SCHEMA_VERSION = 2
 USAGE_ERROR = "UsageError"
+DID_NOT_RUN = "DidNotRun"
+"""The error type of a sweep job's record written for it because it never ran (cancelled, lost, never
+started); the job takes that record over should it run after all."""
 ATTEMPT_CHARS = 8000
 """The most characters of each graded answer a record keeps in ``attempts``."""
 
@@ -36,6 +39,10 @@ def now() -> str:
 
 def _omitted_when_none(value: Any) -> bool:
     return value is None
+
+
+def _omitted_when_empty(value: Any) -> bool:
+    return not value
 
 
 class _Model(BaseModel):
@@ -117,6 +124,8 @@ class Evaluation(_Model):
     """Set when the criteria are fewer than the rubric's lines or do not match them."""
     grader_said: str | None = Field(default=None, exclude_if=_omitted_when_none)
     """On a grader_error: what the grader answered instead of a verdict (bounded)."""
+    spent: dict[str, Usage] | None = Field(default=None, exclude_if=_omitted_when_none)
+    """The task's tokens by role when this pass ended (this pass's and every earlier one's)."""
 
 
 class ErrorInfo(_Model):
@@ -175,6 +184,20 @@ class Verifications(_Model):
 
     first: Verification | None = None
     final: Verification | None = None
+
+
+class AttemptVerification(_Model):
+    """One attempt the grader judged: its verdict and criteria, and the hidden checks of the answer it judged."""
+
+    attempt: int
+    """The grading pass that judged it, from 1."""
+    verdict: str | None = None
+    """The pass's result (``satisfied``, ``needs_revision``, ...); None for an answer no pass judged."""
+    criteria: dict[str, bool] = Field(default_factory=dict)
+    """Each criterion's verdict in that pass, by name."""
+    verification: Verification | None = None
+    """The answer's hidden checks; None when not checked (``rubric.verify_every_attempt: false`` checks
+    the first and the final answer only)."""
 
 
 class LimitHit(_Model):
@@ -352,6 +375,8 @@ class TaskRecord(_Ending):
     """The worker's answer before the grader's first revision request (with ``verify`` checks)."""
     verification: Verifications | None = Field(default=None, exclude_if=_omitted_when_none)
     """The hidden ``verify`` checks of the first and the final answer, when the rubric has any."""
+    verified_attempts: list[AttemptVerification] = Field(default_factory=list, exclude_if=_omitted_when_empty)
+    """Every attempt with its verdict and hidden checks, in order, when the rubric has ``verify`` checks."""
     usage: dict[str, Usage] = Field(default_factory=_usage)
     thread_id: str | None = None
     grading_run_id: str | None = None
@@ -404,12 +429,15 @@ class Aggregate(_Model):
     tasks: int
     repeats: int
     runs: int
+    finished: int | None = None
+    """Runs that ended (see ``Status.unfinished``): the rates are over them; None in records that predate it."""
     satisfied: int
     satisfied_rate: float
+    """Share of the finished runs satisfied."""
     pass_at_k: float
-    """Share of tasks satisfied at least once in k repeats."""
+    """Share of tasks satisfied at least once in their finished runs (of the tasks with one)."""
     pass_hat_k: float
-    """Share of tasks satisfied every time."""
+    """Share of tasks satisfied in every finished run (of the tasks with one)."""
     statuses: dict[str, int]
     reused: int
     rerun: int
@@ -439,6 +467,9 @@ class RunRecord(_Ending):
     budgets: list[BudgetInfo] = Field(default_factory=list)
     """The run's budgets (``run.budget_*``, ``sweep.budget_*``) and the spend against them."""
     place: Place | None = None
+    taken_over: list[Place] = Field(default_factory=list, exclude_if=_omitted_when_empty)
+    """Earlier attempts of this sweep job (a retry, a requeue) whose process died while the record said
+    ``running``: where each ran. The run resumed from their checkpoints; attempts = these + 1."""
     schema_version: int = SCHEMA_VERSION
 
     def task_usage(self) -> dict[str, Usage]:
@@ -492,17 +523,19 @@ class TaskTally:
         record.status = status
         by_task: dict[str, list[bool]] = {}
         for r in rows:
-            by_task.setdefault(r.task_id or "task", []).append(r.status is Status.SATISFIED)
-        runs = len(rows)
+            if not r.status.unfinished:
+                by_task.setdefault(r.task_id or "task", []).append(r.status is Status.SATISFIED)
+        runs, finished = len(rows), sum(len(v) for v in by_task.values())
         satisfied = sum(r.status is Status.SATISFIED for r in rows)
         statuses = Counter(r.status for r in rows)
         reused = sum(r.reused for r in rows)
         record.aggregate = Aggregate(
-            tasks=len(by_task),
+            tasks=len({r.task_id or "task" for r in rows}),
             repeats=repeats,
             runs=runs,
+            finished=finished,
             satisfied=satisfied,
-            satisfied_rate=round(satisfied / runs, 4) if runs else 0.0,
+            satisfied_rate=round(satisfied / finished, 4) if finished else 0.0,
             pass_at_k=round(sum(any(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
             pass_hat_k=round(sum(all(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
             statuses={status.value: statuses[status] for status in sorted(statuses, key=lambda status: status.severity)},

@@ -10,13 +10,23 @@ template.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 from markupsafe import Markup, escape
 
+from ..analysis import loop_value
+from ..analysis.agreement import (
+    Rating,
+    against_labels,
+    cohen,
+    people_against_checks,
+    self_agreement,
+)
 from ..analysis.judge import (
     VERDICTS,
     Judgement,
@@ -26,7 +36,7 @@ from ..analysis.judge import (
     ranking,
     ranking_line,
 )
-from ..analysis.numbers import fmt_num, fmt_pct
+from ..analysis.numbers import fmt_num, fmt_p, fmt_pct, fmt_pts
 from ..records import CheckOutcome, LimitHit, Outcome, Status
 from . import configs
 from .runs import Run
@@ -472,3 +482,181 @@ def ranking_lines(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[
     """The graders ranked, a line each, for a console (none when no run was verified)."""
     return [ranking_line(row["rank"], row["label"], row["judgement"]) for row in grader_rows(runs, prices)]
 
+
+
+def _spend(value: float | None, digits: int) -> str:
+    return "n/a" if value is None else fmt_num(value, digits)
+
+
+def _difference(c: loop_value.Comparison) -> str:
+    """``+20.0 pts (95% CI -25.2 to 54.6)``: the rubric loop's pass rate minus the control's."""
+    if c.difference is None:
+        return "-"
+    interval = c.interval
+    span = f" (95% CI {fmt_num(100 * interval[0], 1)} to {fmt_num(100 * interval[1], 1)})" if interval else ""
+    return fmt_pts(c.difference) + span
+
+
+def _passes(checked: tuple[bool | None, ...]) -> str:
+    return ", ".join("-" if value is None else "pass" if value else "fail" for value in checked)
+
+
+LOOP_ARM_COLUMNS = (
+    Column("configuration", lambda row: row["label"], link=lambda row: filtered(group=row["number"])),
+    Column("arm", lambda row: row["arm"].arm),
+    Column("runs", lambda row: row["arm"].runs, sort=lambda row: row["arm"].runs),
+    Column("final passed", lambda row: str(Rate(row["arm"].passed, row["arm"].decided)),
+           sort=lambda row: _or(Rate(row["arm"].passed, row["arm"].decided).value, -1)),
+    Column("tokens/success", lambda row: _spend(row["arm"].tokens_per_success, 0), sort=lambda row: _or(row["arm"].tokens_per_success, 10**18)),
+    Column("est. USD/success", lambda row: _spend(row["arm"].cost_per_success, 4), sort=lambda row: _or(row["arm"].cost_per_success, 10**18)),
+    Column("broken revisions", lambda row: "-" if row["broken"] is None else row["broken"], sort=lambda row: _or(row["broken"], -1)),
+)
+"""Does the loop help: one row per configuration, its final pass rate and what a success cost."""
+
+LOOP_PAIR_COLUMNS = (
+    Column("rubric loop", lambda row: row["rubric"]),
+    Column("control", lambda row: row["control"]),
+    Column("pairs", lambda row: row["c"].pairs, sort=lambda row: row["c"].pairs),
+    Column("both passed", lambda row: row["c"].both, sort=lambda row: row["c"].both),
+    Column("rubric only", lambda row: row["c"].rubric_only, sort=lambda row: row["c"].rubric_only),
+    Column("control only", lambda row: row["c"].control_only, sort=lambda row: row["c"].control_only),
+    Column("neither", lambda row: row["c"].neither, sort=lambda row: row["c"].neither),
+    Column("difference", lambda row: _difference(row["c"]), sort=lambda row: _or(row["c"].difference, -2)),
+    Column("McNemar", lambda row: fmt_p(row["c"].p), sort=lambda row: _or(row["c"].p, 2)),
+    Column("tasks", lambda row: row["c"].tasks or "-"),
+)
+"""The rubric loop against each control, paired on task and repeat."""
+
+LOOP_CURVE_COLUMNS = (
+    Column("configuration", lambda row: row["label"]),
+    Column("pass", lambda row: row["p"].k, sort=lambda row: row["p"].k),
+    Column("runs that took it", lambda row: row["p"].took, sort=lambda row: row["p"].took),
+    Column("passed after it", lambda row: str(Rate(row["p"].passed, row["p"].known)), sort=lambda row: _or(row["p"].rate, -1)),
+    Column("net gain", lambda row: "-" if row["p"].gained is None else f"{row['p'].gained:+d}", sort=lambda row: _or(row["p"].gained, -10**9)),
+    Column("tokens of the pass", lambda row: "-" if row["p"].k == 1 else _spend(row["p"].tokens, 0), sort=lambda row: _or(row["p"].tokens, -1)),
+    Column("est. USD of the pass", lambda row: "-" if row["p"].k == 1 else _spend(row["p"].cost, 4), sort=lambda row: _or(row["p"].cost, -1)),
+    Column("tokens/extra success", lambda row: _spend(row["p"].tokens_per_gain, 0) if row["p"].k > 1 else "-",
+           sort=lambda row: _or(row["p"].tokens_per_gain, 10**18)),
+)
+"""The pass rate after each pass, per configuration, and what each extra pass cost and gained."""
+
+LOOP_BROKEN_COLUMNS = (
+    Column("run", lambda row: row["b"].run.index, sort=lambda row: row["b"].run.index, link=lambda row: f"#run-{row['b'].run.index}"),
+    Column("configuration", lambda row: row["label"]),
+    Column("task", lambda row: row["b"].run.task[1]),
+    Column("repeat", lambda row: "-" if row["b"].run.repeat is None else row["b"].run.repeat),
+    Column("broken at pass", lambda row: row["b"].at, sort=lambda row: row["b"].at),
+    Column("attempts' checks", lambda row: _passes(row["b"].run.checked)),
+)
+"""Revisions that broke an answer that passed its hidden checks, one row per run."""
+
+LOOP_FLIP_COLUMNS = (
+    Column("run", lambda row: row["f"].run.index, sort=lambda row: row["f"].run.index, link=lambda row: f"#run-{row['f'].run.index}"),
+    Column("configuration", lambda row: row["label"]),
+    Column("task", lambda row: row["f"].run.task[1]),
+    Column("repeat", lambda row: "-" if row["f"].run.repeat is None else row["f"].run.repeat),
+    Column("criterion", lambda row: row["f"].criterion),
+    Column("passed at pass", lambda row: row["f"].passed_at, sort=lambda row: row["f"].passed_at),
+    Column("failed at pass", lambda row: row["f"].failed_at, sort=lambda row: row["f"].failed_at),
+)
+"""Criteria the grader passed, then failed, in a later pass of the same run."""
+
+
+def loop_tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> tuple[str, dict[str, Table]] | None:
+    """"Does the loop help?": what its figures rest on (``loop_value.CHECKS`` or ``VERDICTS``) and its
+    tables ``loop-arms``, ``loop-pairs``, ``loop-curve``, ``loop-broken`` (when a revision broke an
+    answer) and ``loop-criteria`` (when a criterion passed, then failed); None unless the runs span more
+    than one ``loop.arm``."""
+    if len({run.arm for run in runs}) < 2:
+        return None
+    attempts = [run.attempted(prices) for run in runs]
+    on = loop_value.basis(attempts)
+    names = {g["key"]: g["label"] for g in groups}
+    broken = loop_value.broken(attempts) if on == loop_value.CHECKS else []
+    per_group = Counter(b.run.group for b in broken)
+    arm_rows = [{"label": names[a.group], "number": g["group"], "arm": a, "broken": per_group[a.group] if on == loop_value.CHECKS else None}
+                for a in loop_value.arms(attempts, on) for g in groups if g["key"] == a.group]
+    pairs = [{"rubric": names[c.rubric], "control": names[c.control], "c": c} for c in loop_value.comparisons(attempts, on)]
+    curve = [{"label": names[group], "group": group, "p": point}
+             for group, points in loop_value.curve(attempts, on).items() for point in points]
+    found = {"loop-arms": Table("loop-arms", LOOP_ARM_COLUMNS, arm_rows), "loop-pairs": Table("loop-pairs", LOOP_PAIR_COLUMNS, pairs),
+             "loop-curve": Table("loop-curve", LOOP_CURVE_COLUMNS, curve)}
+    if broken:
+        found["loop-broken"] = Table("loop-broken", LOOP_BROKEN_COLUMNS, [{"label": names[b.run.group], "b": b} for b in broken])
+    if flips := loop_value.flipped(attempts):
+        found["loop-criteria"] = Table("loop-criteria", LOOP_FLIP_COLUMNS, [{"label": names[f.run.group], "f": f} for f in flips])
+    return on, found
+
+
+def _rating(run: Run) -> Rating:
+    criteria = run.criteria[1] if run.criteria else ()
+    return Rating("", str(Path(run.transcript).resolve()) if run.transcript else "", VERDICTS.get(run.status), criteria,
+                  run.verified_final, run.task_key)
+
+
+def people_rows(runs: list[Run], groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The grader-against-people table: one row per configuration with labelled runs (people's labels,
+    ``labels.json`` in the run dirs, as the truth), and people against the hidden checks where both exist."""
+    from ..review.labels import labels_of
+
+    labels = labels_of(run.transcript for run in runs if run.transcript)
+    if not labels:
+        return []
+    names = {g["key"]: g["label"] for g in groups}
+    ratings: dict[str, list[Rating]] = {}
+    for run in runs:
+        ratings.setdefault(run.group, []).append(_rating(run))
+    rows = []
+    for group, own in ratings.items():
+        found = against_labels(own, labels)
+        if found.verdict.items:
+            rows.append({"label": names[group], "paired": found.verdict, "judgement": found.judgement, "criteria": found.criteria})
+    checked = {r.item: r.checked for own in ratings.values() for r in own}
+    both = [(label.satisfied, checked[item]) for item, label in labels.items()
+            if label.satisfied is not None and checked.get(item) is not None]
+    if both:
+        people = {item: label for item, label in labels.items() if item in checked}
+        rows.append({"label": "people against hidden checks", "paired": cohen(both),
+                     "judgement": people_against_checks(people, checked), "criteria": {}})
+    return rows
+
+
+def _criteria_kappas(row: dict[str, Any]) -> str:
+    return "; ".join(f"{name}: {paired.kappa} ({paired.agreed}/{paired.items})" for name, paired in row["criteria"].items()) or "-"
+
+
+PEOPLE_COLUMNS = (
+    Column("configuration", lambda row: row["label"]),
+    Column("labelled", lambda row: row["paired"].items, sort=lambda row: row["paired"].items),
+    Column("agreement", lambda row: row["paired"].percent, sort=lambda row: _or(row["paired"].percent.value, -1)),
+    Column("Cohen's κ", lambda row: row["paired"].kappa, sort=lambda row: _or(row["paired"].kappa.value, -2)),
+    Column("false satisfied", lambda row: row["judgement"].false_satisfied if row["judgement"] else "-"),
+    Column("false rejection", lambda row: row["judgement"].false_rejection if row["judgement"] else "-"),
+    Column("criteria (Cohen's κ, agreed/labelled)", _criteria_kappas),
+)
+"""The grader-against-people table: people's labels as the truth."""
+
+
+def self_rows(runs: list[Run], groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The graders-against-themselves table: one row per configuration that graded a transcript more than
+    once (``regrade --repeats``)."""
+    ratings: dict[str, list[Rating]] = {}
+    for run in runs:
+        if run.transcript:
+            ratings.setdefault(run.group, []).append(_rating(run))
+    names = {g["key"]: g["label"] for g in groups}
+    return [{"label": names[group], "self": self_agreement(own)} for group, own in ratings.items()
+            if len({r.item for r in own}) < len(own)]
+
+
+SELF_COLUMNS = (
+    Column("configuration", lambda row: row["label"]),
+    Column("transcripts", lambda row: row["self"].verdict.items),
+    Column("gradings", lambda row: row["self"].verdict.ratings),
+    Column("verdict agreement", lambda row: row["self"].verdict.percent, sort=lambda row: _or(row["self"].verdict.percent.value, -1)),
+    Column("verdict κ", lambda row: row["self"].verdict.kappa, sort=lambda row: _or(row["self"].verdict.kappa.value, -2)),
+    Column("changed its verdict on", lambda row: f"{row['self'].verdict.split} of {row['self'].verdict.items}"),
+    Column("unstable criteria (κ)", lambda row: "; ".join(f"{name} ({row['self'].criteria[name].kappa.value:.2f})"
+                                                          for name in row["self"].unstable) or "none"),
+)
+"""The graders-against-themselves table: each grader's agreement with itself over repeat gradings."""

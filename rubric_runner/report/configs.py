@@ -45,6 +45,17 @@ def group_key(header: RunHeader) -> str:
     return f"{header.kind.value}:{header.turn or 1}:{digest}"
 
 
+def arm(header: RunHeader) -> str:
+    """The run's ``loop.arm``: rubric (also for a record that predates the key), resample or single."""
+    return str((header.config.get("loop") or {}).get("arm") or "rubric")
+
+
+def pairing_key(header: RunHeader) -> str:
+    """What runs of arms to compare share: kind, turn and configuration but the ``loop.*`` keys."""
+    part = {key: value for key, value in configuration(header).items() if not key.startswith("loop.")}
+    return f"{header.kind.value}:{header.turn or 1}:{_digest(part)}"
+
+
 def grader_part(header: RunHeader) -> dict[str, Any]:
     """The grader's part of a run's configuration: its ``grader.*`` keys but the loop's budget of passes,
     ``grader.max_iterations`` (a regrade's overrides when the header holds no config)."""

@@ -8,7 +8,6 @@ never as a task.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,18 +18,24 @@ MULTIRUN_FILE = "multirun.yaml"
 """What Hydra's basic sweeper saves in a sweep dir: the sweep's config, whose overrides say its jobs."""
 
 
-def planned_jobs(config: object) -> int | None:
-    """How many jobs Hydra's basic sweeper makes of a sweep's config (its ``hydra`` node): the product
-    of the swept values' counts; None for another sweeper."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+def planned_overrides(config: object) -> list[list[str]] | None:
+    """Each job's overrides, as Hydra's basic sweeper makes them of a sweep's config (its ``hydra`` node),
+    in the order it numbers the jobs; None for another sweeper."""
     from omegaconf import OmegaConf
+
+    from ..compat.hydra import combinations
 
     if "BasicSweeper" not in str(OmegaConf.select(config, "hydra.sweeper._target_")):
         return None
     task = OmegaConf.select(config, "hydra.overrides.task")
     typed = OmegaConf.to_container(task, resolve=False) if task is not None else []  # as typed: ${...} unresolved
-    overrides = OverridesParser.create().parse_overrides(list(typed))
-    return math.prod(len(list(o.sweep_string_iterator())) for o in overrides if o.is_sweep_override())
+    return combinations(list(typed))
+
+
+def planned_jobs(config: object) -> int | None:
+    """How many jobs Hydra's basic sweeper makes of a sweep's config; None for another sweeper."""
+    planned = planned_overrides(config)
+    return None if planned is None else len(planned)
 
 
 def planned_jobs_in(root: Path) -> int | None:

@@ -28,7 +28,9 @@ from .columns import (
     GROUP_COLUMNS,
     JOB_COLUMNS,
     JUDGE_COLUMNS,
+    PEOPLE_COLUMNS,
     RUN_COLUMNS,
+    SELF_COLUMNS,
     Table,
     criteria_columns,
     fmt_iterations,
@@ -36,9 +38,12 @@ from .columns import (
     grader_numbers,
     grader_rows,
     judge_rows,
+    loop_tables,
     matrix_columns,
+    people_rows,
     run_filters,
     run_rows,
+    self_rows,
 )
 from .partial import Completion
 from .runs import Run, unstarted
@@ -92,6 +97,32 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+LINE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+def loop_chart(curve: list[dict[str, Any]]) -> dict[str, Any]:
+    """The SVG of "Does the loop help?": the pass rate after each pass, a line per configuration."""
+    left, width, top, height, legend = 56, 320, 16, 180, 24
+    lines: dict[str, list[dict[str, Any]]] = {}
+    for row in curve:
+        lines.setdefault(row["label"], []).append(row["p"])
+    most = max([2, *(p.k for points in lines.values() for p in points)])
+    x = {k: left + width * (k - 1) / (most - 1) for k in range(1, most + 1)}
+    drawn = []
+    for number, (label, points) in enumerate(lines.items()):
+        dots = [{"x": f"{x[p.k]:.1f}", "y": f"{top + height * (1 - p.rate):.1f}", "title": f"{label}, pass {p.k}: {p.passed}/{p.known}"}
+                for p in points if p.rate is not None]
+        drawn.append({"label": label, "colour": LINE_COLOURS[number % len(LINE_COLOURS)], "dots": dots,
+                      "points": " ".join(f"{d['x']},{d['y']}" for d in dots), "legend_y": top + 8 + legend * number})
+    return {
+        "width": left + width + 40 + 320, "height": max(top + height + 40, top + legend * len(drawn) + 16),
+        "left": left, "right": left + width, "top": top, "bottom": top + height, "legend_x": left + width + 40,
+        "x_ticks": [{"x": f"{x[k]:.1f}", "label": str(k)} for k in x],
+        "y_ticks": [{"y": f"{top + height * (1 - i / 4):.1f}", "label": f"{25 * i}%"} for i in range(5)],
+        "lines": drawn,
+    }
+
+
 def tables(jobs: list[Job], runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> dict[str, Table]:
     """The reports' tables: ``groups``, ``jobs`` (that did not start, when any), ``matrix`` (when there are
     tasks or configurations to compare), ``runs``, and ``judges``, ``answers`` and ``graders`` (when
@@ -124,6 +155,12 @@ def tables(jobs: list[Job], runs: list[Run], groups: list[dict[str, Any]], price
     if judges:
         found.update(judges=Table("judges", JUDGE_COLUMNS, judges), answers=Table("answers", ANSWERS_COLUMNS, judges),
                      graders=Table("graders", GRADER_COLUMNS, grader_rows(runs, prices)))
+    people = people_rows(runs, groups)
+    if people:
+        found["people"] = Table("people", PEOPLE_COLUMNS, people)
+    selves = self_rows(runs, groups)
+    if selves:
+        found["self"] = Table("self", SELF_COLUMNS, selves)
     return found
 
 
@@ -139,7 +176,10 @@ def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], p
         "groups": groups, "tables": tables(jobs, runs, groups, prices), "chart": chart(groups),
         "criteria": [(g, Table(f"criteria-{g['group']}", criteria_columns(g["group"]), g["criteria"])) for g in groups],
         "spend": spend_lines([job.record for job in jobs]),
+        "loop_help": None,
     }
+    if (loop := loop_tables(runs, groups, prices)) is not None:
+        context["loop_help"] = {"on": loop[0], "tables": loop[1], "chart": loop_chart(loop[1]["loop-curve"].rows)}
     if any(name.endswith(".html") for name in templates):
         context["trails"] = [run.trail for run in runs]
     streams = [environment().get_template(name).stream(context) for name in templates]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.judge import Judged, Judgement, judge_all
+from ..analysis.loop_value import Attempts
 from ..analysis.prices import Billed, billed, cost_of
 from ..records import (
     TASKS_DIR,
@@ -121,6 +122,16 @@ class Run:
     ended_at: str | None
     trail: str
     """The verdict trail report.html draws (``trails.trail``), as page-safe JSON."""
+    arm: str = "rubric"
+    """``loop.arm``: rubric, resample or single."""
+    pairing: str = ""
+    """``configs.pairing_key``: runs of arms to compare share it."""
+    checked: tuple[bool | None, ...] = ()
+    """Each attempt's hidden checks: passed, failed, or None (not checked, or unverifiable)."""
+    spent: tuple[Billed, ...] = ()
+    """What the run was billed when each pass ended; empty when its record does not say."""
+    pass_criteria: tuple[Criteria, ...] = ()
+    """Each grading pass's criteria."""
 
     @property
     def finished(self) -> bool:
@@ -151,6 +162,17 @@ class Run:
             status=self.status, verified_first=self.verified_first, verified_final=self.verified_final,
             verified_outcome=self.verified_outcome, tokens=tokens, cost=cost, task=self.task_key,
             transcript=self.transcript,
+        )
+
+
+    def attempted(self, prices: dict[str, dict[str, float]]) -> Attempts:
+        """What the loop's value reads of the run."""
+        spent = tuple((sum(i + o for _, i, o in bill), cost_of(bill, prices)) for bill in self.spent)
+        return Attempts(
+            index=self.index, group=self.group, arm=self.arm, pairing=self.pairing, task=self.task_key, repeat=self.repeat,
+            checked=self.checked, satisfied=tuple(verdict == Status.SATISFIED.value for verdict in self.verdicts),
+            final_checked=self.verified_final, final_satisfied=self.status is Status.SATISFIED,
+            tokens=self.worker_tokens + self.grader_tokens, cost=self.cost(prices), spent=spent, criteria=self.pass_criteria,
         )
 
 
@@ -187,7 +209,7 @@ def _transcript_billed(header: RunHeader, record: TaskRecord) -> Billed | None:
     return ((header.worker.model, usage.input_tokens, usage.output_tokens),) if usage else ()
 
 
-def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[str, str], shared: _Shared) -> Run:
+def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[str, str, str, str], shared: _Shared) -> Run:
     header = job.record.header
     message = " ".join((record.task or header.rubric.task or "").split()) or "-"
     task = record.task_id or (message if len(message) <= TASK_CHARS else message[:TASK_CHARS] + "\u2026")
@@ -208,7 +230,19 @@ def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[str
         transcript_billed=_transcript_billed(header, record) if regrade else (),
         limit=record.limit, started_at=record.started_at, ended_at=record.ended_at,
         trail=script_json(trail(header, record)),
+        arm=keys[2], pairing=keys[3],
+        checked=tuple(a.verification.passed if a.verification else None for a in record.verified_attempts),
+        spent=_spent(header, record),
+        pass_criteria=shared(tuple(shared(tuple(shared((shared(c.name.strip()), c.passed)) for c in e.criteria))
+                                   for e in record.evaluations)),
     )
+
+
+def _spent(header: RunHeader, record: TaskRecord) -> tuple[Billed, ...]:
+    """What the run was billed when each pass ended; empty when a pass's record does not say."""
+    if not record.evaluations or any(e.spent is None for e in record.evaluations):
+        return ()
+    return tuple(billed(header, e.spent) for e in record.evaluations)
 
 
 def _task_dirs(job: Job) -> list[Path]:
@@ -258,7 +292,8 @@ def expand(jobs: list[Job], live: bool = False) -> list[Run]:
     for job in jobs:
         _mark_running(job.record, live)
         header = job.record.header
-        keys = (shared(configs.group_key(header)), shared(configs.grader_key(header)))
+        keys = (shared(configs.group_key(header)), shared(configs.grader_key(header)),
+                shared(configs.arm(header)), shared(configs.pairing_key(header)))
         task_dirs = _task_dirs(job)
         if not task_dirs:
             if job.record.task is not None:

@@ -21,7 +21,7 @@ from ..analysis.judge import SUMMARY_FIELDS as JUDGE_FIELDS
 from ..analysis.judge import summary_fields
 from ..analysis.numbers import fmt_pct, rounded
 from ..analysis.prices import load_prices
-from ..records import Job, Status, satisfied_rate
+from ..records import Job, Place, Status, satisfied_rate
 from .partial import Completion, completion
 from .runs import Run, expand, judge_runs, unstarted
 from .stats import satisfied_k
@@ -33,8 +33,8 @@ TASKS_CSV = "summary_tasks.csv"
 SUMMARY_FIELDS = (
     "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "runs", "finished", "unfinished",
     "satisfied", "satisfied_rate", "k", "satisfied_at_1", "satisfied_at_k", "satisfied_hat_k", "mean_iterations",
-    "worker_tokens", "grader_tokens", "cache_hits", "reused", "resumed", "wall_seconds", "task_seconds", "error",
-    "run_dir", "partial", *JUDGE_FIELDS,
+    "worker_tokens", "grader_tokens", "cache_hits", "reused", "resumed", "attempts", "wall_seconds", "task_seconds",
+    "error", "where", "run_dir", "partial", *JUDGE_FIELDS,
 )
 TASK_FIELDS = (
     "job", "task_id", "repeat", "worker", "grader", "rubric", "turn", "status", "exit_code", "iterations",
@@ -47,6 +47,20 @@ def run_row(run: Run) -> dict[str, Any]:
     """One run's row: its job, task and repeat, what ran, how it ended, tokens, time, where it is."""
     own = {"job": run.job.job, "status": run.status.value, "reused": int(run.reused)}
     return {key: own[key] if key in own else getattr(run, key) for key in TASK_FIELDS}
+
+
+def where(place: Place | None) -> str:
+    """Where a run ran, in a few words: ``node1 pid 4242 slurm 17_1`` (``ray NODE``); empty when not recorded."""
+    if place is None:
+        return ""
+    words = [place.host or "?", f"pid {place.pid}" if place.pid is not None else ""]
+    if place.slurm_array_job_id:
+        words.append(f"slurm {place.slurm_array_job_id}_{place.slurm_array_task_id}")
+    elif place.slurm_job_id:
+        words.append(f"slurm {place.slurm_job_id}")
+    if place.ray_node_id:
+        words.append(f"ray {place.ray_node_id[:12]}")
+    return " ".join(word for word in words if word)
 
 
 def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]], partial: str | None) -> dict[str, Any]:
@@ -68,8 +82,10 @@ def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]], part
         "mean_iterations": rounded(sum(run.iterations for run in finished) / len(finished)) if finished else None,
         "worker_tokens": sum(run.worker_tokens for run in runs), "grader_tokens": sum(run.grader_tokens for run in runs),
         "cache_hits": sum(run.cache_hits for run in runs), "reused": job.reused, "resumed": record.resumed,
+        "attempts": len(record.taken_over) + 1,
         "wall_seconds": rounded(record.wall_seconds, 3), "task_seconds": rounded(sum(run.wall_seconds or 0 for run in runs), 3),
-        "error": f"{error.type}: {error.message}" if error else "", "run_dir": record.run_dir, "partial": partial,
+        "error": f"{error.type}: {error.message}" if error else "", "where": where(record.place), "run_dir": record.run_dir,
+        "partial": partial,
     } | summary_fields(judge_runs(runs, prices))
 
 

@@ -1,17 +1,21 @@
-"""Task sets: the tasks one run grades, from a JSONL or YAML file or the rubric itself."""
+"""Task sets: the tasks one run grades, from a task file or dataset (``tasks.formats``) or the rubric itself.
+
+A row's fields are read from the columns of their names, or of the names ``rubric.fields`` maps them
+to (``{task: input, id: sample_id}``). A row without an id column is named by its place (``0``, ``1``,
+...); a ``target`` fills ``{target}`` in the rubric, or becomes its last criterion; ``metadata`` fills
+``{metadata.KEY}``. In a CSV file, a mapping cell (``tools``, ``verify``, ``metadata``) holds JSON.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from ..config.schema import Config
 from ..errors import UsageError
+from .formats import Row, read_rows
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 SLICE = re.compile(r"^(-?\d*):(-?\d*)$")
@@ -31,20 +35,6 @@ class Task:
     """``verify`` tool -> settings: the rubric's, with the task's own merged over them."""
     index: int = 0
     """Its place in the dataset, which config keys name (``rubric.dataset[3]``)."""
-
-
-def _read(path: Path) -> list[Any]:
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".jsonl":
-        items = []
-        for number, line in enumerate(text.splitlines(), 1):
-            try:
-                items += [json.loads(line)] if line.strip() else []
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"line {number}: {exc.msg} at column {exc.colno}") from None
-        return items
-    data = yaml.safe_load(text)
-    return data.get("tasks") if isinstance(data, dict) else data
 
 
 def _merged(rubric_verify: dict[str, Any], task_verify: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -77,20 +67,49 @@ def _select(tasks: list[Task], selection: list[str]) -> list[Task]:
     return [task for number, task in enumerate(tasks) if number in chosen]
 
 
-def _items(dataset: str) -> list[Any]:
-    """The raw task mappings of ``rubric.dataset``: a built-in set's, or a file's."""
+FIELDS = ("id", "task", "rubric", "target", "metadata", "tools", "verify")
+"""A task's fields, each read from the dataset's column of that name unless ``rubric.fields`` maps it to another."""
+
+
+def _columns(fields: dict[str, str]) -> dict[str, str]:
+    """Each task field's column: ``rubric.fields``'s mapping over the fields' own names."""
+    for name, column in fields.items():
+        if name not in FIELDS:
+            raise UsageError(f"rubric.fields.{name}", "is not a task field", f"map one of {', '.join(FIELDS)} to a column")
+        if not isinstance(column, str) or not column:
+            raise UsageError(f"rubric.fields.{name}", "must name a column", f"e.g. +rubric.fields.{name}=input")
+    return {name: fields.get(name, name) for name in FIELDS}
+
+
+def _rows(dataset: str) -> list[Row]:
+    """The raw rows of ``rubric.dataset``: a built-in set's, or a file's or saved dataset's."""
     if dataset in BUILTIN_DATASETS:
         from .humaneval import humaneval_items
 
-        return humaneval_items()
-    path = Path(dataset)
-    try:
-        return _read(path)
-    except FileNotFoundError:
-        raise UsageError("rubric.dataset", f"no such file: {path}",
-                          f"give a JSONL or YAML task file, or a built-in set: {', '.join(BUILTIN_DATASETS)}") from None
-    except (ValueError, yaml.YAMLError) as exc:
-        raise UsageError("rubric.dataset", f"{path} is not valid: {str(exc).splitlines()[0]}", "fix the file") from None
+        return [Row(item, f"{dataset} row {number}") for number, item in enumerate(humaneval_items())]
+    return read_rows(dataset)
+
+
+def _mapping(value: Any, key: str, where: str, example: str) -> dict[str, Any]:
+    """A mapping cell (a CSV cell holds it as JSON text); empty is none."""
+    if isinstance(value, str) and value.strip():
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise UsageError(key, f"{where}: is not JSON ({exc.msg} at column {exc.colno})", f"e.g. {example}") from None
+    return value or {}
+
+
+def _filled(text: str, target: Any, metadata: dict[str, Any]) -> str:
+    """The rubric with the row's ``{target}`` and ``{metadata.KEY}`` filled in; a target the text does not
+    place becomes a last criterion."""
+    for name, value in metadata.items():
+        text = text.replace(f"{{metadata.{name}}}", str(value))
+    if target is None or target == "":
+        return text
+    if "{target}" in text:
+        return text.replace("{target}", str(target))
+    return f"{text}\n- The answer agrees with the reference answer: {target}"
 
 
 def load_tasks(config: Config) -> list[Task]:
@@ -98,31 +117,38 @@ def load_tasks(config: Config) -> list[Task]:
     rubric = config.rubric
     if not rubric.dataset:
         return [Task("task", rubric.task, rubric.text, verify=_merged(rubric.verify, {}))]
-    items = _items(rubric.dataset)
-    if not isinstance(items, list) or not items:
+    columns = _columns(dict(rubric.fields))
+    rows = _rows(rubric.dataset)
+    if not rows:
         raise UsageError("rubric.dataset", f"{rubric.dataset} holds no list of tasks", "one task per line (JSONL) or a YAML list")
     tasks, seen = [], set()
-    for index, item in enumerate(items):
-        key = f"rubric.dataset[{index}]"
+    for index, row in enumerate(rows):
+        key, item, where = f"rubric.dataset[{index}]", row.item, row.where
         if not isinstance(item, dict):
-            raise UsageError(key, "a task must be a mapping", "give id, task and optionally rubric and tools")
-        task_id, message = str(item.get("id", "")), item.get("task")
+            raise UsageError(key, f"{where}: a task must be a mapping", "give id, task and optionally rubric and tools")
+        value = {name: item.get(column) for name, column in columns.items()}
+        task_id = str(index) if columns["id"] not in item else str(value["id"] if value["id"] is not None else "")
+        message = value["task"]
         if not TASK_ID.match(task_id) or task_id in seen:
-            raise UsageError(f"{key}.id", f"{task_id!r} is missing, repeated or not a safe name", "use letters, digits, _ . -")
+            raise UsageError(f"{key}.id", f"{where}: {task_id!r} is missing, repeated or not a safe name", "use letters, digits, _ . -")
         if not isinstance(message, str) or not message.strip():
-            raise UsageError(f"{key}.task", "is missing or empty", "give the task message")
-        text = item.get("rubric", rubric.text)
+            fix = "give the task message" + ("" if "task" in rubric.fields else "; a column of another name: +rubric.fields.task=NAME")
+            raise UsageError(f"{key}.task", f"{where}: is missing or empty", fix)
+        metadata = _mapping(value["metadata"], f"{key}.metadata", where, '{"topic": "sorting"}')
+        if not isinstance(metadata, dict):
+            raise UsageError(f"{key}.metadata", f"{where}: must be a mapping", 'e.g. metadata: {"topic": "sorting"}')
+        text = value["rubric"] if value["rubric"] not in (None, "") else rubric.text
         if not isinstance(text, str) or not text.strip():
-            raise UsageError(f"{key}.rubric", "must be non-empty text", "give the criteria, one per line")
-        tools = item.get("tools") or {}
+            raise UsageError(f"{key}.rubric", f"{where}: must be non-empty text", "give the criteria, one per line")
+        tools = _mapping(value["tools"], f"{key}.tools", where, '{"run_test_suite": {"cases": []}}')
         if not isinstance(tools, dict) or not all(isinstance(v, dict) for v in tools.values()):
-            raise UsageError(f"{key}.tools", "must map tool names to settings", "e.g. tools: {run_test_suite: {cases: [...]}}")
+            raise UsageError(f"{key}.tools", f"{where}: must map tool names to settings", "e.g. tools: {run_test_suite: {cases: [...]}}")
         unknown = sorted(set(tools) - set(config.grader.tools) - set(config.worker.tools))
         if unknown:
-            raise UsageError(f"{key}.tools.{unknown[0]}", "is not a tool of this run", "add it to grader.tools or remove it")
-        verify = item.get("verify") or {}
+            raise UsageError(f"{key}.tools.{unknown[0]}", f"{where}: is not a tool of this run", "add it to grader.tools or remove it")
+        verify = _mapping(value["verify"], f"{key}.verify", where, '{"run_test_suite": {"suite": "hidden.yaml"}}')
         if not isinstance(verify, dict) or not all(isinstance(v, dict) for v in verify.values()):
-            raise UsageError(f"{key}.verify", "must map tool names to settings", "e.g. verify: {run_test_suite: {suite: hidden.yaml}}")
+            raise UsageError(f"{key}.verify", f"{where}: must map tool names to settings", "e.g. verify: {run_test_suite: {suite: hidden.yaml}}")
         seen.add(task_id)
-        tasks.append(Task(task_id, message, text, tools, _merged(rubric.verify, verify), index))
+        tasks.append(Task(task_id, message, _filled(text, value["target"], metadata), tools, _merged(rubric.verify, verify), index))
     return _select(tasks, rubric.tasks)

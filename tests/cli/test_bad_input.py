@@ -213,7 +213,7 @@ DETAILS = {  # what else the line must say
     "sweep-bad-second-value": "'rubric/haikuu' not found",
     "unknown-key-in-user-rubric": "Key 'criteria_typo' not in 'RubricConfig'",
     "dataset-bad-json": "line 2: Expecting property name enclosed in double quotes at column 13",
-    "neither-command-nor-override": "neither a command nor an override (commands: continue, doctor, plugins, regrade, report, resume, tools;",
+    "neither-command-nor-override": "neither a command nor an override (commands: compare, continue, doctor, golden, plugins, regrade, report, resume, review, tools;",
     "continue-no-record": "holds no record of a run (continue a run that ended with a verdict)",
     "two-missing-keys": "set OPENAI_API_KEY and GOOGLE_API_KEY in the environment",
     "regrade-empty-dir": "holds no .hydra/overrides.yaml",
@@ -301,3 +301,19 @@ def test_a_sweep_whose_reader_goes_away_ends_as_it_would_have(tmp_path):
     assert [(r["status"], r["exit_code"]) for r in records] == [("max_iterations_reached", 1), ("satisfied", 0)]
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert len((tmp_path / "sweep" / "summary.jsonl").read_text().splitlines()) == 2
+
+
+def test_ctrl_c_while_starting_up_ends_in_one_line(monkeypatch, capsys):
+    """Ctrl-C while the command is still importing (before any run holds its dir): exit 130, one line, no
+    traceback (the run's own Ctrl-C is recorded by the run: test_interrupt)."""
+    from rubric_runner import cli
+
+    def interrupted(argv: list[str]) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run_command", interrupted)
+    monkeypatch.setattr(sys, "argv", ["rubric-runner", "resume", "outputs/run"])
+    with pytest.raises(SystemExit) as ended:
+        cli.main()
+    assert ended.value.code == 130
+    assert capsys.readouterr().err == "interrupted\n"

@@ -84,9 +84,11 @@ def test_regrading_a_demo_grades_its_final_answer_again(tmp_path, capsys, rubric
         assert re.search(r"\n   grader called \w+ -> .*\n   verdict: satisfied - Graded again: ", out)
         lines = out.splitlines()
         assert "run: satisfied" in lines
-        # the answer's hidden check passed and the grader agreed: no error to count against it
-        assert lines[lines.index("graders ranked by error against hidden verification:") + 1].startswith(
-            "  1. scripted:demo: error 0/1 (0.0%")
+        # the answer's hidden check passed and the grader agreed: no error to count against it (and one
+        # passing answer alone cannot rank a grader: balanced error needs failing answers too)
+        ranking = "graders ranked by balanced error against hidden verification, on the same transcripts:"
+        assert lines[lines.index(ranking) + 1].startswith(
+            "  -. scripted:demo: balanced error -; false satisfied -; false rejection 0/1 (0.0%")
     assert sorted(p.read_text() for p in (run_dir / "scripted-cursors").rglob("*.tsv")) == cursors
     final = json.loads((run_dir / "result.json").read_text())["task"]["final_answer"]
     for regrade_dir in (run_dir / "regrades").iterdir():

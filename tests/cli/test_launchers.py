@@ -25,7 +25,7 @@ from rubric_runner.cli.sweep import Sweep, SweepSummary
 from rubric_runner.config.environment import JOB_ENV
 
 DETERMINISTIC = (
-    "job", "overrides", "worker", "grader", "rubric", "status", "exit_code", "iterations",
+    "job", "overrides", "worker", "grader", "rubric", "status", "exit_code", "mean_iterations",
     "worker_tokens", "grader_tokens", "error",
 )
 """Summary fields that scripted models make the same on every launcher (not timings or dirs)."""
@@ -165,13 +165,57 @@ def test_slurm_example_composes_for_submitit(tmp_path):
     launcher = yaml.safe_load(proc.stdout)["hydra"]["launcher"]
     assert launcher["_target_"] == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
     assert (launcher["partition"], launcher["timeout_min"], launcher["array_parallelism"]) == ("gpu", 120, 32)
-    assert launcher["setup"][0].startswith("source ") and "gpus_per_node" in launcher
+    assert launcher["setup"] == ["set -e"] and "gpus_per_node" in launcher
+    assert launcher["signal_delay_s"] == 120
 
 
 def test_a_sweep_whose_jobs_wrote_elsewhere_says_so(tmp_path, monkeypatch, capsys):
     """What a relative hydra.sweep.dir does on a Ray cluster: the jobs' dirs are not where the sweep looks."""
     summary = SweepSummary()
-    summary.sweep = Sweep(dir=tmp_path, fail_under=None, prices=None, started_at="")
+    summary.sweep = Sweep(dir=tmp_path, fail_under=None, prices=None, started_at="", relative=True)
     summary.on_multirun_end(config=None)
     assert summary.conclude() == 2
     assert f"error: the jobs left no records under {tmp_path}: a relative hydra.sweep.dir" in capsys.readouterr().err
+
+
+def test_an_absolute_sweep_dir_gets_no_hint_about_relative_paths(tmp_path, capsys):
+    """Jobs that left nothing under an absolute sweep dir: a row each saying it did not run, exit 3."""
+    summary = SweepSummary()
+    summary.sweep = Sweep(dir=tmp_path, fail_under=None, prices=None, started_at="", jobs=2,
+                          planned=[["worker.script=a"], ["worker.script=b"]])
+    assert summary.conclude() == 3
+    err = capsys.readouterr().err
+    assert "relative" not in err
+    rows = read_rows(tmp_path)
+    assert [(row["job"], row["status"], row["exit_code"]) for row in rows] == [("0", "interrupted", 130), ("1", "interrupted", 130)]
+    assert all(row["error"].startswith("DidNotRun: the job did not run") for row in rows)
+    assert rows[0]["partial"] == "partial: 0 of 0 runs finished, 2 jobs not started"
+
+
+def test_a_ray_driver_without_the_clusters_token_gets_one_line(ray_cluster, tmp_path, monkeypatch):
+    """Ray's own words (its AuthenticationError) and the fix, exit 2, no traceback, nothing launched."""
+    address, head_cwd, cluster_env = ray_cluster
+    wrong = tmp_path / "wrong_token"
+    wrong.write_text(secrets.token_hex(32))
+    wrong.chmod(0o600)
+    for name, value in {**cluster_env, "RAY_AUTH_TOKEN_PATH": str(wrong)}.items():
+        monkeypatch.setenv(name, value)
+    proc = run_cli("-m", "hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address={address}", *SCRIPTED,
+                   f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path, timeout=180)
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ray.exceptions.AuthenticationError: ") and "RAY_AUTH_MODE=token" in last, proc.stderr
+    assert "Traceback" not in proc.stderr and "relative" not in proc.stderr
+    assert not (tmp_path / "sweep" / "summary.jsonl").exists()
+
+
+def test_a_ray_address_where_nothing_answers_is_one_line(tmp_path):
+    """Ray itself would retry for minutes: the sweep checks the address first."""
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="pip install 'rubric_runner[ray]'")
+    port = free_port()
+    proc = run_cli("-m", "hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address=127.0.0.1:{port}", *SCRIPTED,
+                   f"hydra.sweep.dir={tmp_path / 'sweep'}", cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: hydra.launcher.ray.init.address: Ray: nothing answers at 127.0.0.1:{port}: Connection refused "
+        "(start the cluster (`ray start --head`) or give its address (`ray status` on a node shows it))"]

@@ -135,6 +135,15 @@ def status_of(run_dir):
         return None
 
 
+def worker_call_began(run_dir):
+    """Whether the run's task has begun: its worker's first model call is logged (a job killed before that
+    is a job that did not start, in the reports)."""
+    try:
+        return '"model_call_start"' in (run_dir / "events.jsonl").read_text()
+    except OSError:
+        return False
+
+
 def wait_for(proc, condition, what):
     deadline = time.monotonic() + 60
     while not condition():
@@ -151,6 +160,7 @@ def test_joblib_worker_killed_mid_run_is_a_row(tmp_path):
                      "grader.script=${worker.script}", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path) as proc:
         wait_for(proc, lambda: (status_of(sweep_dir / "0"), status_of(sweep_dir / "1")) == ("satisfied", "running"),
                  "job 0 done while job 1 runs")
+        wait_for(proc, lambda: worker_call_began(sweep_dir / "1"), "job 1's task awaiting its worker's reply")
         workers = loky_workers(proc.pid)
         assert len(workers) == 2
         for pid in workers:

@@ -52,7 +52,7 @@ VERIFIED = ("preset", "dataset", "sweep_basic", "sweep_joblib", "api", "follow_u
 SCRIPTED = ("worker=scripted", "grader=scripted")
 CODE = (*SCRIPTED, "rubric=code")
 MESSAGE = "Now add a docstring"
-LATENCY = 1.0
+LATENCY = 3.0
 """Seconds of the scripted reply a signal arrives in."""
 HIDDEN = {
     "find_duplicates": {"run_test_suite": {"suite": str(DATA_DIR / "suites" / "find_duplicates_hidden.yaml")}},

@@ -1,6 +1,6 @@
 """Extending the loop from config: evaluation callables, middleware, the grader's transcript, local tools.
 
-The README's example module (``my_loop.py`` in its "Extending the loop" section) is written to a temp
+The docs' example module (``my_loop.py`` in docs/extending-the-loop.md) is written to a temp
 dir exactly as printed and used from there; the runs are real agents with scripted models.
 """
 
@@ -13,8 +13,8 @@ import sys
 import pytest
 from langchain.agents import AgentState
 from langchain.agents.middleware import AgentMiddleware
+from support import readme
 from support.helpers import (
-    ROOT,
     read_events,
     run_cli,
     run_scripted,
@@ -32,8 +32,8 @@ SATISFIED = verdict("satisfied", ("One sentence", True))
 
 
 def _section() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    return readme.split("## Extending the loop\n", 1)[1].split("\n## ", 1)[0]
+    """The docs' "Extending the loop" section (docs/extending-the-loop.md)."""
+    return readme.sections()["Extending the loop"]
 
 
 class SyncOnly(AgentMiddleware):

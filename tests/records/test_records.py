@@ -120,6 +120,23 @@ def test_a_record_that_breaks_the_schema_is_read_as_unreadable(tmp_path):
     assert (record.status, record.error.type) == ("error", "BadRecord")
 
 
+def test_the_aggregate_rates_are_over_the_finished_runs():
+    """An interrupted run's aggregate said ``satisfied_rate 0.3333`` for 4 satisfied of 12, 8 never finished:
+    unfinished runs are counted beside the rates (``finished``), never in them."""
+    from rubric_runner.records import RunRecord, TaskRecord, TaskTally
+
+    statuses = [Status.SATISFIED, Status.SATISFIED, Status.FAILED, Status.INTERRUPTED, Status.NOT_RUN, Status.SATISFIED]
+    tally = TaskTally(len(statuses))
+    for index, (task_id, status) in enumerate(zip("aabbcd", statuses)):
+        tally.add(index, TaskRecord(status=status, task_id=task_id))
+    run = RunRecord()
+    tally.fill(run, repeats=2)
+    aggregate = run.aggregate
+    assert (aggregate.tasks, aggregate.runs, aggregate.finished, aggregate.satisfied) == (4, 6, 4, 3)
+    assert aggregate.satisfied_rate == 0.75  # 3 of the 4 finished runs
+    assert (aggregate.pass_at_k, aggregate.pass_hat_k) == (round(2 / 3, 4), round(2 / 3, 4))  # a, b, d finished; c did not
+
+
 def test_rerun_counts_the_tasks_a_run_worked_on(tmp_path):
     """Finding 2: ``aggregate.rerun`` said 10 when 3 ran: tasks interrupted before they began count as none."""
     from rubric_runner.records import RunRecord, TaskRecord, TaskTally, Usage

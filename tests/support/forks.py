@@ -154,4 +154,7 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl-C must reach each child as KeyboardInterrupt, even when the tests' process started this server
+    # with SIGINT ignored (an ignored signal is inherited, and Python then installs no handler of its own)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     serve()

@@ -334,8 +334,8 @@ def test_rate_limit_spaces_calls_to_a_provider(tmp_path):
 
 
 def test_provider_429s_slow_a_multi_task_run_down_instead_of_failing_it(tmp_path, monkeypatch):
-    from wire import FAKE_KEYS, FakeServer, fault, model_overrides, text
-    from wire import verdict as wire_verdict
+    from support.wire import FAKE_KEYS, FakeServer, fault, model_overrides, text
+    from support.wire import verdict as wire_verdict
 
     for name, value in FAKE_KEYS.items():
         monkeypatch.setenv(name, value)

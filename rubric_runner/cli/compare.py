@@ -1,0 +1,199 @@
+"""``rubric-runner compare BASE NEW [--markdown FILE] [--fail-on-regression [N|p=ALPHA]] [--max-rows N] [--prices FILE]``.
+
+Reads the runs under two dirs (run dirs or sweep dirs), compares them case by case
+(``analysis.compare``) and writes a Markdown summary fit for a pull request: to FILE, or to stdout.
+Exit codes: 0 compared (and the gate, if asked for, passed); 2 a usage error; 4 the gate failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from ..analysis.compare import CHECKS, Case, Comparison, Gate, Paired, compare
+from ..analysis.numbers import fmt_num, fmt_p, fmt_pct, fmt_pts
+from ..errors import UsageError
+from ..records import ExitCode
+
+ROWS = 50
+"""The most rows of each table of the summary by default: a pull request comment holds 65,536 characters."""
+GATE = re.compile(r"^(?:(?P<count>\d+)|p\s*[=<]\s*(?P<alpha>0?\.\d+|1(?:\.0*)?))$")
+
+
+def gate_argument(value: str) -> Gate:
+    """``--fail-on-regression``'s threshold: ``N`` (more than N regressed cases fail) or ``p=ALPHA``."""
+    match = GATE.match(value.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{value!r} is neither a count nor p=ALPHA "
+                                         "(e.g. compare BASE NEW --fail-on-regression 2, or ... --fail-on-regression p=0.05)")
+    return Gate(count=int(match["count"])) if match["count"] else Gate(alpha=float(match["alpha"]))
+
+
+def _count(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"{value!r} is not a count of rows (0 or more; 0 lists all)")
+    return int(value)
+
+
+def add_parser(subparsers) -> None:
+    """The ``compare`` command."""
+    parser = subparsers.add_parser(
+        "compare", help="compare two runs or sweeps task by task: regressions, improvements, McNemar p",
+        description="Compare the runs under BASE and NEW (run dirs or sweep dirs) task by task: the tasks that "
+        "regressed, improved or stayed, on hidden checks where both were checked, else on the grader's verdict; "
+        "the exact McNemar p, a paired 95% interval of the difference in pass rate, and the tokens and cost. "
+        "Exit 0, or 4 when --fail-on-regression's gate fails, 2 on a usage error.")
+    parser.add_argument("base", metavar="BASE", type=Path, help="the runs before the change: a run dir or a sweep dir")
+    parser.add_argument("new", metavar="NEW", type=Path, help="the runs after it")
+    parser.add_argument("--markdown", metavar="FILE", type=Path, help="write the Markdown summary to FILE (default: print it)")
+    parser.add_argument("--fail-on-regression", metavar="N|p=ALPHA", nargs="?", const=Gate(), type=gate_argument,
+                        dest="gate", help="exit 4 when more than N cases regressed (default 0: any), or with p=ALPHA "
+                        "when more cases regressed than improved and McNemar's p is below ALPHA")
+    parser.add_argument("--max-rows", type=_count, default=ROWS, metavar="N",
+                        help=f"rows of each table of the summary at most (default {ROWS}; 0: all)")
+    parser.add_argument("--prices", type=Path, metavar="FILE", help="price table (default conf/prices.yaml)")
+    parser.set_defaults(handler="rubric_runner.cli.compare:main")
+
+
+def side(root: Path, name: str, prices: dict) -> tuple[list[Case], dict[str, str]]:
+    """The cases under ``root`` and the labels of their configurations, in order of first run."""
+    from ..records import collect
+    from ..report import configs
+    from ..report.runs import expand
+
+    if not root.is_dir():
+        raise UsageError(name, f"{root} is not a directory", "give a run dir or a sweep dir")
+    runs = expand(collect(root))
+    if not runs:
+        raise UsageError(name, f"no runs under {root}", "give a run dir or a sweep dir that holds result.json files")
+    headers: dict[str, object] = {}
+    for run in runs:
+        headers.setdefault(run.group, run.job.record.header)
+    cases = [Case(config=run.group, task=run.task, repeat=run.repeat or 0, turn=run.turn, status=run.status,
+                  verified=run.verified_final, tokens=run.worker_tokens + run.grader_tokens, cost=run.cost(prices))
+             for run in runs]
+    named = configs.group_labels(headers.items())
+    return cases, {key: named[key] for key in headers}
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _rate(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({fmt_pct(part / whole)})" if whole else "-"
+
+
+def _delta(before: float | None, after: float | None, digits: int) -> str:
+    if before is None or after is None:
+        return "n/a"
+    text = fmt_num(after - before, digits)
+    share = fmt_pct((after - before) / before) if before else ""
+    share = f" ({share if share.startswith('-') else '+' + share})" if share else ""
+    return f"{text if text.startswith('-') else '+' + text}{share}"
+
+
+def _pair_label(pair: Paired, labels: tuple[dict[str, str], dict[str, str]]) -> str:
+    before, after = labels[0][pair.base.config], labels[1][pair.new.config]
+    return before if before == after else f"{before} -> {after}"
+
+
+def _more(shown: int, total: int) -> list[str]:
+    return [f"\n... and {total - shown:,} more (`--max-rows 0` lists them all)"] if total > shown else []
+
+
+def _case_rows(cases: list[Paired], labels: tuple[dict[str, str], dict[str, str]], several: bool, limit: int | None) -> list[str]:
+    head = "| task | repeat | " + ("configuration | " if several else "") + "BASE | NEW | judged on |"
+    rows = [head, "|" + " --- |" * (head.count("|") - 1)]
+    shown = cases[:limit]
+    for pair in shown:
+        config = f"{_cell(_pair_label(pair, labels))} | " if several else ""
+        rows.append(f"| {_cell(pair.base.task)} | {pair.base.repeat} | {config}{_status(pair, pair.base)} | "
+                    f"{_status(pair, pair.new)} | {pair.basis} |")
+    return rows + _more(len(shown), len(cases))
+
+
+def _status(pair: Paired, case: Case) -> str:
+    if pair.basis == CHECKS:
+        return f"{'passed' if case.verified else 'failed'} ({case.status})"
+    return str(case.status)
+
+
+def _one_side_rows(cases: list[Case], labels: dict[str, str], limit: int | None) -> list[str]:
+    shown = cases[:limit]
+    rows = ["| task | repeat | configuration | status |", "| --- | --- | --- | --- |"]
+    rows += [f"| {_cell(c.task)} | {c.repeat} | {_cell(labels[c.config])} | {c.status} |" for c in shown]
+    return rows + _more(len(shown), len(cases))
+
+
+def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, str], dict[str, str]],
+             gate: Gate | None, failed: bool, max_rows: int = ROWS) -> str:
+    """The comparison as Markdown, for a pull request (``labels``: of BASE's and of NEW's configurations), each
+    table cut to ``max_rows`` rows (0: all)."""
+    limit = max_rows or None
+    both, lost, gained, neither = result.table
+    n = len(result.cases)
+    base_rate, new_rate = result.rates
+    interval = result.interval
+    ci = f" (95% CI {fmt_pts(interval[0])} to {fmt_pts(interval[1])})" if interval else ""
+    checked = sum(pair.basis == CHECKS for pair in result.cases)
+    lines = [
+        "## rubric-runner compare", "",
+        f"**BASE** `{base}` ({result.base_total.runs} runs) vs **NEW** `{new}` ({result.new_total.runs} runs); "
+        f"configurations paired {result.rule}.", "",
+        "| | BASE | NEW | change |", "| --- | --- | --- | --- |",
+        f"| passed | {_rate(both + lost, n)} | {_rate(both + gained, n)} | {fmt_pts(result.difference)}{ci} |",
+        f"| tokens | {result.base_spend.tokens:,} | {result.new_spend.tokens:,} | "
+        f"{_delta(result.base_spend.tokens, result.new_spend.tokens, 0)} |",
+        f"| est. USD | {fmt_num(result.base_spend.cost, 4)} | {fmt_num(result.new_spend.cost, 4)} | "
+        f"{_delta(result.base_spend.cost, result.new_spend.cost, 4)} |", "",
+        f"**{lost} regressed**, {gained} improved, {both + neither} unchanged ({both} passed both, {neither} failed both) "
+        f"of {n} cases; exact McNemar {fmt_p(result.p)} on {lost + gained} discordant. Judged on hidden checks: "
+        f"{checked}, on the grader's verdict: {n - checked}.",
+    ]
+    if gate is not None:
+        lines += ["", f"Gate ({gate.describe()}): **{'failed' if failed else 'passed'}**."]
+    several = len(result.pairs) > 1
+    for title, cases in (("Regressed", result.by_change("regressed")), ("Improved", result.by_change("improved")),
+                         ("Not finished on one side", result.unfinished)):
+        if cases:
+            lines += ["", f"### {title} ({len(cases)})", "", *_case_rows(cases, labels, several, limit)]
+    for title, cases, named in (("Only in BASE", result.only_base, labels[0]), ("Only in NEW", result.only_new, labels[1])):
+        if cases:
+            lines += ["", f"### {title} ({len(cases)})", "", *_one_side_rows(cases, named, limit)]
+    unchanged = result.by_change("passed") + result.by_change("failed")
+    if unchanged:
+        lines += ["", f"<details><summary>Unchanged ({len(unchanged)})</summary>", "",
+                  *_case_rows(unchanged, labels, several, limit), "", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def main(args: argparse.Namespace) -> int:
+    """Compare BASE and NEW; exit 4 when the gate fails."""
+    from ..analysis.prices import PriceError, load_prices
+
+    try:
+        prices = load_prices(args.prices)
+    except PriceError as exc:
+        raise UsageError("--prices", str(exc), "give a price table of {model: {input, output}}") from None
+    base, base_labels = side(args.base, "BASE", prices)
+    new, new_labels = side(args.new, "NEW", prices)
+    result = compare(base, new, base_labels, new_labels)
+    failed = args.gate is not None and args.gate.failed(result)
+    text = markdown(result, args.base, args.new, (base_labels, new_labels), args.gate, failed, args.max_rows)
+    if args.markdown:
+        try:
+            args.markdown.parent.mkdir(parents=True, exist_ok=True)
+            args.markdown.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError("--markdown", f"cannot write {args.markdown}: {exc.strerror or exc}", "give a file in a dir you may write") from None
+    else:
+        print(text)
+    _, lost, gained, _ = result.table
+    code = ExitCode.BELOW_THRESHOLD if failed else ExitCode.SATISFIED
+    missing = f", {len(result.only_base)} only in BASE, {len(result.only_new)} only in NEW" if result.only_base or result.only_new else ""
+    print(f"compare: {lost} regressed, {gained} improved of {len(result.cases)} cases{missing}; "
+          f"McNemar {fmt_p(result.p)}" + (f"; gate {'failed' if failed else 'passed'}" if args.gate else "")
+          + f" -> exit {int(code)}" + (f"\n  {args.markdown}" if args.markdown else ""))
+    return code

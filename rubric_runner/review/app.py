@@ -1,0 +1,122 @@
+"""The review page: a Starlette app, served by uvicorn on 127.0.0.1, where a person labels a run's answers.
+
+``GET /`` is the queue; ``GET /task/<key>`` one transcript (final answer, rubric, the grader's verdict,
+the revisions' diffs, the transcript with its tool calls and outputs) and its label form; ``POST
+/task/<key>/label`` saves the label (``labels.json``, written whole each time) and shows the task again;
+``GET /labels.json`` the labels. In blind mode the grader's verdict stays hidden until the task is labelled.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from ..errors import UsageError
+from .labels import PersonLabel, read_labels, save_label
+from .pages import render
+from .queue import Item, disagreement, items, queue
+
+EXTRA = "pip install 'rubric_runner[review]'"
+
+
+def _shown(value: bool | None, yes: str, no: str) -> str:
+    return "-" if value is None else yes if value else no
+
+
+def create_app(run_dir: Path, blind: bool = False) -> Any:
+    """The review app of the run in ``run_dir``."""
+    try:
+        from starlette.applications import Starlette
+        from starlette.responses import (
+            HTMLResponse,
+            JSONResponse,
+            RedirectResponse,
+            Response,
+        )
+        from starlette.routing import Route
+    except ImportError:
+        raise UsageError("review", "the review page needs starlette and uvicorn", EXTRA) from None
+    run_dir = Path(run_dir)
+    read_labels(run_dir)  # a labels file it cannot read is refused now, not at the first page
+    found = {item.key: item for item in items(run_dir)}
+    if not found:
+        raise UsageError("RUN_DIR", f"{run_dir} holds no saved transcript", "give the dir of a run that has run")
+
+    def name(item: Item) -> str:
+        return item.record.task_id or item.key
+
+    async def home(request: Any) -> Response:
+        labels = read_labels(run_dir)
+        rows = [{"key": item.key, "name": name(item),
+                 "disagreement": "-" if blind and item.key not in labels else disagreement(item, labels.get(item.key)),
+                 "verdict": "hidden" if blind and item.key not in labels else _shown(item.verdict, "satisfied", "rejected"),
+                 "checked": _shown(item.checked, "passed", "failed"),
+                 "label": _shown(labels[item.key].satisfied, "satisfactory", "not satisfactory") if item.key in labels else "-"}
+                for item in queue(list(found.values()), labels)]
+        return HTMLResponse(render("queue.html", run=run_dir.name, items=rows, blind=blind,
+                                   labelled=sum(item.key in labels for item in found.values())))
+
+    def _item(request: Any) -> Item | None:
+        return found.get(request.path_params["key"])
+
+    async def task(request: Any) -> Response:
+        item = _item(request)
+        if item is None:
+            return HTMLResponse("no such task", status_code=404)
+        labels = read_labels(run_dir)
+        label = labels.get(item.key)
+        order = [i.key for i in queue(list(found.values()), labels)]
+        after = order[order.index(item.key) + 1:]
+        return HTMLResponse(render(
+            "task.html", key=item.key, name=name(item), record=item.record, label=label, criteria=item.criteria,
+            hidden=blind and label is None, verdict=item.record.status.value,
+            checked=_shown(item.checked, "passed", "failed") if item.checked is not None else None,
+            revisions=item.revisions(), messages=item.messages, next=next(iter(after), None)))
+
+    async def label(request: Any) -> Response:
+        item = _item(request)
+        if item is None:
+            return HTMLResponse("no such task", status_code=404)
+        form = {k: v[-1] for k, v in parse_qs((await request.body()).decode("utf-8")).items()}
+        satisfied = {"yes": True, "no": False}.get(form.get("satisfied", ""))
+        criteria = {c: form[f"criterion-{i}"] == "pass" for i, c in enumerate(item.criteria) if form.get(f"criterion-{i}") in ("pass", "fail")}
+        seen = not blind or item.key in read_labels(run_dir)
+        save_label(run_dir, item.key, PersonLabel(satisfied, criteria, form.get("note", "").strip(), seen))
+        return RedirectResponse(f"/task/{item.key}", status_code=303)
+
+    async def labels_json(request: Any) -> Response:
+        return JSONResponse({key: vars(value) for key, value in read_labels(run_dir).items()})
+
+    return Starlette(routes=[Route("/", home), Route("/labels.json", labels_json),
+                             Route("/task/{key:path}/label", label, methods=["POST"]), Route("/task/{key:path}", task)])
+
+
+def bound_socket(port: int) -> socket.socket:
+    """A socket listening on 127.0.0.1:``port`` (0: any free port), or a usage error naming the fix."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError("--port", f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", "give another --port, or --port 0 for any free one") from None
+    sock.listen(128)  # from now on a browser's connection waits for the server rather than being refused
+    return sock
+
+
+def serve(run_dir: Path, port: int, blind: bool = False) -> None:
+    """Serve the review page of ``run_dir`` on 127.0.0.1 until interrupted, printing its URL first."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise UsageError("review", "the review page needs starlette and uvicorn", EXTRA) from None
+    app = create_app(run_dir, blind)
+    sock = bound_socket(port)
+    print(f"review page: http://127.0.0.1:{sock.getsockname()[1]}/ (labels go to {Path(run_dir) / 'labels.json'}; Ctrl-C stops)", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
