@@ -42,6 +42,7 @@ import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from support import readme
+from support.browser import headless_chromium
 from support.helpers import BUNDLED_PLUGINS, ROOT
 
 from rubric_runner.config.environment import API_KEY_ENV
@@ -712,34 +713,22 @@ elements it frames; None: the window at the top)."""
 
 
 def _take(url: str, shots: dict[str, tuple[str, str | None]], into: Path) -> None:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("playwright is missing: scripts/setup installs the test extra, which has it")
-        pytest.skip("playwright is not installed (the test extra has it: pip install -e '.[test]')")
-    from support.browser import chromium
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
-        try:
-            for name, (fragment, selector) in shots.items():
-                page = browser.new_page(viewport={"width": 1400, "height": 900})
-                page.goto(url + fragment)
-                page.wait_for_load_state("load")
-                if selector is None:
-                    page.screenshot(path=str(into / name))
-                    continue
-                top, bottom = page.evaluate("""selector => {
-                    const rects = [...document.querySelectorAll(selector)].map(e => e.getBoundingClientRect());
-                    if (rects.length < selector.split(",").length) throw new Error("nothing matches " + selector);
-                    return [Math.min(...rects.map(r => r.top)) + scrollY, Math.max(...rects.map(r => r.bottom)) + scrollY];
-                }""", selector)
-                top -= 16
-                page.screenshot(path=str(into / name), full_page=True,
-                                clip={"x": 0, "y": max(top, 0), "width": 1400, "height": bottom + 16 - max(top, 0)})
-        finally:
-            browser.close()
+    with headless_chromium() as browser:
+        for name, (fragment, selector) in shots.items():
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(url + fragment)
+            page.wait_for_load_state("load")
+            if selector is None:
+                page.screenshot(path=str(into / name))
+                continue
+            top, bottom = page.evaluate("""selector => {
+                const rects = [...document.querySelectorAll(selector)].map(e => e.getBoundingClientRect());
+                if (rects.length < selector.split(",").length) throw new Error("nothing matches " + selector);
+                return [Math.min(...rects.map(r => r.top)) + scrollY, Math.max(...rects.map(r => r.bottom)) + scrollY];
+            }""", selector)
+            top -= 16
+            page.screenshot(path=str(into / name), full_page=True,
+                            clip={"x": 0, "y": max(top, 0), "width": 1400, "height": bottom + 16 - max(top, 0)})
 
 
 def test_the_reports_screenshots_are_taken_from_a_real_sweep(tmp_path, shell_env):

@@ -4,14 +4,13 @@ tasks, reloads and sees the labels kept, and the labels reach report.md as a gra
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 import time
 import urllib.request
 
 import pytest
-from support.browser import chromium
+from support.browser import headless_chromium
 from support.helpers import (
     ROOT,
     free_port,
@@ -58,18 +57,8 @@ def server(run_dir):
 
 @pytest.fixture(scope="module")
 def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("playwright is missing: scripts/setup installs the test extra, which has it")
-        pytest.skip("playwright is not installed (the test extra has it: pip install -e '.[test]')")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with headless_chromium() as launched:
+        yield launched
 
 
 def test_a_person_labels_two_tasks_reloads_and_the_labels_reach_the_report(run_dir, server, browser):

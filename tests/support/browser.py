@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,11 +111,10 @@ class Page(HTMLParser):
                 self.texts[name] = self.texts.get(name, "") + data
 
 
-def layout(url: str, width: int, screenshot: Path) -> dict:
-    """Open ``url`` in headless chromium through Playwright, ``width`` px wide, and measure where things
-    end: ``page`` (the document's scroll width), each table's right edge (``tables``, by id; a table in a
-    box that scrolls sideways counts the box's), and the opened trail's (``trail``, None when none is
-    open); a full-page screenshot goes to ``screenshot``."""
+@contextlib.contextmanager
+def headless_chromium() -> Iterator[Any]:
+    """Debian's chromium, headless, through Playwright (skipped without Playwright; a failure under CI,
+    whose set-up installs it); closed on the way out."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -122,20 +124,29 @@ def layout(url: str, width: int, screenshot: Path) -> dict:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": width, "height": 900})
-            page.goto(url)
-            page.wait_for_load_state("load")
-            seen = page.evaluate("""() => ({
-                page: document.documentElement.scrollWidth,
-                tables: Object.fromEntries([...document.querySelectorAll("table")].map(t => {
-                    const box = t.closest(".wide") || t;
-                    return [t.id, Math.ceil(Math.max(t.getBoundingClientRect().right - box.scrollLeft,
-                                                     box.getBoundingClientRect().left + box.scrollWidth))];
-                })),
-                trail: (() => { const row = document.querySelector("tr.trail-row:not([hidden])");
-                                return row ? Math.ceil(Math.max(...[...row.querySelectorAll("*")].map(e => e.getBoundingClientRect().right))) : null; })(),
-            })""")
-            page.screenshot(path=str(screenshot), full_page=True)
+            yield browser
         finally:
             browser.close()
+
+
+def layout(url: str, width: int, screenshot: Path) -> dict:
+    """Open ``url`` in headless chromium through Playwright, ``width`` px wide, and measure where things
+    end: ``page`` (the document's scroll width), each table's right edge (``tables``, by id; a table in a
+    box that scrolls sideways counts the box's), and the opened trail's (``trail``, None when none is
+    open); a full-page screenshot goes to ``screenshot``."""
+    with headless_chromium() as browser:
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(url)
+        page.wait_for_load_state("load")
+        seen = page.evaluate("""() => ({
+            page: document.documentElement.scrollWidth,
+            tables: Object.fromEntries([...document.querySelectorAll("table")].map(t => {
+                const box = t.closest(".wide") || t;
+                return [t.id, Math.ceil(Math.max(t.getBoundingClientRect().right - box.scrollLeft,
+                                                 box.getBoundingClientRect().left + box.scrollWidth))];
+            })),
+            trail: (() => { const row = document.querySelector("tr.trail-row:not([hidden])");
+                            return row ? Math.ceil(Math.max(...[...row.querySelectorAll("*")].map(e => e.getBoundingClientRect().right))) : null; })(),
+        })""")
+        page.screenshot(path=str(screenshot), full_page=True)
     return seen
