@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.browser import Page, browse
-from support.helpers import run_cli, verdict, write_script
+from support.helpers import md_table, run_cli, verdict, write_script
 
 import rubric_runner
 from rubric_runner.analysis import intervals
@@ -311,7 +311,7 @@ def test_regrade_with_several_graders_ranks_them_on_the_same_transcripts(demo, t
     # the reports of the regrade rank the graders as the command did, each rate with its count and interval
     text = (out_dir / "report.md").read_text()
     assert RANK_RULE in text
-    graders = _md_table(text, "### Graders ranked")
+    graders = md_table(text, "### Graders ranked")
     assert [(g["rank"], g["grader"].rsplit("/", 1)[1], g["transcripts"], g["false satisfied"], g["false rejection"])
             for g in graders] == [
         ("1", "careful.yaml", "A: 5", "0/2 (0.0%, 95% CI 0.0-65.8%)", "0/3 (0.0%, 95% CI 0.0-56.1%)"),
@@ -319,21 +319,21 @@ def test_regrade_with_several_graders_ranks_them_on_the_same_transcripts(demo, t
         ("2", "lenient.yaml", "A: 5", "2/2 (100.0%, 95% CI 34.2-100.0%)", "0/3 (0.0%, 95% CI 0.0-56.1%)"),
     ]
     # finding 1: a regrade's graders stay apart in every table
-    groups = _md_table(text, "## By configuration")
+    groups = md_table(text, "## By configuration")
     assert [g["configuration"].rsplit("/", 1)[1] for g in groups] == ["lenient.yaml", "strict.yaml", "careful.yaml"]
     assert [g["satisfied"] for g in groups] == ["5/5 (100.0%)", "0/5 (0.0%)", "3/5 (60.0%)"]
-    judges = _md_table(text, "## Graders against hidden verification")
+    judges = md_table(text, "## Graders against hidden verification")
     assert [(j["configuration"].rsplit("/", 1)[1], j["satisfied & failed"], j["rejected & passed"]) for j in judges] == [
         ("lenient.yaml", "2", "0"), ("strict.yaml", "0", "3"), ("careful.yaml", "0", "0")]
-    matrix = _md_table(text, "## Tasks x configurations")
+    matrix = md_table(text, "## Tasks x configurations")
     assert [[k.rsplit("/", 1)[-1] for k in row] for row in matrix[:1]] == [
         ["rubric", "task", "lenient.yaml", "strict.yaml", "careful.yaml", "missed by"]]
     assert [(row["task"], *(row[k] for k in list(row)[2:5])) for row in matrix][3] == ("HumanEval-3", "1/1", "0/1", "0/1")
-    runs = _md_table(text, "## Runs")
+    runs = md_table(text, "## Runs")
     assert len({r["configuration"] for r in runs}) == 3 and len(runs) == 15
     # measured on the same answers, every grader shows the original run's lift; a verified success costs the
     # transcript's worker too, not only the grader that regraded it
-    answers = _md_table(text, "### Answers against hidden verification")
+    answers = md_table(text, "### Answers against hidden verification")
     assert {(a["first answer passed"], a["final answer passed"], a["lift"]) for a in answers} == {
         ("2/5 (40.0%, 95% CI 11.8-76.9%)", "3/5 (60.0%, 95% CI 23.1-88.2%)", LIFT)}
     worker = sum(task.usage["worker"].total_tokens for task in originals.values())
@@ -382,19 +382,6 @@ LIFT = "+20.0 pts (95% CI -25.2 to 54.6, p = 1.0; fixed 1, broken 0)"
 """The demo's lift: one run fixed, none broken, of five; Newcombe's paired interval and McNemar's exact p."""
 
 
-def _md_table(text: str, heading: str) -> list[dict[str, str]]:
-    """The first Markdown table after ``heading``, a dict per row keyed by its header."""
-    lines = text.split(heading, 1)[1].splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    table = []
-    for line in lines[start:]:
-        if not line.startswith("|"):
-            break
-        table.append([c.strip() for c in line.strip().strip("|").split(" | ")])
-    header, rows = table[0], table[2:]
-    return [dict(zip(header, row, strict=True)) for row in rows]
-
-
 def _html_table(root: Path, view: str, profile: Path, table: str, headers: list[str]) -> list[dict[str, str]]:
     """A table of ``report.html#view`` as headless chromium leaves it, a dict per row."""
     page = Page(browse(f"{(root / 'report.html').as_uri()}#{view}", profile, "--dump-dom"))
@@ -439,7 +426,7 @@ def test_summaries_round_every_number_as_the_reports_do(demo):
 def test_report_md_shows_each_rate_with_its_count_and_interval(demo):
     text = (demo / "report.md").read_text()
     assert "false satisfied = of the final answers that failed the hidden checks, those the grader accepted (its leniency)" in text
-    [judges] = _md_table(text, "## Graders against hidden verification")
+    [judges] = md_table(text, "## Graders against hidden verification")
     assert {k: judges[k] for k in ("configuration", "verified", "outside the matrix")} == {
         "configuration": "scripted:demo / scripted:demo / humaneval", "verified": "5", "outside the matrix": "-"}
     assert [judges[k] for k in ("satisfied & passed", "satisfied & failed", "rejected & passed", "rejected & failed",
@@ -448,7 +435,7 @@ def test_report_md_shows_each_rate_with_its_count_and_interval(demo):
     assert judges["false discovery"] == "1/3 (33.3%, 95% CI 6.1-79.2%)"
     assert judges["false rejection"] == "1/3 (33.3%, 95% CI 6.1-79.2%)"
     assert judges["balanced error"] == "41.7% (95% CI 17.3-72.3%)"  # Wilson 9.5-90.5 and 6.1-79.2, squared and added
-    [answers] = _md_table(text, "### Answers against hidden verification")
+    [answers] = md_table(text, "### Answers against hidden verification")
     assert (answers["first answer passed"], answers["final answer passed"]) == (
         "2/5 (40.0%, 95% CI 11.8-76.9%)", "3/5 (60.0%, 95% CI 23.1-88.2%)")
     assert answers["lift"] == LIFT
@@ -456,7 +443,7 @@ def test_report_md_shows_each_rate_with_its_count_and_interval(demo):
     tokens = sum(load_task(p).usage[role].total_tokens for p in (demo / "tasks").iterdir() for role in ("worker", "grader"))
     assert (answers["tokens/verified success"], answers["est. USD/verified success"]) == (fmt_num(tokens / 3, 0), "n/a")
     # one grader on its own transcripts: nothing to rank it against
-    [graders] = _md_table(text, "### Graders ranked")
+    [graders] = md_table(text, "### Graders ranked")
     assert (graders["rank"], graders["grader"], graders["workers"]) == ("-", "scripted:demo", "scripted:demo")
     assert {k: v for k, v in graders.items() if k not in ("rank", "grader", "transcripts", "workers")} == {
         k: v for k, v in judges.items() if k != "configuration"}
@@ -497,9 +484,9 @@ def test_report_html_links_every_rate_to_its_runs_and_shows_each_runs_hidden_che
 
 def test_report_html_shows_the_judges_in_chromium(demo, tmp_path):
     text = (demo / "report.md").read_text()
-    [judges] = _html_table(demo, "judges", tmp_path / "p", "judges", list(_md_table(text, "## Graders against hidden verification")[0]))
+    [judges] = _html_table(demo, "judges", tmp_path / "p", "judges", list(md_table(text, "## Graders against hidden verification")[0]))
     assert (judges["satisfied & failed"], judges["false satisfied"]) == ("1", LENIENT_1_OF_2)
-    [answers] = _html_table(demo, "answers", tmp_path / "p", "answers", list(_md_table(text, "### Answers against hidden verification")[0]))
+    [answers] = _html_table(demo, "answers", tmp_path / "p", "answers", list(md_table(text, "### Answers against hidden verification")[0]))
     assert answers["lift"] == LIFT
     assert answers["final answer passed"] == "3/5 (60.0%, 95% CI 23.1-88.2%)"
 
@@ -518,15 +505,15 @@ def test_humaneval_pass_at_1_matches_its_verified_rate(repeated_demo):
     """Finding 4: with 3 repeats the report said pass@k 5/5, about the grader's satisfied, where 3/5 tasks
     passed check(); pass@k is now on the checks, satisfied@k on the verdicts, each with k stated."""
     text = (repeated_demo / "report.md").read_text()
-    [answers] = _md_table(text, "### Answers against hidden verification")
+    [answers] = md_table(text, "### Answers against hidden verification")
     assert answers["final answer passed"].startswith("9/15 (60.0%")
     assert (answers["pass@1"], answers["pass@k"], answers["pass^k"], answers["k"]) == ("60.0%", "60.0%", "60.0%", "3")
-    [group] = _md_table(text, "## By configuration")
+    [group] = md_table(text, "## By configuration")
     assert (group["satisfied@1"], group["satisfied@k"], group["k"]) == ("60.0%", "60.0%", "3")
     [row] = [json.loads(line) for line in (repeated_demo / "summary.jsonl").read_text().splitlines()]
     assert row["pass_at_1"] == row["final_pass_rate"] == 0.6 and row["pass_k"] == 3
     # three runs of each task are not fifteen independent answers: the intervals resample the five tasks
-    [judges] = _md_table(text, "## Graders against hidden verification")
+    [judges] = md_table(text, "## Graders against hidden verification")
     assert judges["false satisfied"].endswith(", 2 tasks)") and answers["final answer passed"].endswith(", 5 tasks)")
 
 

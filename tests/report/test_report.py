@@ -16,6 +16,7 @@ from support.browser import Elements, browse, layout
 from support.helpers import (
     SCRIPTED_EVIDENCE,
     cli_process,
+    md_table,
     run_cli,
     verdict,
     write_script,
@@ -52,18 +53,6 @@ def cost(record):
         (record["task"]["usage"][role]["input_tokens"] * price[role][0] + record["task"]["usage"][role]["output_tokens"] * price[role][1]) / 1e6
         for role in ("worker", "grader")
     ) if record["task"] else 0.0
-
-
-def md_table(text, heading):
-    """The first Markdown table after ``heading``, a dict per row keyed by its header."""
-    lines = text.split(heading, 1)[1].splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    table = []
-    for line in lines[start:]:
-        if not line.startswith("|"):
-            break
-        table.append([c.strip() for c in line.strip().strip("|").split(" | ")])
-    return [dict(zip(table[0], row, strict=True)) for row in table[2:]]
 
 
 def test_report_md_numbers_match_the_records(sweep):

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 import pytest
 from support.browser import Page, browse, timed_dom
-from support.helpers import SCRIPTED_EVIDENCE, run_cli, verdict
+from support.helpers import SCRIPTED_EVIDENCE, md_table, run_cli, verdict
 from support.many_runs import write_task_job, write_task_sweep
 
 from rubric_runner.cli import run_command
@@ -67,18 +67,6 @@ def _md_rows(text: str, first: str) -> list[list[str]]:
     return [[c.strip() for c in line.strip("|").split(" | ")] for line in text.splitlines() if line.startswith(f"| {first} |")]
 
 
-def _md_table(text: str, heading: str) -> list[dict[str, str]]:
-    """The first Markdown table after ``heading``, a dict per row keyed by its header."""
-    lines = text.split(heading, 1)[1].splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    table = []
-    for line in lines[start:]:
-        if not line.startswith("|"):
-            break
-        table.append([c.strip() for c in line.strip().strip("|").split(" | ")])
-    return [dict(zip(table[0], row, strict=True)) for row in table[2:]]
-
-
 def _label(worker: str) -> str:
     """A group's label in the task sweep: the keys in which the two workers' configurations differ."""
     return f"grader.script=\u2026/scripted:{worker}.yaml, worker.model=scripted:{worker}, worker.script=\u2026/scripted:{worker}.yaml"
@@ -120,12 +108,12 @@ def test_report_md_counts_tasks_per_group_and_shows_the_matrix(task_sweep):
     text = (sweep_dir / "report.md").read_text()
     assert "40 runs in 2 jobs: 30 satisfied, 8 max_iterations_reached, 2 failed; satisfied rate 75.0%" in text
     groups = {g["configuration"]: [g[k] for k in ("tasks", "runs", "satisfied", "satisfied@1", "satisfied@k", "satisfied^k", "k")]
-              for g in _md_table(text, "## By configuration")}
+              for g in md_table(text, "## By configuration")}
     assert groups == {
         _label("alpha"): ["10", "20", "14/20 (70.0%)", "70.0%", "70.0%", "70.0%", "2"],
         _label("beta"): ["10", "20", "16/20 (80.0%)", "80.0%", "80.0%", "80.0%", "2"],
     }
-    matrix = {row["task"]: [row[_label("alpha")], row[_label("beta")], row["missed by"]] for row in _md_table(text, "## Tasks x configurations")}
+    matrix = {row["task"]: [row[_label("alpha")], row[_label("beta")], row["missed by"]] for row in md_table(text, "## Tasks x configurations")}
     missed = {t: sorted(w for w in FAILS if t in FAILS[w]) for t in TASKS}
     assert matrix == {
         t: ["0/2" if t in FAILS["alpha"] else "2/2", "0/2" if t in FAILS["beta"] else "2/2",
@@ -207,7 +195,7 @@ def test_html_ignores_a_malformed_link(task_sweep, tmp_path):
 def test_pass_at_k_counts_tasks_satisfied_once_and_pass_hat_k_every_time(tmp_path, capsys):
     write_task_sweep(tmp_path, jobs=1, tasks=30, repeats=2)
     assert run_command(["report", str(tmp_path)]) == 0
-    [group] = _md_table((tmp_path / "report.md").read_text(), "## By configuration")
+    [group] = md_table((tmp_path / "report.md").read_text(), "## By configuration")
     # never satisfied: tasks 0, 7, 14, 21, 28; satisfied once: the other multiples of 3; twice: the 17 others
     assert [group[k] for k in ("tasks", "runs", "satisfied", "satisfied@1", "satisfied@k", "satisfied^k", "k")] == [
         "30", "60", "42/60 (70.0%)", "70.0%", "83.3%", "56.7%", "2"]
@@ -230,10 +218,10 @@ def test_single_task_jobs_of_different_tasks_count_as_those_tasks(tmp_path, caps
     text = (sweep_dir / "report.md").read_text()
     # the scripts' paths name the task: they vary with it, so they are no part of the configuration
     groups = {g["configuration"]: [g[k] for k in ("tasks", "runs", "satisfied", "satisfied@1", "k")]
-              for g in _md_table(text, "## By configuration")}
+              for g in md_table(text, "## By configuration")}
     workers = ("worker.model=scripted:alpha", "worker.model=scripted:beta")
     assert groups == {w: ["2", "2", "1/2 (50.0%)", "50.0%", "1"] for w in workers}
-    assert {row["task"]: [row[workers[0]], row[workers[1]], row["missed by"]] for row in _md_table(text, "## Tasks x configurations")} == {
+    assert {row["task"]: [row[workers[0]], row[workers[1]], row["missed by"]] for row in md_table(text, "## Tasks x configurations")} == {
         "sea": ["1/1", "0/1", workers[1]], "spring": ["0/1", "1/1", workers[0]]}
     page = _page(sweep_dir, "runs?task=spring", tmp_path / "p")
     assert [(row[1], row[3], row[4]) for row in page.tables["runs"]] == [
@@ -335,9 +323,9 @@ def test_shards_of_one_configuration_merge_and_other_configurations_stay_apart(t
                    ("rubric.tasks=[5:10]", "run.concurrency=2"), first=5)
     write_task_job(tmp_path / "2", statuses, _config(grader={"max_iterations": 1}), ("grader.max_iterations=1",))
     text = _report(tmp_path)
-    groups = {g["configuration"]: (g["tasks"], g["runs"], g["satisfied"]) for g in _md_table(text, "## By configuration")}
+    groups = {g["configuration"]: (g["tasks"], g["runs"], g["satisfied"]) for g in md_table(text, "## By configuration")}
     assert groups == {"grader.max_iterations=3": ("10", "10", "8/10 (80.0%)"), "grader.max_iterations=1": ("5", "5", "4/5 (80.0%)")}
-    [row] = [r for r in _md_table(text, "## Tasks x configurations") if r["task"] == "t7"]
+    [row] = [r for r in md_table(text, "## Tasks x configurations") if r["task"] == "t7"]
     assert (row["grader.max_iterations=3"], row["grader.max_iterations=1"]) == ("1/1", "-")
 
 
@@ -348,7 +336,7 @@ def test_an_interrupted_run_reads_as_partial(tmp_path):
     assert "**Partial: 2 of 10 runs finished.**" in text
     assert ("partial: 2 of 10 runs finished; 10 runs in 1 job: 8 interrupted, 2 satisfied; satisfied rate 100.0% "
             "of the 2 finished, 8 unfinished") in text
-    [group] = _md_table(text, "## By configuration")
+    [group] = md_table(text, "## By configuration")
     assert (group["runs"], group["unfinished"], group["satisfied"]) == ("10", "interrupted 8", "2/2 (100.0%)")
     assert "Partial: 2 of 10 runs finished." in (tmp_path / "report.html").read_text()
     [row] = [json.loads(line) for line in (tmp_path / "summary.jsonl").read_text().splitlines()]
@@ -362,7 +350,7 @@ def test_tasks_a_budget_kept_from_running_are_counted_beside_the_rates(tmp_path,
     assert run_command(["report", str(tmp_path)]) == 0
     assert ("report: partial: 3 of 5 runs finished; 5 runs in 1 job: 2 satisfied, 2 not_run, 1 failed; satisfied rate "
             "66.7% of the 3 finished, 2 unfinished") in capsys.readouterr().out
-    [group] = _md_table((tmp_path / "report.md").read_text(), "## By configuration")
+    [group] = md_table((tmp_path / "report.md").read_text(), "## By configuration")
     assert (group["satisfied"], group["satisfied@1"], group["unfinished"]) == ("2/3 (66.7%)", "66.7%", "not_run 2")
 
 
@@ -377,12 +365,12 @@ def test_a_failed_shard_is_a_job_that_did_not_start_not_a_task(tmp_path):
     (tmp_path / "1").mkdir()
     (tmp_path / "1" / "result.json").write_text(failed.model_dump_json())
     text = _report(tmp_path)
-    [group] = _md_table(text, "## By configuration")
+    [group] = md_table(text, "## By configuration")
     assert (group["tasks"], group["runs"], group["satisfied"], group["satisfied@k"]) == ("5", "5", "3/5 (60.0%)", "60.0%")
     assert "partial: 5 of 5 runs finished, 1 job not started; 5 runs in 2 jobs" in text
-    [job] = _md_table(text, "## Jobs that did not start")
+    [job] = md_table(text, "## Jobs that did not start")
     assert (job["job"], job["error"]) == ("1", "UsageError: rubric.tasks: [9:12] selects none of the dataset's 5 tasks")
-    assert [r["job"] for r in _md_table(text, "## Runs")] == ["0"] * 5
+    assert [r["job"] for r in md_table(text, "## Runs")] == ["0"] * 5
 
 
 def test_a_jobs_iterations_are_a_mean_per_run(tmp_path):

@@ -154,3 +154,15 @@ def copy_pytest(site: Path) -> Path:
         elif source.exists():
             shutil.copy2(source, site / name)
     return site
+
+
+def md_table(text: str, heading: str) -> list[dict[str, str]]:
+    """The first Markdown table after ``heading``, a dict per row keyed by its header."""
+    lines = text.split(heading, 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    table = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        table.append([c.strip() for c in line.strip().strip("|").split(" | ")])
+    return [dict(zip(table[0], row, strict=True)) for row in table[2:]]
