@@ -430,12 +430,13 @@ def test_a_ray_job_lost_without_retries_is_still_a_row(two_ray_nodes, tmp_path):
 
 
 def test_a_slurm_job_at_its_time_limit_records_itself_interrupted(slurm, tmp_path):
-    """A real limit: ``timeout_min=1`` and a worker that needs longer. SLURM's warning (SIGUSR2) or its
-    SIGTERM at the limit stops the run at a checkpoint; the record says interrupted, the sweep exits 3."""
+    """A real limit: ``timeout_min=2`` and a worker that needs longer. SLURM's warning (SIGUSR2, 30 s before)
+    or its SIGTERM at the limit stops the run at a checkpoint; the record says interrupted, the sweep exits 3.
+    (With 1 minute, a job whose first imports were slow got its warning before its first grading pass.)"""
     slow = write_script(tmp_path / "slow.yaml", [{"content": "draft", "latency": 3}] * 40,
                         [verdict("needs_revision", (A, False))] * 40)
     sweep_dir = tmp_path / "sweep"
-    proc = _sweep(tmp_path, slurm, *SLURM_SWEEP, "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=30",
+    proc = _sweep(tmp_path, slurm, *SLURM_SWEEP, "hydra.launcher.timeout_min=2", "hydra.launcher.signal_delay_s=30",
                   "worker=scripted", "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE, f"worker.script={slow}",
                   "grader.script=${worker.script}", "grader.max_iterations=40", f"hydra.sweep.dir={sweep_dir}")
     try:
