@@ -38,6 +38,7 @@ class TaskGuard(BaseCallbackHandler):
 
     raise_error = True
     run_inline = True
+    ignore_chain = ignore_agent = ignore_retriever = ignore_custom_event = True  # model calls only
 
     def __init__(self, limits: LimitsConfig, budgets: Budgets, result: RunRecord, task_dir: Path) -> None:
         self.limits = limits

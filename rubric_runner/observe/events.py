@@ -1,13 +1,15 @@
 """``events.jsonl``: structlog JSON lines and library log records, each run's into its own file.
 
-Runs in threads of one process share the root logger: one routing handler on it (there while
-any run is active) hands each record to the file of the run whose context logged it.
+A run's own events are rendered by structlog and written straight to its file. Runs in threads of one
+process share the root logger: one routing handler on it (there while any run is active) hands each
+library record to the file of the run whose context logged it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -28,6 +30,37 @@ _PRE_CHAIN = [
 ]
 
 
+class _Lines:
+    """One run's ``events.jsonl``, open for appending: whole lines, each flushed, one writer at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = open(path, "a", encoding="utf-8")
+        self.lock = threading.Lock()
+
+    def msg(self, line: str) -> None:
+        with self.lock:
+            self.file.write(line + "\n")
+            self.file.flush()
+
+    info = warning = error = exception = msg
+
+    def close(self) -> None:
+        with self.lock:
+            self.file.close()
+
+
+def _own_logger(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    event["logger"] = "rubric_runner"
+    return event
+
+
+def _redact_rendered(_logger: Any, _name: str, line: str) -> str:
+    return redact(line)
+
+
+_RENDER = [structlog.processors.format_exc_info, structlog.processors.JSONRenderer(default=str), _redact_rendered]
+
+
 class _ToCurrentRun(logging.Handler):
     """Hands a record to the ``events.jsonl`` handler of the run in the current context, if any."""
 
@@ -39,6 +72,19 @@ class _ToCurrentRun(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:  # handle() does the work
         pass
+
+
+class _LibraryRecords(logging.Handler):
+    """Library log records, rendered as the run's own events are, into its lines."""
+
+    def __init__(self, lines: _Lines) -> None:
+        super().__init__(logging.INFO)
+        self.lines = lines
+        self.setFormatter(structlog.stdlib.ProcessorFormatter(
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *_RENDER], foreign_pre_chain=_PRE_CHAIN))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.msg(self.format(record))
 
 
 _ROUTER = _ToCurrentRun()
@@ -62,40 +108,21 @@ ROUTING = ProcessWide(_route, _unroute)
 """The routing handler on the root logger, and the root level at INFO, while any run is active."""
 
 
-def _redact_rendered(_logger: Any, _name: str, line: str) -> str:
-    return redact(line)
-
-
-def _file_handler(path: Path) -> logging.Handler:
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setLevel(logging.INFO)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.processors.format_exc_info,
-                structlog.processors.JSONRenderer(default=str),
-                _redact_rendered,
-            ],
-            foreign_pre_chain=_PRE_CHAIN,
-        )
-    )
-    return handler
-
-
 @contextlib.contextmanager
-def event_log(path: Path) -> Iterator[structlog.stdlib.BoundLogger]:
+def event_log(path: Path) -> Iterator[Any]:
     """For the length of the block: everything logged in this context goes to ``path``, redacted
-    with the secrets of the environment as it started. Yields the run's structlog logger."""
-    handler = _file_handler(path)
-    token = _RUN_HANDLER.set(handler)
+    with the secrets of the environment as it started. Yields the run's structlog logger, which
+    writes its lines straight to the file (the library records logged meanwhile go through ``logging``)."""
+    lines = _Lines(path)
+    token = _RUN_HANDLER.set(_LibraryRecords(lines))
     try:
         with run_secrets(), ROUTING.held():
             yield structlog.wrap_logger(
-                logging.getLogger("rubric_runner"),
-                processors=[*_PRE_CHAIN, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-                wrapper_class=structlog.stdlib.BoundLogger,
+                lines,
+                processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level, _own_logger,
+                            structlog.processors.TimeStamper(fmt="iso", utc=True), *_RENDER],
+                wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
             )
     finally:
         _RUN_HANDLER.reset(token)
-        handler.close()
+        lines.close()

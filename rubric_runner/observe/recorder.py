@@ -80,6 +80,7 @@ class Recorder(BaseCallbackHandler):
     """Records one run: tool calls and token usage by agent, grading events, evaluations."""
 
     run_inline = True  # cheap and thread-safe: no need for an executor hop in async runs
+    ignore_chain = ignore_retriever = True  # model, tool (``ignore_agent`` gates those) and custom events only
 
     def __init__(self, log: Any, result: TaskRecord, console: Console, preview_chars: int) -> None:
         self.log = log
