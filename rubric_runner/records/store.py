@@ -12,7 +12,8 @@ import gc
 import json
 import os
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,16 +39,31 @@ TURNS_DIR = "turns"
 """Below a record's dir: ``turns/<n>/``, the records of its follow-up turns (n = 2, 3, ...)."""
 UNFINISHED = "Unfinished"
 """The error type of a record that still says ``running``: its process died, or it is still going."""
+BAD_RECORD = "BadRecord"
+"""The error type of a record that could not be read (not JSON, or not a record)."""
+
+
+def write_atomic(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``path`` (``text``, or its pieces as they come) whole or not at all, through a temp file
+    beside it: a reader (or a second writer) never sees half a file; an error names ``path``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as file:
+            file.writelines([text] if isinstance(text, str) else text)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename == str(tmp):
+            exc.filename = str(path)  # the file the user knows, not its temp
+        raise
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as redacted JSON, indented, atomically (temp file + rename); a value JSON has no
-    type for as its ``str``. pydantic-core serializes it: the json module indents in pure Python, ten
-    times slower, and a run writes a few files per task."""
-    text = redact(to_json(data, indent=2, fallback=str, inf_nan_mode="constants").decode())
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``data`` as redacted JSON, indented, atomically; a value JSON has no type for as its ``str``.
+    pydantic-core serializes it: the json module indents in pure Python, ten times slower, and a run
+    writes a few files per task."""
+    write_atomic(path, redact(to_json(data, indent=2, fallback=str, inf_nan_mode="constants").decode()) + "\n")
 
 
 def write_record(path: Path, record: RunRecord | TaskRecord) -> None:
@@ -164,7 +180,7 @@ def load_record(run_dir: Path) -> RunRecord:
         return crash_record(run_dir, ErrorInfo(type="NoRecord", message="the job ended before writing result.json"))
     except (OSError, ValueError) as exc:
         message = f"result.json is unreadable: {str(exc).splitlines()[0]}"
-        return crash_record(run_dir, ErrorInfo(type="BadRecord", message=message))
+        return crash_record(run_dir, ErrorInfo(type=BAD_RECORD, message=message))
     if record.status is Status.RUNNING:
         message = "result.json still says running: the job's process died (or it is still going)"
         return crash_record(run_dir, ErrorInfo(type=UNFINISHED, message=message), record)
@@ -182,7 +198,7 @@ def load_task(task_dir: Path) -> TaskRecord:
         return TaskRecord(status=Status.ERROR, error=ErrorInfo(type="NoRecord", message="the task left no result.json"))
     except (OSError, ValueError) as exc:
         message = f"result.json is unreadable: {str(exc).splitlines()[0]}"
-        return TaskRecord(status=Status.ERROR, error=ErrorInfo(type="BadRecord", message=message))
+        return TaskRecord(status=Status.ERROR, error=ErrorInfo(type=BAD_RECORD, message=message))
     if record is None or record.status is Status.RUNNING:
         record = record or TaskRecord()
         record.status, record.exit_code = Status.ERROR, int(Status.ERROR.exit_code)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.prices import PRICES_FILE, PriceError, load_prices
-from ..records import Job
+from ..records import Job, write_atomic
 from ..records.store import gc_paused
 from .columns import ranking_lines
 from .partial import Completion, completion, planned_jobs_in, progress_line
@@ -22,7 +22,6 @@ from .summary import (
     TASKS_JSONL,
     gate_statuses,
     verdict_line,
-    write_atomic,
     write_summary,
 )
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..records import RESULT_FILE, ExitCode, Job, collect, sweep_exit_code
+from ..records import BAD_RECORD, RESULT_FILE, ExitCode, Job, collect, sweep_exit_code
 from ..records.store import gc_paused
 from . import PriceError, done, expand, gate_statuses, verdict_line, write_all
 from .runs import Run
@@ -51,7 +51,7 @@ def main(args: argparse.Namespace) -> int:
 
 def unreadable_records(jobs: list[Job], runs: list[Run]) -> list[str]:
     """``PATH: why`` for each ``result.json`` (a job's or a task's) that could not be read."""
-    bad = "BadRecord"
+    bad = BAD_RECORD
     found = [(job.record.run_dir, job.record.error.message) for job in jobs
              if job.record.error is not None and job.record.error.type == bad]
     found += [(run.run_dir, run.error.removeprefix(f"{bad}: ")) for run in runs

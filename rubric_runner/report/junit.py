@@ -9,13 +9,13 @@ The file is written as it goes, a testcase at a time, reading each task's record
 
 from __future__ import annotations
 
-import os
+import io
 import re
 from pathlib import Path
 from typing import TextIO
 from xml.sax.saxutils import escape, quoteattr
 
-from ..records import Outcome, TaskRecord, read_task_at
+from ..records import Outcome, TaskRecord, read_task_at, write_atomic
 from . import configs
 from .runs import Run
 
@@ -101,8 +101,7 @@ def write_junit(path: Path, runs: list[Run]) -> Path:
         headers.setdefault(run.group, run.job.record.header)
     labels = configs.group_labels(headers.items())
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as out:
+    with io.StringIO() as out:
         counts = [kind(run) for run in runs]
         out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
         out.write(f'<testsuites name="rubric_runner" tests="{len(runs)}" failures="{counts.count("failure")}" '
@@ -116,5 +115,5 @@ def write_junit(path: Path, runs: list[Run]) -> Path:
                 _testcase(out, run, labels[key])
             out.write("  </testsuite>\n")
         out.write("</testsuites>\n")
-    os.replace(tmp, path)
+        write_atomic(path, out.getvalue())
     return path

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,7 +20,7 @@ from ..analysis.judge import SUMMARY_FIELDS as JUDGE_FIELDS
 from ..analysis.judge import summary_fields
 from ..analysis.numbers import fmt_pct, rounded
 from ..analysis.prices import load_prices
-from ..records import Job, Place, Status, satisfied_rate
+from ..records import Job, Place, Status, satisfied_rate, write_atomic
 from .partial import Completion, completion
 from .runs import Run, expand, judge_runs, unstarted
 from .stats import satisfied_k
@@ -87,19 +86,6 @@ def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]], part
         "error": f"{error.type}: {error.message}" if error else "", "where": where(record.place), "run_dir": record.run_dir,
         "partial": partial,
     } | summary_fields(judge_runs(runs, prices))
-
-
-def write_atomic(path: Path, text: str | Iterable[str]) -> None:
-    """Write ``path`` (``text``, or its pieces as they come) whole or not at all: a reader (or a second
-    writer) never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as file:
-            file.writelines([text] if isinstance(text, str) else text)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False)

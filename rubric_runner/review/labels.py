@@ -18,7 +18,6 @@ renames it over the old one, so the file is always whole.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 
 from ..analysis.agreement import Label
 from ..errors import UsageError
-from ..records import find_run_dirs, now
+from ..records import find_run_dirs, now, write_atomic
 
 LABELS_FILE = "labels.json"
 FORMAT = 1
@@ -75,9 +74,7 @@ def write_labels(run_dir: Path, labels: dict[str, PersonLabel]) -> Path:
     """Save ``labels`` as ``run_dir``'s labels file: a temp file renamed over the old one."""
     path = Path(run_dir) / LABELS_FILE
     data = {"format": FORMAT, "labels": {key: vars(label) for key, label in sorted(labels.items())}}
-    tmp = path.with_name(f".{LABELS_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return path
 
 

@@ -55,8 +55,8 @@ def made(tmp_path_factory) -> Path:
 
 
 COMMANDS = {
-    "report a sweep": (["report", "{sweep}"], "report: cannot use {sweep}/."),
-    "report a run": (["report", "{run}"], "report: cannot use {run}/."),
+    "report a sweep": (["report", "{sweep}"], "report: cannot use {sweep}/summary.jsonl: Read-only file system"),
+    "report a run": (["report", "{run}"], "report: cannot use {run}/summary.jsonl: Read-only file system"),
     "regrade": (["regrade", "{run}", "grader.max_iterations=2"], "RUN_DIR: cannot write {run}/regrades: Read-only file system"),
     "regrade a sweep": (["regrade", "{sweep}"], "RUN_DIR: cannot write {sweep}/regrades: Read-only file system"),
     "resume": (["resume", "{run}"], "RUN_DIR: cannot write {run}/.lock: Read-only file system"),
