@@ -13,11 +13,12 @@ the exact McNemar p (``analysis.intervals``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..records import Status
-from .intervals import Interval, mcnemar, paired_difference
+from .intervals import Interval, mcnemar, paired_difference, sign_test
 
 CHECKS, VERDICT = "hidden checks", "verdict"
 """What a case was judged on: its final answers' hidden checks, or the grader's verdicts."""
@@ -140,9 +141,18 @@ class Comparison:
 
     @property
     def p(self) -> float | None:
-        """The exact McNemar p of the regressed against the improved cases; None when there are no cases."""
+        """The exact McNemar p of the regressed against the improved cases; when a task has several cases
+        (repeats, turns), the sign test of each task's improved less regressed cases, since they are not
+        independent pairs. None when there are no cases."""
+        if not self.cases:
+            return None
+        moved: Counter[tuple[str, str]] = Counter()
+        for case in self.cases:
+            moved[case.base.config, case.base.task] += {"improved": 1, "regressed": -1}.get(case.change, 0)
+        if len(moved) < len(self.cases):
+            return sign_test(moved.values())
         _, lost, gained, _ = self.table
-        return mcnemar(gained, lost) if self.cases else None
+        return mcnemar(gained, lost)
 
 
 def pair_configs(base: dict[str, str], new: dict[str, str]) -> tuple[list[tuple[str, str]], str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 Z95 = 1.959963984540054
 """The standard normal quantile of a two-sided 95% interval."""
@@ -69,6 +69,14 @@ def mcnemar(gained: int, lost: int) -> float:
     n = gained + lost
     tail = sum(math.comb(n, i) for i in range(min(gained, lost) + 1)) / 2 ** n
     return min(1.0, 2 * tail)
+
+
+def sign_test(differences: Iterable[float]) -> float:
+    """The exact two-sided sign test of per-task differences: McNemar's p on the tasks that moved one
+    way against those that moved the other (ties left out). With repeats, a task's runs are not
+    independent pairs, so the task is the unit."""
+    moved = [difference for difference in differences if difference]
+    return mcnemar(sum(difference > 0 for difference in moved), sum(difference < 0 for difference in moved))
 
 
 def rogan_gladen(apparent: float, sensitivity: float, specificity: float) -> float | None:

@@ -283,9 +283,14 @@ class Judgement:
 
     @property
     def lift_p(self) -> float | None:
-        """The exact McNemar p-value of ``fixed`` against ``broken`` (runs taken as independent pairs)."""
+        """The exact McNemar p-value of ``fixed`` against ``broken``; when tasks repeat, the sign test of
+        each task's ``fixed - broken`` (a task's repeats are not independent pairs)."""
         t = self.tally
-        return intervals.mcnemar(t.fixed, t.broken) if t.kept + t.broken + t.fixed + t.never else None
+        if not t.kept + t.broken + t.fixed + t.never:
+            return None
+        if self.repeated:
+            return intervals.sign_test(task.fixed - task.broken for task in self.per_task)
+        return intervals.mcnemar(t.fixed, t.broken)
 
     @property
     def corrected_pass(self) -> Estimate:

@@ -18,7 +18,13 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
-from .intervals import Interval, cluster_bootstrap, mcnemar, paired_difference
+from .intervals import (
+    Interval,
+    cluster_bootstrap,
+    mcnemar,
+    paired_difference,
+    sign_test,
+)
 
 RUBRIC = "rubric"
 """The arm the controls are measured against."""
@@ -191,6 +197,8 @@ class Comparison:
     tasks: int | None
     """The tasks behind the pairs when some task has several (the interval is then clustered)."""
     clustered: Interval | None = None
+    task_differences: tuple[int, ...] = ()
+    """Each task's rubric-only less control-only pairs, when some task has several."""
 
     @property
     def pairs(self) -> int:
@@ -209,8 +217,11 @@ class Comparison:
 
     @property
     def p(self) -> float | None:
-        """The exact McNemar p of the pairs only one arm passed."""
-        return mcnemar(self.rubric_only, self.control_only) if self.pairs else None
+        """The exact McNemar p of the pairs only one arm passed; when tasks repeat, the sign test of each
+        task's rubric-only less control-only pairs (a task's repeats are not independent pairs)."""
+        if not self.pairs:
+            return None
+        return mcnemar(self.rubric_only, self.control_only) if self.tasks is None else sign_test(self.task_differences)
 
 
 def _difference(counts: tuple[int, ...]) -> float | None:
@@ -232,7 +243,8 @@ def compare(rubric: list[Attempts], control: list[Attempts], on: str) -> Compari
     repeated = any(sum(counts) > 1 for counts in per_task.values())
     clustered = cluster_bootstrap([tuple(c) for c in per_task.values()], [_difference])[0] if repeated else None
     return Comparison(rubric[0].group, control[0].group, both, rubric_only, control_only, neither,
-                      len(per_task) if repeated else None, clustered)
+                      len(per_task) if repeated else None, clustered,
+                      tuple(c[1] - c[2] for c in per_task.values()) if repeated else ())
 
 
 def comparisons(runs: list[Attempts], on: str) -> list[Comparison]:

@@ -163,6 +163,15 @@ def test_the_figures_are_mcnemar_and_newcombe_on_the_cases():
     assert not Gate(alpha=0.05).failed(compare(new, base, {"c": "x"}, {"c": "x"}))  # improvements never fail it
 
 
+def test_with_repeats_the_p_counts_tasks_not_cases():
+    base = [_case(t, repeat=r) for t in ("a", "b") for r in range(3)]
+    new = [_case(t, Status.FAILED if t == "a" else Status.SATISFIED, repeat=r) for t in ("a", "b") for r in range(3)]
+    result = compare(base, new, {"c": "x"}, {"c": "x"})
+    assert result.table == (3, 3, 0, 0)
+    assert result.p == 1.0 and mcnemar(0, 3) == 0.25  # one task regressed three times: one task moved
+    assert not Gate(alpha=0.3).failed(result)
+
+
 def test_unfinished_cases_are_listed_not_counted():
     result = compare([_case("a"), _case("b")], [_case("a", Status.INTERRUPTED), _case("b", Status.FAILED)], {"c": "x"}, {"c": "x"})
     assert [pair.base.task for pair in result.unfinished] == ["a"]

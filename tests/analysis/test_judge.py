@@ -530,3 +530,20 @@ def test_without_verification_the_summaries_are_empty_and_the_tables_absent(demo
         (None, None)}
     assert "hidden verification" not in (run_dir / "report.md").read_text()
     assert 'id="judges"' not in (run_dir / "report.html").read_text()
+
+
+def test_with_repeats_the_lift_p_counts_tasks_not_runs():
+    """One task fixed in each of its three repeats is one task that moved, not three independent pairs:
+    the sign test over tasks gives p = 1.0 where McNemar over runs said 2 x (1/2)^3 = 0.25."""
+    runs = [record("satisfied", False, True, task="a") for _ in range(3)]
+    runs += [record("satisfied", True, True, task=t) for t in "bcd" for _ in range(3)]
+    j = judge(runs, PRICES)
+    assert j.repeated and (j.fixed, j.broken) == (3, 0)
+    assert j.lift_p == 1.0 and intervals.mcnemar(3, 0) == 0.25
+    # six tasks each fixed, none broken: the sign test's 2 x (1/2)^6
+    many = judge([record("satisfied", False, True, task=t) for t in "abcdef" for _ in range(2)], PRICES)
+    assert many.lift_p == pytest.approx(2 / 2 ** 6)
+    # a task fixed twice and broken once moved up; one broken twice and fixed once moved down: no evidence
+    mixed = [record("satisfied", False, True, task="u")] * 2 + [record("satisfied", True, False, task="u")]
+    mixed += [record("satisfied", True, False, task="v")] * 2 + [record("satisfied", False, True, task="v")]
+    assert judge(mixed, PRICES).lift_p == 1.0

@@ -93,6 +93,7 @@ def test_repeated_tasks_get_the_task_clustered_interval():
     found = loop_value.compare(rubric, control, CHECKS)
     assert found.pairs == 4 and found.tasks == 2
     assert found.interval == (1.0, 1.0)  # every resample of tasks has the rubric loop alone passing
+    assert found.p == 0.5 and loop_value.mcnemar(4, 0) == 0.125  # two tasks moved (2 x (1/2)^2), not four pairs
 
 
 def test_pairs_need_both_outcomes_known():
