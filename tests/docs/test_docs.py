@@ -407,6 +407,12 @@ def test_the_readme_links_to_pages_that_exist():
     assert links and all((ROOT / link).exists() for link in links if "://" not in link), links
 
 
+def test_the_source_files_the_pages_name_exist():
+    named = {(page.name, path) for page in (ROOT / "docs").glob("*.md")
+             for path in re.findall(r"\b(?:rubric_runner|tests|benchmarks|scripts)/[\w/]+\.py\b", page.read_text())}
+    assert named and not [(page, path) for page, path in sorted(named) if not (ROOT / path).exists()]
+
+
 @pytest.fixture
 def shell_env():
     """The environment of a shell with ``.venv`` active, the docs' plugins enabled and no provider key."""
