@@ -8,7 +8,7 @@ import time
 
 import pytest
 from support.helpers import read_events, run_scripted, verdict, write_script
-from support.hostile import SANDBOX_PROCESS, gone
+from support.hostile import adopting, left_behind
 
 FLAG = "/tmp/rubric-runner-hostile-flag"
 HOSTILE = {
@@ -38,12 +38,14 @@ def test_hostile_worker_code_ends_with_a_clear_verdict(tmp_path, monkeypatch, na
         ],
     )
     started = time.monotonic()
-    result, run_dir = run_scripted(
-        tmp_path, script, "rubric=code", "grader.max_iterations=1",
-        *(f"+grader.tools.run_test_suite.{limit}" for limit in LIMITS),
-        *(["grader.tools.run_test_suite.wall_seconds=30"] if name in OWN_LIMIT_FIRST else []),
-    )
-    assert time.monotonic() - started < 30
+    with adopting():
+        result, run_dir = run_scripted(
+            tmp_path, script, "rubric=code", "grader.max_iterations=1",
+            *(f"+grader.tools.run_test_suite.{limit}" for limit in LIMITS),
+            *(["grader.tools.run_test_suite.wall_seconds=30"] if name in OWN_LIMIT_FIRST else []),
+        )
+        assert time.monotonic() - started < 30
+        assert left_behind(2.0) == []
     assert result.status == "max_iterations_reached" and result.exit_code == 1
     (end,) = [e for e in read_events(run_dir) if e["event"] == "tool_call_end" and e["tool"] == "run_test_suite"]
     assert '"ok": false' in end["output"]
@@ -51,4 +53,3 @@ def test_hostile_worker_code_ends_with_a_clear_verdict(tmp_path, monkeypatch, na
         assert reason in end["output"], end["output"]
     assert not os.path.exists(FLAG)
     assert "sk-proj-FAKEhostileKEY0123456789" not in (run_dir / "events.jsonl").read_text()
-    assert gone([SANDBOX_PROCESS], 2.0) == []

@@ -160,16 +160,17 @@ def _kill_the_parent_midway(command: list[str], env: dict[str, str], marker: str
     """Start ``command`` (it sandboxes code that starts a marked process and sleeps), SIGKILL it once the
     marked process runs; the sandbox processes still there 5 s later."""
     started = (marker + hostile.STARTED).encode()
-    parent = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 20
-        while not hostile.processes_with(started):
-            assert parent.poll() is None and time.monotonic() < deadline, parent.communicate()[0]
-            time.sleep(0.05)
-    finally:
-        parent.kill()
-        parent.wait()
-    return hostile.gone([started, hostile.SANDBOX_PROCESS], 5.0)
+    with hostile.adopting():
+        parent = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 20
+            while not hostile.processes_with(started):
+                assert parent.poll() is None and time.monotonic() < deadline, parent.communicate()[0]
+                time.sleep(0.05)
+        finally:
+            parent.kill()
+            parent.wait()
+        return hostile.left_behind(5.0, started)
 
 
 @pytest.mark.parametrize("isolation", ["auto", pytest.param("namespaces", marks=ROOT_ONLY)])

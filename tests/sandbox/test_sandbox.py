@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support.helpers import ROOT, copy_pytest
-from support.hostile import SANDBOX_PROCESS, gone
+from support.hostile import adopting, left_behind
 
 from rubric_runner.errors import UsageError
 from rubric_runner.sandbox import Limits, choose, isolation_setting, run_cases
@@ -53,8 +53,9 @@ def sandboxed(code: str, suite: Path, **settings) -> tuple[dict, float]:
 @pytest.fixture
 def runner_unharmed(suite):
     """After the test: no sandboxed process is left, and a correct solution still passes."""
-    yield
-    assert gone([SANDBOX_PROCESS], 2.0) == []
+    with adopting():
+        yield
+        assert left_behind(2.0) == []
     result, _ = sandboxed(GOOD, suite)
     assert result["ok"] is True, result
 

@@ -2,8 +2,8 @@
 
 ``run_matrix`` runs each case through ``rubric_runner.sandbox`` and records what the process
 that started the sandbox saw meanwhile: connections to its loopback listener, datagrams to its
-loopback "resolver", signals it received, files written in the home dir, processes left behind, and
-how much its own peak memory grew.
+loopback "resolver", signals it received, files written in the home dir, processes left behind (its own:
+those below it, which adopts its orphans, or with the case's marker), and how much its own peak memory grew.
 The checks live in tests/sandbox/test_isolation.py. Only the standard library and the sandbox package are
 used, so the same file runs as root inside pytest and, as a script, as an unprivileged user with
 Debian's python3 (``python3 -I hostile.py LIB_DIR SETTINGS_JSON`` prints the outcomes as JSON).
@@ -11,6 +11,8 @@ Debian's python3 (``python3 -I hostile.py LIB_DIR SETTINGS_JSON`` prints the out
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import resource
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 LIMITS = {"wall_seconds": 3, "cpu_seconds": 1, "memory_mb": 256}
@@ -31,6 +34,8 @@ NEVER = "<never returned>"
 SECRET_TEXT = "-----BEGIN FAKE PRIVATE KEY----- hostile matrix"
 FAKE_KEY = "sk-hostile-matrix-FAKE-0123456789abcdef"
 SANDBOX_PROCESS = b"rubric_runner/sandbox/child.py"
+"""On the command line of every sandbox process: the child, and bubblewrap, which names it."""
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 SLEEPER = 'os.execv(sys.executable, [sys.executable, "-c", "import time\\nwhile True: time.sleep(1)", TARGET["marker"]])'
 
 CASES = {
@@ -183,26 +188,63 @@ def f():
 """
 
 
-def processes_with(needle: bytes) -> list[int]:
-    """Pids whose command line contains ``needle``."""
-    found = []
+def _processes() -> dict[int, tuple[int, str, bytes]]:
+    """Every other process: pid -> (parent pid, state, command line)."""
+    found = {}
     for entry in os.listdir("/proc"):
+        if not entry.isdigit() or entry == str(os.getpid()):
+            continue
         try:
-            if entry.isdigit() and entry != str(os.getpid()) and needle in Path(f"/proc/{entry}/cmdline").read_bytes():
-                found.append(int(entry))
-        except OSError:
+            stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            found[int(entry)] = (int(stat[1]), stat[0], Path(f"/proc/{entry}/cmdline").read_bytes())
+        except (OSError, IndexError):
             continue
     return found
 
 
-def gone(needles: list[bytes], seconds: float) -> list[int]:
-    """Wait up to ``seconds`` for processes matching any of ``needles`` to end; those still there."""
+def _below_me(pid: int, processes: dict[int, tuple[int, str, bytes]]) -> bool:
+    while pid in processes:
+        pid = processes[pid][0]
+    return pid == os.getpid()
+
+
+def processes_with(needle: bytes) -> list[int]:
+    """Pids whose command line contains ``needle``."""
+    return [pid for pid, (_, _, cmdline) in _processes().items() if needle in cmdline]
+
+
+def left_behind(seconds: float, marker: bytes | None = None) -> list[int]:
+    """Wait up to ``seconds`` for this process's sandbox processes (those below it: other processes' sandboxes
+    are theirs), and any process with ``marker`` on its command line, to end; those still there. Call it
+    inside ``adopting()``, where what escaped a sandbox's process tree is still below this process."""
     deadline = time.monotonic() + seconds
     while True:
-        left = [pid for needle in needles for pid in processes_with(needle)]
+        processes = _processes()
+        left = [pid for pid, (_, _, cmdline) in processes.items()
+                if (marker and marker in cmdline) or (SANDBOX_PROCESS in cmdline and _below_me(pid, processes))]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def adopting() -> Iterator[None]:
+    """Meanwhile this process is the subreaper of its descendants: one whose parent dies is re-parented to it
+    rather than to init, so ``left_behind`` still finds it below this process. Adopted processes that have
+    ended are reaped on the way out."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    before = ctypes.c_int()
+    children = {pid for pid, (parent, _, _) in _processes().items() if parent == os.getpid()}
+    if prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(before)) != 0 or prctl(PR_SET_CHILD_SUBREAPER, 1) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+    try:
+        yield
+    finally:
+        prctl(PR_SET_CHILD_SUBREAPER, before.value)
+        for pid, (parent, state, _) in _processes().items():
+            if parent == os.getpid() and state == "Z" and pid not in children:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
 
 
 class Watch:
@@ -305,7 +347,7 @@ class Watch:
             "bystander_alive": self.bystander.poll() is None,
             "peak_growth_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before,
             "seen_marker": self.seen_marker,
-            "left_behind": gone([SANDBOX_PROCESS, self.marker.encode()], 3.0),
+            "left_behind": left_behind(3.0, self.marker.encode()),
             "after_seconds": round(time.monotonic() - started - seconds, 3),
         }
 
@@ -316,7 +358,7 @@ def run_matrix(names: list[str], suite: str, isolation: str, home: str, scratch:
 
     notices: list[list[str]] = []
     outcomes = {}
-    with isolation_setting(isolation, lambda event, message: notices.append([event, message])):
+    with isolation_setting(isolation, lambda event, message: notices.append([event, message])), adopting():
         for name in names:
             with Watch(home, scratch) as watch:
                 outcomes[name] = watch.run(name, suite)
