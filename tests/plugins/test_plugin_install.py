@@ -1,18 +1,19 @@
 """Plugin packages built in temp dirs, installed with pip, used by the runner with no change to the core.
 
-Both are uninstalled afterwards. One is the README's "Writing a plugin" example, exactly as written
-there (entry point ``wordcount``). The other has five entry points: ``throwaway`` registers ``shout``
-(with a setting; also as ``yell``) and a ``text_stats`` that collides with the textstats plugin's, and
-logs every grading pass and run end to ``$RR_THROWAWAY_LOG``; ``throwaway_broken`` fails to import,
-``throwaway_typo`` implements a hook that does not exist, ``throwaway_bad`` registers something that
-is not a tool, and ``throwaway_raising``'s ``on_evaluation`` and ``on_run_end`` tamper with what they
-are given and raise.
+Both go into a directory of their own, first on the import path of these tests and of the processes they
+start, so the environment itself is left as it was (other tests may use it meanwhile). One is the README's
+"Writing a plugin" example, exactly as written there (entry point ``wordcount``). The other has five entry
+points: ``throwaway`` registers ``shout`` (with a setting; also as ``yell``) and a ``text_stats`` that
+collides with the textstats plugin's, and logs every grading pass and run end to ``$RR_THROWAWAY_LOG``;
+``throwaway_broken`` fails to import, ``throwaway_typo`` implements a hook that does not exist,
+``throwaway_bad`` registers something that is not a tool, and ``throwaway_raising``'s ``on_evaluation`` and
+``on_run_end`` tamper with what they are given and raise.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -165,18 +166,18 @@ def _pip(*args: str) -> None:
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """``pip install`` both packages into the running environment; ``pip uninstall`` them afterwards."""
-    throwaway, example = tmp_path_factory.mktemp("throwaway"), tmp_path_factory.mktemp("example")
+    """``pip install`` both packages into a directory put first on ``sys.path`` and ``PYTHONPATH``; both
+    paths are restored afterwards."""
+    throwaway, example, target = (tmp_path_factory.mktemp(name) for name in ("throwaway", "example", "installed"))
     _write(throwaway, FILES)
     files = readme_example()
     assert sorted(files) == ["pyproject.toml", "rubric_runner_wordcount/__init__.py"]
     _write(example, files)
-    _pip("install", "--quiet", str(throwaway), str(example))
-    importlib.invalidate_caches()
-    try:
+    _pip("install", "--quiet", "--no-deps", "--target", str(target), str(throwaway), str(example))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(target))
+        patch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH")])))
         yield
-    finally:
-        _pip("uninstall", "--yes", "--quiet", PACKAGE, "rubric-runner-wordcount")
 
 
 @pytest.fixture
