@@ -1,5 +1,6 @@
-"""Shared fixtures: the offline environment, fake provider keys, one six-job sweep to read. The helpers
-the tests import are in the ``support`` package (``tests/`` is on the path, ``pythonpath`` in pyproject.toml)."""
+"""Shared fixtures: the offline environment, fake provider keys, one six-job sweep to read; how the xdist
+workers share the modules out. The helpers the tests import are in the ``support`` package (``tests/`` is
+on the path, ``pythonpath`` in pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,25 @@ from support.helpers import BUNDLED_PLUGINS, DATA
 from rubric_runner.config.environment import API_KEY_ENV
 
 sys.path.insert(0, str(DATA))
+
+CLUSTER_MODULES = ("tests/cli/test_clusters.py", "tests/cli/test_launchers.py")
+"""They start Ray and SLURM clusters, whose daemons take fixed ports (Ray's 10001 and 52365) and the CPUs."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (pyproject.toml: each module's tests on one worker, in order) with the cluster
+    modules taken as one module, so that no two clusters run at once."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ClustersTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return CLUSTER_MODULES[0] if module in CLUSTER_MODULES else module
+
+    return ClustersTogether(config, log)
 
 
 @pytest.fixture(autouse=True)
