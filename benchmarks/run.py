@@ -364,7 +364,7 @@ def bench_instructions(tmp: Path) -> dict:
     """Instructions per task, counted by callgrind over whole processes: a run of 80 tasks against one of 16,
     so start-up cancels out; the runner against the bare library, with memory and with SQLite checkpoints
     (64 no-latency tasks at concurrency 16, as ``bench_concurrency``'s CPU figures). Where timings are noisy,
-    this count repeats to the instruction. Two processes at a time: each is single-threaded under valgrind."""
+    this count repeats to about 0.1%. Two processes at a time: each is single-threaded under valgrind."""
     if shutil.which("valgrind") is None:
         return {"skipped": "valgrind is not installed"}
     runs = [(side, tasks) for side in SIDES for tasks in (16, 80)]
