@@ -530,7 +530,7 @@ def test_an_ordinary_users_report_on_someone_elses_sweep_is_one_line(ordinary_us
     before = sorted(p.name for p in sweep_dir.iterdir())
     report = _cli_as_user(ordinary_user, installed_for_user, "report", str(sweep_dir))
     assert report.returncode == 2 and len(report.stderr.splitlines()) == 1, report.stdout + report.stderr
-    assert report.stderr.startswith(f"error: report: cannot use {sweep_dir}/.") and ": Permission denied (" in report.stderr
+    assert report.stderr.startswith(f"error: report: cannot use {sweep_dir}/summary.jsonl: Permission denied (")
     assert sorted(p.name for p in sweep_dir.iterdir()) == before
 
 
