@@ -21,7 +21,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.helpers import SCRIPTED_EVIDENCE, free_port, verdict, write_script
+from support.helpers import (
+    SCRIPTED_EVIDENCE,
+    cli_process,
+    free_port,
+    verdict,
+    write_script,
+)
 
 from rubric_runner.config.environment import JOB_ENV
 
@@ -190,9 +196,9 @@ def _until(ready, seconds: float, why) -> None:
         time.sleep(0.3)
 
 
-def _sweep(tmp: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "rubric_runner", "-m", *args], cwd=tmp, env={**os.environ, **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _sweep(tmp: Path, env: dict[str, str], *args: str) -> contextlib.AbstractContextManager[subprocess.Popen]:
+    """``rubric_runner -m ARGS`` in the background with ``env`` added (``cli_process``: killed on the way out)."""
+    return cli_process("-m", *args, cwd=tmp, env=env)
 
 
 def _scripts(tmp: Path, latency: float) -> tuple[Path, Path]:
@@ -218,19 +224,14 @@ def _cancel_a_pending_job(slurm: dict[str, str], tmp_path: Path) -> None:
     each job, and exits 3."""
     slow, stuck = _scripts(tmp_path, latency=6)
     sweep_dir = tmp_path / "sweep"
-    proc = _sweep(tmp_path, slurm, *SLURM_SWEEP, "worker=scripted", "grader=scripted", "run.console=false",
-                  SCRIPTED_EVIDENCE, f"worker.script={slow},{stuck}", "grader.script=${worker.script}",
-                  "grader.max_iterations=2", f"hydra.sweep.dir={sweep_dir}")
-    try:
+    with _sweep(tmp_path, slurm, *SLURM_SWEEP, "worker=scripted", "grader=scripted", "run.console=false",
+                SCRIPTED_EVIDENCE, f"worker.script={slow},{stuck}", "grader.script=${worker.script}",
+                "grader.max_iterations=2", f"hydra.sweep.dir={sweep_dir}") as proc:
         _until(lambda: any(job.endswith("_1") and state == "PENDING" for job, state in _queue(slurm).items()), 60,
                lambda: f"no pending task: {_queue(slurm)}")
         pending = next(job for job, state in _queue(slurm).items() if job.endswith("_1"))
         subprocess.run(["scancel", pending], env={**os.environ, **slurm}, check=True)
         out, err = proc.communicate(timeout=150)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 3, err
     rows = _rows(sweep_dir)
     assert [(row["job"], row["status"]) for row in rows] == [("0", "satisfied"), ("1", "interrupted")]
@@ -251,9 +252,9 @@ def test_a_cancelled_pending_slurm_job_is_a_row_with_accounting_too(slurm_with_a
 
 
 def test_a_rejected_sbatch_is_one_line_naming_slurms_message(slurm, tmp_path):
-    proc = _sweep(tmp_path, slurm, *SLURM_SWEEP, "hydra.launcher.partition=nosuch", "worker=scripted", "grader=scripted",
-                  "run.console=false", f"hydra.sweep.dir={tmp_path / 'sweep'}")
-    out, err = proc.communicate(timeout=120)
+    with _sweep(tmp_path, slurm, *SLURM_SWEEP, "hydra.launcher.partition=nosuch", "worker=scripted", "grader=scripted",
+                "run.console=false", f"hydra.sweep.dir={tmp_path / 'sweep'}") as proc:
+        out, err = proc.communicate(timeout=120)
     assert proc.returncode == 2, err
     *sbatch_said, last = err.strip().splitlines()  # submitit echoes sbatch's own stderr first
     assert all(line.startswith("sbatch: error: ") for line in sbatch_said), err
@@ -264,9 +265,9 @@ def test_a_rejected_sbatch_is_one_line_naming_slurms_message(slurm, tmp_path):
 def test_a_failing_setup_line_fails_the_job_and_says_so(slurm, tmp_path):
     """The preset's ``set -e``: a setup line that fails ends the job before it starts, and its row says so."""
     sweep_dir = tmp_path / "sweep"
-    proc = _sweep(tmp_path, slurm, *SLURM_SWEEP, 'hydra.launcher.setup=["set -e","false"]', "worker=scripted",
-                  "grader=scripted", "run.console=false", f"hydra.sweep.dir={sweep_dir}")
-    out, err = proc.communicate(timeout=120)
+    with _sweep(tmp_path, slurm, *SLURM_SWEEP, 'hydra.launcher.setup=["set -e","false"]', "worker=scripted",
+                "grader=scripted", "run.console=false", f"hydra.sweep.dir={sweep_dir}") as proc:
+        out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
     (row,) = _rows(sweep_dir)
     assert row["status"] == "interrupted" and row["error"].startswith("DidNotRun: the job did not run: SLURM job "), row
@@ -279,20 +280,15 @@ def test_a_slurm_job_signalled_before_its_limit_records_itself_interrupted(slurm
     slow = write_script(tmp_path / "slow.yaml", [{"content": "draft", "latency": 4}, {"content": "final", "latency": 4}],
                         [verdict("needs_revision", (A, False)), verdict("satisfied", (A, True))])
     sweep_dir = tmp_path / "sweep"
-    proc = _sweep(tmp_path, slurm, *SLURM_SWEEP, "worker=scripted", "grader=scripted", "run.console=false",
-                  SCRIPTED_EVIDENCE, f"worker.script={slow}", "grader.script=${worker.script}",
-                  f"hydra.sweep.dir={sweep_dir}")
-    record = sweep_dir / "0" / "result.json"
-    try:
+    with _sweep(tmp_path, slurm, *SLURM_SWEEP, "worker=scripted", "grader=scripted", "run.console=false",
+                SCRIPTED_EVIDENCE, f"worker.script={slow}", "grader.script=${worker.script}",
+                f"hydra.sweep.dir={sweep_dir}") as proc:
+        record = sweep_dir / "0" / "result.json"
         _until(lambda: record.is_file() and json.loads(record.read_text() or "{}").get("status") == "running", 90,
                "the job never started")
         job = next(iter(_queue(slurm)))
         subprocess.run(["scancel", "--signal=USR2", job], env={**os.environ, **slurm}, check=True)
         out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 3, err
     data = json.loads(record.read_text())
     assert (data["status"], data["error"]["message"]) == ("interrupted", "SIGUSR2: stopped at a checkpoint"), data
@@ -372,21 +368,20 @@ def _kill_the_worker_node_mid_sweep(nodes, tmp: Path, *extra: str):
     address, worker_node, cluster_env = nodes
     slow = write_script(tmp / "slow.yaml", [{"content": "final", "latency": 8}], [verdict("satisfied", (A, True))])
     sweep_dir = tmp / "sweep"
-    proc = _sweep(tmp, cluster_env, "hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address={address}",
-                  "worker=scripted", "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE,
-                  f"worker.script={slow}", "grader.script=${worker.script}", "worker.model=scripted:a,scripted:b",
-                  f"hydra.sweep.dir={sweep_dir}", *extra)
+    with _sweep(tmp, cluster_env, "hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address={address}",
+                "worker=scripted", "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE,
+                f"worker.script={slow}", "grader.script=${worker.script}", "worker.model=scripted:a,scripted:b",
+                f"hydra.sweep.dir={sweep_dir}", *extra) as proc:
 
-    def running() -> dict[str, dict]:
-        found = {}
-        for job in ("0", "1"):
-            path = sweep_dir / job / "result.json"
-            data = json.loads(path.read_text() or "{}") if path.is_file() else {}
-            if data.get("status") == "running":
-                found[job] = data
-        return found
+        def running() -> dict[str, dict]:
+            found = {}
+            for job in ("0", "1"):
+                path = sweep_dir / job / "result.json"
+                data = json.loads(path.read_text() or "{}") if path.is_file() else {}
+                if data.get("status") == "running":
+                    found[job] = data
+            return found
 
-    try:
         _until(lambda: len(running()) == 2, 120, lambda: f"both jobs never ran at once: {proc.poll()}")
         on_worker = set(_descendants(worker_node.pid))
         (killed,) = [job for job, data in running().items() if data["place"]["pid"] in on_worker]
@@ -395,10 +390,6 @@ def _kill_the_worker_node_mid_sweep(nodes, tmp: Path, *extra: str):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         out, err = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     return proc.returncode, out + err, sweep_dir, killed, dead_node
 
 
@@ -436,15 +427,10 @@ def test_a_slurm_job_at_its_time_limit_records_itself_interrupted(slurm, tmp_pat
     slow = write_script(tmp_path / "slow.yaml", [{"content": "draft", "latency": 3}] * 40,
                         [verdict("needs_revision", (A, False))] * 40)
     sweep_dir = tmp_path / "sweep"
-    proc = _sweep(tmp_path, slurm, *SLURM_SWEEP, "hydra.launcher.timeout_min=2", "hydra.launcher.signal_delay_s=30",
-                  "worker=scripted", "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE, f"worker.script={slow}",
-                  "grader.script=${worker.script}", "grader.max_iterations=40", f"hydra.sweep.dir={sweep_dir}")
-    try:
+    with _sweep(tmp_path, slurm, *SLURM_SWEEP, "hydra.launcher.timeout_min=2", "hydra.launcher.signal_delay_s=30",
+                "worker=scripted", "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE, f"worker.script={slow}",
+                "grader.script=${worker.script}", "grader.max_iterations=40", f"hydra.sweep.dir={sweep_dir}") as proc:
         out, err = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 3, err
     data = json.loads((sweep_dir / "0" / "result.json").read_text())
     assert data["status"] == "interrupted", data
@@ -493,19 +479,14 @@ def test_a_submitit_job_signalled_records_itself_interrupted_without_slurm(tmp_p
     slow = write_script(tmp_path / "slow.yaml", [{"content": "draft", "latency": 3}, {"content": "final", "latency": 3}],
                         [verdict("needs_revision", (A, False)), verdict("satisfied", (A, True))])
     sweep_dir = tmp_path / "sweep"
-    proc = _sweep(tmp_path, {}, "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5", "worker=scripted",
-                  "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE, f"worker.script={slow}",
-                  "grader.script=${worker.script}", f"hydra.sweep.dir={sweep_dir}")
-    record = sweep_dir / "0" / "result.json"
-    try:
+    with _sweep(tmp_path, {}, "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5", "worker=scripted",
+                "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE, f"worker.script={slow}",
+                "grader.script=${worker.script}", f"hydra.sweep.dir={sweep_dir}") as proc:
+        record = sweep_dir / "0" / "result.json"
         _until(lambda: record.is_file() and json.loads(record.read_text() or "{}").get("status") == "running", 90,
                "the job never started")
         os.kill(json.loads(record.read_text())["place"]["pid"], signal.SIGUSR2)
         out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 3, err
     data = json.loads(record.read_text())
     assert (data["status"], data["error"]["message"]) == ("interrupted", "SIGUSR2: stopped at a checkpoint"), data
@@ -516,9 +497,9 @@ def test_a_submitit_job_signalled_records_itself_interrupted_without_slurm(tmp_p
 def test_a_sweep_where_sbatch_is_missing_is_one_line(tmp_path):
     """No SLURM on this machine (PATH without it): one line naming what is missing and the way out, exit 2."""
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install 'rubric_runner[submitit]'")
-    proc = _sweep(tmp_path, {"PATH": str(Path(sys.executable).parent)}, *SLURM_SWEEP, "worker=scripted",
-                  "grader=scripted", "run.console=false", f"hydra.sweep.dir={tmp_path / 'sweep'}")
-    out, err = proc.communicate(timeout=120)
+    with _sweep(tmp_path, {"PATH": str(Path(sys.executable).parent)}, *SLURM_SWEEP, "worker=scripted",
+                "grader=scripted", "run.console=false", f"hydra.sweep.dir={tmp_path / 'sweep'}") as proc:
+        out, err = proc.communicate(timeout=120)
     assert proc.returncode == 2, err
     assert err.strip().splitlines() == ['error: RuntimeError: Could not detect "srun", are you indeed on a slurm cluster? '
                                         "(run the sweep where SLURM's commands are, or use hydra/launcher=submitit_local)"]

@@ -100,9 +100,10 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: f
 
 
 @contextlib.contextmanager
-def cli_process(*args: str, cwd: Path) -> Iterator[subprocess.Popen]:
-    """``python -m rubric_runner ARGS`` in the background, output piped; killed on the way out if still running."""
-    proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=cwd,
+def cli_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
+    """``python -m rubric_runner ARGS`` in the background (``env``: added to this one's), output piped; killed
+    on the way out if still running."""
+    proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=cwd, env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         yield proc
