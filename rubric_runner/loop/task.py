@@ -179,17 +179,19 @@ class TaskRun:
             agent_input = None  # continue the interrupted step from the last checkpoint
             self.log.info("run_resumed", thread_id=record.thread_id, resumed=record.resumed)
         deadline = asyncio.timeout(plan.config.limits.wall_seconds)
+        state = None
         try:
             async with deadline:
                 if not ended:  # a turn that ended before its record was written is only read back
-                    await self._stream(agent_input, run_config, recorder)
+                    state = await self._stream(agent_input, run_config, recorder)
         except TimeoutError:
             if not deadline.expired():
                 raise
             raise guard.expire() from None
         finally:
             recorder.forget_calls()  # a call a limit refused, or one cut off by the deadline, never ends
-            state = (await shared.agent.aget_state(run_config)).values
+            if state is None:  # the stream did not end: its state is the thread's last checkpoint
+                state = (await shared.agent.aget_state(run_config)).values
             self._read_back(state)
         if record.status is Status.ERROR:
             record.error = ErrorInfo(type="NoVerdict", message="the grader never returned a verdict")
@@ -198,15 +200,20 @@ class TaskRun:
             await self._verify(checks, state.get("messages", []))
         return state
 
-    async def _stream(self, agent_input: dict[str, Any] | None, run_config: dict[str, Any], recorder: Recorder) -> None:
-        """Run the agent on the thread, passing its stream events to the recorder and checking for a stop."""
-        stop = self.shared.stop
+    async def _stream(self, agent_input: dict[str, Any] | None, run_config: dict[str, Any],
+                      recorder: Recorder) -> dict[str, Any] | None:
+        """Run the agent on the thread, passing its stream events to the recorder and checking for a stop at
+        each checkpoint; returns the state of the last one (what ``aget_state`` would read back)."""
+        stop, values = self.shared.stop, None
         stream = self.shared.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
         async for mode, chunk in stream:
             if mode == "custom":
                 recorder.on_stream_event(chunk)
-            elif stop is not None:
+                continue
+            values = chunk["values"]
+            if stop is not None:
                 stop.check()
+        return values
 
     def _turn_ended(self, values: dict[str, Any]) -> bool:
         """Whether the thread's saved state holds this turn's final verdict (its process died before the
