@@ -2,7 +2,7 @@
 
 One agent serves every task of a run; what differs per task travels in this context variable: the task's
 own tool settings, its repeat index (part of the response-cache key), the recorder that keeps its record,
-and the notes its grading passes leave (``grader.notes``).
+the guard that holds it to its limits, and the notes its grading passes leave (``grader.notes``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ class TaskContext:
     """The task's ``observe.recorder.Recorder``."""
     grading: Any = None
     """The task's ``grader.notes.TaskGrading``."""
+    guard: Any = None
+    """The task's ``loop.limits.TaskGuard`` (none in a regrade)."""
     earlier_replies: int = 0
     """While a ``resample`` worker call runs: the worker's replies of earlier attempts it was not sent
     (``loop.arms``); the response cache's key and a scripted worker's place in its script count them."""

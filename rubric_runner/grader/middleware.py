@@ -15,12 +15,10 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
-from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import AIMessage, ToolMessage
 
 from ..context import current_task
 from ..models.quirks import filled_content
-from ..observe.recorder import TOOL_REFUSED
 from .evidence import EvidenceRule, sent_back, was_sent_back
 from .notes import UNOBSERVED, TaskGrading
 from .strategies import Strategy
@@ -89,8 +87,7 @@ class GraderPass(AgentMiddleware):
             grading.failed(exc)
             raise
         finally:
-            for refusal in refused:
-                dispatch_custom_event(TOOL_REFUSED, refusal)
+            _report(refused)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
@@ -107,8 +104,15 @@ class GraderPass(AgentMiddleware):
             grading.failed(exc)
             raise
         finally:
-            for refusal in refused:
-                await adispatch_custom_event(TOOL_REFUSED, refusal)
+            _report(refused)
+
+
+def _report(refused: list[dict[str, Any]]) -> None:
+    """Each verdict the model node refused for breaking its schema, to the task's recorder."""
+    task = current_task()
+    if task is not None and task.recorder is not None:
+        for refusal in refused:
+            task.recorder.refused("grader", refusal)
 
 
 def _grading() -> TaskGrading:

@@ -29,16 +29,13 @@ class LimitExceeded(GraphBubbleUp):
 
 
 class TaskGuard(BaseCallbackHandler):
-    """One task's callback: before each model call (worker, subagent or grader) it checks the task's
-    ``limits.*`` and the run's budgets and refuses the call past one with ``LimitExceeded``; after each
-    call it books the task's spend. It follows the task's ``Recorder`` in the callbacks, whose counts it reads.
+    """One task's guard, handed each model call (worker, subagent or grader) by ``TaskCallback``: before the
+    call it checks the task's ``limits.*`` and the run's budgets and refuses the call past one with
+    ``LimitExceeded``; after it, it books the task's spend. It is handed each call after the task's
+    ``Recorder``, whose counts it reads.
 
     The first refusal is kept in ``stopped`` and every later call of the task is refused too.
     """
-
-    raise_error = True
-    run_inline = True
-    ignore_chain = ignore_agent = ignore_retriever = ignore_custom_event = True  # model calls only
 
     def __init__(self, limits: LimitsConfig, budgets: Budgets, result: RunRecord, task_dir: Path) -> None:
         self.limits = limits

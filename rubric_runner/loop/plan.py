@@ -24,7 +24,7 @@ from ..grader.probe import choose_strategy
 from ..models.build import build_chat_model, is_scripted, split_model
 from ..models.preflight import check_keys, check_servers
 from ..models.quirks import ToolCallContent
-from ..observe.recorder import ToolCallWatch
+from ..observe.recorder import TaskCallback, ToolCallWatch
 from ..plugins.extensions import LoopExtensions
 from ..plugins.manager import Plugins
 from ..records import TASKS_DIR, GraderInfo, ModelInfo, RubricInfo, RunHeader
@@ -122,10 +122,11 @@ def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str,
 
 
 def build_models(config: Config, roles: tuple[str, ...], home: Path) -> dict[str, Any]:
-    """The chat models of ``roles``, with the run's response cache and rate limiters (no network yet)."""
+    """The chat models of ``roles``, with the run's response cache and rate limiters (no network yet), each
+    call handed to the recorder and the guard of the task at hand (the guard refuses one past a limit)."""
     from langchain_core.rate_limiters import InMemoryRateLimiter
 
-    extras: dict[str, Any] = {}
+    extras: dict[str, Any] = {"callbacks": [TaskCallback("recorder"), TaskCallback("guard", raise_error=True)]}
     if config.run.cache:
         from ..models.cache import SQLiteResponseCache
 

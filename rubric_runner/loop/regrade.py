@@ -116,7 +116,7 @@ def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log
         messages = messages_from_dict(json.loads((transcript_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
         # the run's thread: a scripted grader given the run's cursors continues its script there
         metadata = {"thread_id": original.thread_id} if original.thread_id else {}
-        loop = grade_once(middleware, messages, task.rubric, recorder.on_stream_event, {"callbacks": [recorder], "metadata": metadata})
+        loop = grade_once(middleware, messages, task.rubric, recorder.on_stream_event, {"metadata": metadata})
         result.status = final_status(Status.of_loop(loop.status), result.evaluations, plan.config.grader.strict_coverage)
         result.iterations = len(result.evaluations)
     except Exception as exc:  # one transcript's failure is its own record

@@ -167,9 +167,8 @@ class TaskRun:
         recorder = Recorder(self.log, record, self.console, plan.config.run.preview_chars)
         guard = TaskGuard(plan.config.limits, shared.budgets, record, self.dir)  # after the recorder, whose counts it reads
         grading = TaskGrading(plan.config.grader, plan.strategy or "", self.task.rubric, self.log, self.console)
-        CURRENT_TASK.set(TaskContext(self.ref, self.task.tools, recorder, grading))
-        run_config = {"configurable": {"thread_id": record.thread_id}, "callbacks": [recorder, guard],
-                      **trace_labels(shared.run.header, record, self.task.id, self.repeat)}
+        CURRENT_TASK.set(TaskContext(self.ref, self.task.tools, recorder, grading, guard))
+        run_config = {"configurable": {"thread_id": record.thread_id}, **trace_labels(shared.run.header, record, self.task.id, self.repeat)}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(self.task.message)], "rubric": self.task.rubric}
         if record.rubric_carried_over:
             del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it

@@ -1,4 +1,9 @@
-"""Turns model, tool and grading callbacks into events, usage counts and a console trail."""
+"""Turns model calls, tool calls and grading events into events, usage counts and a console trail.
+
+No callback rides on the agent's graph: a handler on every step of it costs more than the task's own
+work. The plan's models carry ``TaskCallback``s, which hand each model call to the task at hand; the
+worker's and the grader's ``ToolCallWatch`` middleware report each of their tool calls to it.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +11,18 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.callbacks import (
-    BaseCallbackHandler,
-    adispatch_custom_event,
-    dispatch_custom_event,
-)
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import ToolException
 
 from ..compat.deepagents import GRADER_METADATA_KEY
+from ..context import current_task
 from ..records import Evaluation, TaskRecord
 from .console import Console
 from .otel import task_spans
-
-TOOL_REFUSED = "rubric_runner_tool_refused"
-"""The custom callback event ``ToolCallWatch`` sends for each call the model was refused."""
 
 
 def preview(value: Any, limit: int) -> str:
@@ -33,31 +33,89 @@ def preview(value: Any, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}...(+{len(text) - limit} chars)"
 
 
-def _refusal(request: Any, answer: Any) -> dict[str, Any]:
-    call = request.tool_call
+def refusal(call: dict[str, Any], answer: Any) -> dict[str, Any]:
+    """A tool call the model was refused, and what it was told."""
     return {"tool": call["name"], "args": call.get("args"), "told": answer.content if isinstance(answer, ToolMessage) else answer}
 
 
+class TaskCallback(BaseCallbackHandler):
+    """A model's callback that hands each of its calls to the handler ``part`` (``recorder``, ``guard``) of
+    the task at hand: the model's own, so it fires for the model's calls only, wherever in the agent
+    (worker, subagent, grader). Outside any task it does nothing."""
+
+    run_inline = True
+    ignore_chain = ignore_agent = ignore_retriever = ignore_custom_event = True
+
+    def __init__(self, part: str, raise_error: bool = False) -> None:
+        self.part = part
+        self.raise_error = raise_error
+
+    def _handler(self) -> BaseCallbackHandler | None:
+        task = current_task()
+        return getattr(task, self.part) if task is not None else None
+
+    def on_chat_model_start(self, serialized, messages, **kwargs) -> None:
+        if (handler := self._handler()) is not None:
+            handler.on_chat_model_start(serialized, messages, **kwargs)
+
+    def on_llm_end(self, response, **kwargs) -> None:
+        if (handler := self._handler()) is not None:
+            handler.on_llm_end(response, **kwargs)
+
+    def on_llm_error(self, error, **kwargs) -> None:
+        if (handler := self._handler()) is not None:
+            handler.on_llm_error(error, **kwargs)
+
+
 class ToolCallWatch(AgentMiddleware):
-    """Has every tool call answered, and reports each call to a tool the agent was not given, with what
-    the model was told (the grading pass reports a verdict that breaks its schema the same way).
+    """Reports each tool call of its ``agent`` to the task's recorder, and has every call answered: a call
+    to a tool the agent was not given is reported as refused, with what the model was told (the grading
+    pass reports a verdict that breaks its schema the same way).
 
     Any ``wrap_tool_call`` gives an agent a tool node, even one without tools (a grader whose evidence
     tools were all removed), so a call to a missing tool is answered (``Error: X is not a valid tool,
     try one of [...]``) instead of being left unanswered.
     """
 
-    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-        answer = handler(request)
-        if request.tool is None:
-            dispatch_custom_event(TOOL_REFUSED, _refusal(request, answer))
+    def __init__(self, agent: str) -> None:
+        super().__init__()
+        self.agent = agent
+
+    def _started(self, request: Any) -> tuple[Recorder | None, Any]:
+        task = current_task()
+        recorder = task.recorder if task is not None else None
+        if recorder is None or request.tool is None:
+            return recorder, None
+        return recorder, recorder.tool_started(self.agent, request.tool_call)
+
+    def _ended(self, recorder: Recorder | None, call: Any, request: Any, answer: Any) -> Any:
+        if recorder is None:
+            return answer
+        if call is None:
+            recorder.refused(self.agent, refusal(request.tool_call, answer))
+        else:
+            recorder.tool_ended(call, answer)
         return answer
 
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        recorder, call = self._started(request)
+        try:
+            answer = handler(request)
+        except Exception as exc:
+            if call is not None:
+                recorder.tool_failed(call, exc)
+            raise
+        return self._ended(recorder, call, request, answer)
+
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        answer = await handler(request)
-        if request.tool is None:
-            await adispatch_custom_event(TOOL_REFUSED, _refusal(request, answer))
-        return answer
+        recorder, call = self._started(request)
+        try:
+            answer = await handler(request)
+        except Exception as exc:
+            if call is not None:
+                recorder.tool_failed(call, exc)
+            raise
+        return self._ended(recorder, call, request, answer)
 
 
 def sandbox_notices(log: Any, console: Console):
@@ -77,10 +135,8 @@ def sandbox_notices(log: Any, console: Console):
 
 
 class Recorder(BaseCallbackHandler):
-    """Records one run: tool calls and token usage by agent, grading events, evaluations."""
-
-    run_inline = True  # cheap and thread-safe: no need for an executor hop in async runs
-    ignore_chain = ignore_retriever = True  # model, tool (``ignore_agent`` gates those) and custom events only
+    """Records one task: model and tool calls and token usage by agent, grading events, evaluations (its
+    model calls come through ``TaskCallback``, its tool calls from ``ToolCallWatch``)."""
 
     def __init__(self, log: Any, result: TaskRecord, console: Console, preview_chars: int) -> None:
         self.log = log
@@ -89,7 +145,6 @@ class Recorder(BaseCallbackHandler):
         self.preview_chars = preview_chars
         self._lock = threading.Lock()
         self._agents: dict[UUID, str] = {}
-        self._tools: dict[UUID, tuple[str, str, float]] = {}
         self.attempt: str | None = None
         """The worker's latest answer (a reply without tool calls): what the next grading pass sees."""
         self.spans = task_spans(result)
@@ -140,44 +195,38 @@ class Recorder(BaseCallbackHandler):
         if self.spans is not None:
             self.spans.failed(run_id, error)
 
-    def on_tool_start(self, serialized, input_str, *, run_id, metadata=None, inputs=None, **kwargs) -> None:
-        name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
-        agent = self._agent(metadata)
-        with self._lock:
-            self._tools[run_id] = (name, agent, time.monotonic())
+    def tool_started(self, agent: str, call: dict[str, Any]) -> tuple[UUID, str, str, float]:
+        """A tool call of ``agent`` begins; returns what ``tool_ended`` or ``tool_failed`` is given."""
+        run_id, name = uuid4(), call["name"]
         if self.spans is not None:
             self.spans.tool_started(run_id, agent, name)
-        self.log.info(
-            "tool_call_start",
-            agent=agent,
-            tool=name,
-            input=preview(inputs if inputs is not None else input_str, self.preview_chars),
-        )
+        self.log.info("tool_call_start", agent=agent, tool=name, input=preview(call.get("args"), self.preview_chars))
+        return run_id, name, agent, time.monotonic()
 
-    def on_tool_end(self, output, *, run_id, **kwargs) -> None:
-        with self._lock:
-            name, agent, started = self._tools.pop(run_id, ("tool", "worker", time.monotonic()))
-        shown = preview(output, self.preview_chars)
-        self.log.info(
-            "tool_call_end", agent=agent, tool=name, output=shown, seconds=round(time.monotonic() - started, 3)
-        )
+    def tool_ended(self, call: tuple[UUID, str, str, float], answer: Any) -> None:
+        """The tool answered (an answer with ``status="error"``: the tool failed, and the model was told why)."""
+        run_id, name, agent, started = call
+        if isinstance(answer, ToolMessage) and answer.status == "error":
+            self.tool_failed(call, answer.content)
+            return
+        shown = preview(answer, self.preview_chars)
+        self.log.info("tool_call_end", agent=agent, tool=name, output=shown, seconds=round(time.monotonic() - started, 3))
         self.console.tool(agent, name, shown)
         if self.spans is not None:
             self.spans.tool_ended(run_id)
 
-    def on_tool_error(self, error, *, run_id, **kwargs) -> None:
-        with self._lock:
-            name, agent, _ = self._tools.pop(run_id, ("tool", "worker", 0.0))
+    def tool_failed(self, call: tuple[UUID, str, str, float], error: Any) -> None:
+        """The tool raised ``error`` (or answered with it)."""
+        run_id, name, agent, _ = call
+        if not isinstance(error, BaseException):  # the tool node's answer to arguments the tool refused
+            error = ToolException(error)
         self.log.warning("tool_call_error", agent=agent, tool=name, error_type=type(error).__name__, error=str(error))
         self.console.tool(agent, name, f"error: {error}")
         if self.spans is not None:
             self.spans.failed(run_id, error)
 
-    def on_custom_event(self, name, data, *, run_id, metadata=None, **kwargs) -> None:
-        """``ToolCallWatch``'s report of a refused call: the call and what the model was told."""
-        if name != TOOL_REFUSED:
-            return
-        agent = self._agent(metadata)
+    def refused(self, agent: str, data: dict[str, Any]) -> None:
+        """A call the model was refused (``refusal``): the call and what the model was told."""
         told = preview(data["told"], self.preview_chars)
         self.log.warning("tool_call_refused", agent=agent, tool=data["tool"], input=preview(data["args"], self.preview_chars), told=told)
         self.console.tool(agent, data["tool"], f"refused: {told}")
