@@ -16,13 +16,17 @@ from uuid import UUID, uuid4
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import ToolException
 
 from ..compat.deepagents import GRADER_METADATA_KEY
 from ..context import current_task
 from ..records import Evaluation, TaskRecord
 from .console import Console
 from .otel import task_spans
+
+
+class ToolError(Exception):
+    """A tool call the tool node answered with an error instead of a result (arguments the tool refused): what
+    the model was told."""
 
 
 def preview(value: Any, limit: int) -> str:
@@ -207,7 +211,7 @@ class Recorder(BaseCallbackHandler):
         """The tool answered (an answer with ``status="error"``: the tool failed, and the model was told why)."""
         run_id, name, agent, started = call
         if isinstance(answer, ToolMessage) and answer.status == "error":
-            self.tool_failed(call, answer.content)
+            self.tool_failed(call, ToolError(answer.content))
             return
         shown = preview(answer, self.preview_chars)
         self.log.info("tool_call_end", agent=agent, tool=name, output=shown, seconds=round(time.monotonic() - started, 3))
@@ -215,11 +219,9 @@ class Recorder(BaseCallbackHandler):
         if self.spans is not None:
             self.spans.tool_ended(run_id)
 
-    def tool_failed(self, call: tuple[UUID, str, str, float], error: Any) -> None:
-        """The tool raised ``error`` (or answered with it)."""
+    def tool_failed(self, call: tuple[UUID, str, str, float], error: BaseException) -> None:
+        """The tool raised ``error``, or was answered with it (``ToolError``)."""
         run_id, name, agent, _ = call
-        if not isinstance(error, BaseException):  # the tool node's answer to arguments the tool refused
-            error = ToolException(error)
         self.log.warning("tool_call_error", agent=agent, tool=name, error_type=type(error).__name__, error=str(error))
         self.console.tool(agent, name, f"error: {error}")
         if self.spans is not None:

@@ -55,6 +55,22 @@ def test_a_grader_call_to_a_removed_tool_is_refused_recorded_and_shown(tmp_path)
     assert not any(e["event"] == "tool_call_start" for e in read_events(run_dir))  # nothing ran
 
 
+def test_a_tool_call_the_tool_refuses_is_recorded_as_an_error(tmp_path):
+    """Arguments a tool rejects: the call starts and ends in an error (``ToolError``: the tool node answered
+    the model with it), with what the model was told."""
+    script = write_script(
+        tmp_path / "s.yaml",
+        worker=[{"content": "answer"}],
+        grader=[{"tool_calls": [{"name": "count_syllables", "args": {"words": "answer"}}]}, OK, OK],
+    )
+    _, run_dir = run_scripted(tmp_path, script)
+    calls = [e for e in read_events(run_dir) if e["event"].startswith("tool_call")]
+    assert [(e["event"], e["agent"], e["tool"]) for e in calls] == [
+        ("tool_call_start", "grader", "count_syllables"), ("tool_call_error", "grader", "count_syllables")]
+    assert calls[0]["input"] == "{'words': 'answer'}"
+    assert calls[1]["error_type"] == "ToolError" and "text" in calls[1]["error"]
+
+
 def test_the_refusal_is_what_the_grader_reads_next(tmp_path, seen_by_models):
     script = write_script(
         tmp_path / "s.yaml",
