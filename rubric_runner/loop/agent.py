@@ -31,8 +31,8 @@ def evaluated(plan: Plan, evaluation: dict[str, Any]) -> None:
     task.grading.annotate(evaluation)
     evaluation["spent"] = {role: usage.model_dump() for role, usage in task.recorder.result.usage.items()}
     task.recorder.on_evaluation(evaluation)
-    event = GradingPassed(Evaluation.model_validate(evaluation), task.ref)
-    plan.extensions.notify("on_evaluation", event, task.recorder.log)
+    if plan.extensions.listeners["on_evaluation"]:  # the event is built only for someone listening
+        plan.extensions.notify("on_evaluation", GradingPassed(Evaluation.model_validate(evaluation), task.ref), task.recorder.log)
 
 
 def grader_middleware(plan: Plan, max_iterations: int | None = None) -> Any:

@@ -13,7 +13,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -37,6 +36,7 @@ from ..analysis.judge import (
     ranking_line,
 )
 from ..analysis.numbers import fmt_num, fmt_p, fmt_pct, fmt_pts
+from ..paths import Resolver
 from ..records import CheckOutcome, LimitHit, Outcome, Status
 from . import configs
 from .runs import Run
@@ -588,9 +588,9 @@ def loop_tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str,
     return on, found
 
 
-def _rating(run: Run) -> Rating:
+def _rating(run: Run, resolved: Resolver) -> Rating:
     criteria = run.criteria[1] if run.criteria else ()
-    return Rating("", str(Path(run.transcript).resolve()) if run.transcript else "", VERDICTS.get(run.status), criteria,
+    return Rating("", str(resolved(run.transcript)) if run.transcript else "", VERDICTS.get(run.status), criteria,
                   run.verified_final, run.task_key)
 
 
@@ -604,8 +604,9 @@ def people_rows(runs: list[Run], groups: list[dict[str, Any]]) -> list[dict[str,
         return []
     names = {g["key"]: g["label"] for g in groups}
     ratings: dict[str, list[Rating]] = {}
+    resolved = Resolver()
     for run in runs:
-        ratings.setdefault(run.group, []).append(_rating(run))
+        ratings.setdefault(run.group, []).append(_rating(run, resolved))
     rows = []
     for group, own in ratings.items():
         found = against_labels(own, labels)
@@ -641,9 +642,10 @@ def self_rows(runs: list[Run], groups: list[dict[str, Any]]) -> list[dict[str, A
     """The graders-against-themselves table: one row per configuration that graded a transcript more than
     once (``regrade --repeats``)."""
     ratings: dict[str, list[Rating]] = {}
+    resolved = Resolver()
     for run in runs:
         if run.transcript:
-            ratings.setdefault(run.group, []).append(_rating(run))
+            ratings.setdefault(run.group, []).append(_rating(run, resolved))
     names = {g["key"]: g["label"] for g in groups}
     return [{"label": names[group], "self": self_agreement(own)} for group, own in ratings.items()
             if len({r.item for r in own}) < len(own)]

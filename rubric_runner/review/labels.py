@@ -25,6 +25,7 @@ from typing import Any
 
 from ..analysis.agreement import Label
 from ..errors import UsageError
+from ..paths import Resolver
 from ..records import find_run_dirs, now, write_atomic
 
 LABELS_FILE = "labels.json"
@@ -86,12 +87,14 @@ def save_label(run_dir: Path, key: str, label: PersonLabel) -> Path:
     return write_labels(run_dir, labels)
 
 
-def _run_dir_of(record_dir: Path) -> Path | None:
-    """The run dir a record dir belongs to (itself, or the dir its task set or turns are in)."""
-    for path in (record_dir, *list(record_dir.parents)[:4]):
-        if (path / ".hydra" / "overrides.yaml").is_file():
-            return path
-    return None
+def _is_run_dir(path: Path) -> bool:
+    return (path / ".hydra" / "overrides.yaml").is_file()
+
+
+def _run_dir_above(parent: Path) -> Path | None:
+    """The run dir a record dir in ``parent`` belongs to when it is none itself: ``parent`` or one of the
+    three dirs above it (the dir its task set or turns are in)."""
+    return next((path for path in (parent, *list(parent.parents)[:3]) if _is_run_dir(path)), None)
 
 
 def labels_of(record_dirs: Iterable[str | Path]) -> dict[str, Label]:
@@ -99,8 +102,15 @@ def labels_of(record_dirs: Iterable[str | Path]) -> dict[str, Label]:
     dir's absolute path; a labels file that cannot be read gives none (the reports leave it out)."""
     found: dict[str, Label] = {}
     read: dict[Path, dict[str, PersonLabel]] = {}
-    for record_dir in {Path(d).resolve() for d in record_dirs}:
-        run_dir = _run_dir_of(record_dir)
+    above: dict[Path, Path | None] = {}
+    resolved = Resolver()
+    for record_dir in {resolved(d) for d in record_dirs}:
+        if _is_run_dir(record_dir):
+            run_dir = record_dir
+        else:
+            if record_dir.parent not in above:
+                above[record_dir.parent] = _run_dir_above(record_dir.parent)
+            run_dir = above[record_dir.parent]
         if run_dir is None:
             continue
         if run_dir not in read:
