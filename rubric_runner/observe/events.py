@@ -23,12 +23,7 @@ from ..redaction import redact, run_secrets
 
 _RUN_HANDLER: ContextVar[logging.Handler | None] = ContextVar("rubric_runner_events", default=None)
 
-_PRE_CHAIN = [
-    structlog.contextvars.merge_contextvars,
-    structlog.stdlib.add_log_level,
-    structlog.stdlib.add_logger_name,
-    structlog.processors.TimeStamper(fmt="iso", utc=True),
-]
+_STAMP = structlog.processors.TimeStamper(fmt="iso", utc=True)
 
 
 class _Lines:
@@ -61,9 +56,6 @@ def _rendered(_logger: Any, _name: str, event: dict[str, Any]) -> str:
     return redact(to_json(event, fallback=str, inf_nan_mode="constants").decode())
 
 
-_RENDER = [structlog.processors.format_exc_info, _rendered]
-
-
 class _ToCurrentRun(logging.Handler):
     """Hands a record to the ``events.jsonl`` handler of the run in the current context, if any."""
 
@@ -78,16 +70,19 @@ class _ToCurrentRun(logging.Handler):
 
 
 class _LibraryRecords(logging.Handler):
-    """Library log records, rendered as the run's own events are, into its lines."""
+    """Library log records, rendered as the run's own events are (the bound context, level, logger name,
+    time, the exception's traceback), into its lines."""
 
     def __init__(self, lines: _Lines) -> None:
         super().__init__(logging.INFO)
         self.lines = lines
-        self.setFormatter(structlog.stdlib.ProcessorFormatter(
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *_RENDER], foreign_pre_chain=_PRE_CHAIN))
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.msg(self.format(record))
+        event = {"event": record.getMessage(), **structlog.contextvars.get_contextvars(),
+                 "level": record.levelname.lower(), "logger": record.name}
+        if record.exc_info:
+            event["exception"] = logging.Formatter().formatException(record.exc_info)
+        self.lines.msg(_rendered(None, "", _STAMP(None, "", event)))
 
 
 _ROUTER = _ToCurrentRun()
@@ -123,7 +118,7 @@ def event_log(path: Path) -> Iterator[Any]:
             yield structlog.wrap_logger(
                 lines,
                 processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level, _own_logger,
-                            structlog.processors.TimeStamper(fmt="iso", utc=True), *_RENDER],
+                            _STAMP, structlog.processors.format_exc_info, _rendered],
                 wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
             ).bind()  # the bound logger itself, not a proxy that binds a new one on every call
     finally:
