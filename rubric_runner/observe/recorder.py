@@ -37,7 +37,7 @@ def preview(value: Any, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}...(+{len(text) - limit} chars)"
 
 
-def refusal(call: dict[str, Any], answer: Any) -> dict[str, Any]:
+def _refusal(call: dict[str, Any], answer: Any) -> dict[str, Any]:
     """A tool call the model was refused, and what it was told."""
     return {"tool": call["name"], "args": call.get("args"), "told": answer.content if isinstance(answer, ToolMessage) else answer}
 
@@ -96,7 +96,7 @@ class ToolCallWatch(AgentMiddleware):
         if recorder is None:
             return answer
         if call is None:
-            recorder.refused(self.agent, refusal(request.tool_call, answer))
+            recorder.refused(self.agent, _refusal(request.tool_call, answer))
         else:
             recorder.tool_ended(call, answer)
         return answer
@@ -228,7 +228,7 @@ class Recorder(BaseCallbackHandler):
             self.spans.failed(run_id, error)
 
     def refused(self, agent: str, data: dict[str, Any]) -> None:
-        """A call the model was refused (``refusal``): the call and what the model was told."""
+        """A call the model was refused (``_refusal``): the call and what the model was told."""
         told = preview(data["told"], self.preview_chars)
         self.log.warning("tool_call_refused", agent=agent, tool=data["tool"], input=preview(data["args"], self.preview_chars), told=told)
         self.console.tool(agent, data["tool"], f"refused: {told}")
