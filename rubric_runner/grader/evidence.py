@@ -88,8 +88,9 @@ def coverage(rubric_text: str, criteria: list[dict[str, Any]]) -> dict[str, Any]
     criteria that match no line (by shared words); None when they cover the rubric."""
     lines = rubric_lines(rubric_text)
     names = [str(criterion.get("name", "")) for criterion in criteria]
-    uncovered = [line for line in lines if not any(_same(line, name) for name in names)]
-    other = [name for name in names if not any(_same(line, name) for line in lines)]
+    words = {text: _words(text) for text in (*lines, *names)}
+    uncovered = [line for line in lines if not any(_same(words[line], words[name]) for name in names)]
+    other = [name for name in names if not any(_same(words[line], words[name]) for line in lines)]
     if len(names) >= len(lines) and not uncovered and not other:
         return None
     return {"lines": len(lines), "criteria": len(names), "uncovered": uncovered, "other": other}
@@ -99,9 +100,9 @@ def _words(text: str) -> set[str]:
     return {word for word in re.findall(r"[a-z0-9_]+", text.lower()) if len(word) > 2 or word.isdigit()}
 
 
-def _same(line: str, name: str) -> bool:
-    """Whether a criterion name says what a rubric line says: half the words of the shorter one are shared."""
-    a, b = _words(line), _words(name)
+def _same(a: set[str], b: set[str]) -> bool:
+    """Whether a criterion name says what a rubric line says (their words): half the words of the shorter
+    one are shared."""
     return bool(a and b) and len(a & b) * 2 >= min(len(a), len(b))
 
 

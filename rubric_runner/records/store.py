@@ -60,15 +60,16 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as redacted JSON, indented, atomically; a value JSON has no type for as its ``str``.
-    pydantic-core serializes it: the json module indents in pure Python, ten times slower, and a run
-    writes a few files per task."""
+    """Write ``data`` (plain data or a pydantic model) as redacted JSON, indented, atomically; a value JSON
+    has no type for as its ``str``. pydantic-core serializes it: the json module indents in pure Python,
+    ten times slower, and a run writes a few files per task."""
     write_atomic(path, redact(to_json(data, indent=2, fallback=str, inf_nan_mode="constants").decode()) + "\n")
 
 
 def write_record(path: Path, record: RunRecord | TaskRecord) -> None:
-    """Write a record (redacted, atomically)."""
-    write_json(path, record.model_dump(mode="json"))
+    """Write a record (redacted, atomically), serialized from the model itself: the same JSON as its
+    ``model_dump(mode="json")``, without the dict in between."""
+    write_json(path, record)
 
 
 _VERSION = re.compile(rb'"schema_version":\s*(\d+)')
