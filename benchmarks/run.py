@@ -349,10 +349,13 @@ def instructions_run(tmp: str, side: str, tasks: int) -> None:
 
 
 def _callgrind(tmp: Path, side: str, tasks: int) -> int:
-    """The instructions a fresh process executes in ``instructions_run(tmp, side, tasks)``, counted by callgrind
-    (in all its threads; not in child processes)."""
-    code = f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import run; run.instructions_run({str(tmp)!r}, {side!r}, {tasks})"
-    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp / f'callgrind.{side}.{tasks}'}", PYTHON, "-c", code],
+    """The instructions a fresh process executes in ``instructions_run``, counted by callgrind (in all its
+    threads; not in child processes). Each process works in a dir of its own: two runs of one side write
+    task sets of the same name, and one must not run the other's."""
+    work = tmp / f"{side}-{tasks}"
+    work.mkdir()
+    code = f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import run; run.instructions_run({str(work)!r}, {side!r}, {tasks})"
+    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={work / 'callgrind.out'}", PYTHON, "-c", code],
                           env={**ENV, "PYTHONHASHSEED": "0"}, capture_output=True, text=True)
     found = re.search(r"Collected : (\d+)", proc.stderr)
     if proc.returncode != 0 or found is None:
@@ -367,6 +370,8 @@ def bench_instructions(tmp: Path) -> dict:
     this count repeats to about 0.1%. Two processes at a time: each is single-threaded under valgrind."""
     if shutil.which("valgrind") is None:
         return {"skipped": "valgrind is not installed"}
+    # bytecode first: a module compiled in one counted process and read in the other would move the count
+    subprocess.run([PYTHON, "-m", "compileall", "-q", str(ROOT / "rubric_runner"), str(ROOT / "benchmarks")], check=True)
     runs = [(side, tasks) for side in SIDES for tasks in (16, 80)]
     with ThreadPoolExecutor(2) as pool:
         counts = dict(zip(runs, pool.map(lambda run: _callgrind(tmp, *run), runs)))
