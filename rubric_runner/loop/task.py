@@ -178,7 +178,7 @@ class TaskRun:
             agent_input = None  # continue the interrupted step from the last checkpoint
             self.log.info("run_resumed", thread_id=record.thread_id, resumed=record.resumed)
         deadline = asyncio.timeout(plan.config.limits.wall_seconds)
-        state = None
+        state = saved.values if ended else None
         try:
             async with deadline:
                 if not ended:  # a turn that ended before its record was written is only read back

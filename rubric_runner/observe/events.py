@@ -45,11 +45,6 @@ class _Lines:
             self.file.close()
 
 
-def _own_logger(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-    event["logger"] = "rubric_runner"
-    return event
-
-
 def _rendered(_logger: Any, _name: str, event: dict[str, Any]) -> str:
     """The event as one JSON line (pydantic-core: a few times faster than the json module), secrets redacted;
     a value JSON has no type for as its ``str``."""
@@ -117,10 +112,10 @@ def event_log(path: Path) -> Iterator[Any]:
         with run_secrets(), ROUTING.held():
             yield structlog.wrap_logger(
                 lines,
-                processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level, _own_logger,
-                            _STAMP, structlog.processors.format_exc_info, _rendered],
+                processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level, _STAMP,
+                            structlog.processors.format_exc_info, _rendered],
                 wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
-            ).bind()  # the bound logger itself, not a proxy that binds a new one on every call
+            ).bind(logger="rubric_runner")  # the bound logger itself, not a proxy that binds a new one per call
     finally:
         _RUN_HANDLER.reset(token)
         lines.close()

@@ -48,7 +48,6 @@ class TaskCallback(BaseCallbackHandler):
     (worker, subagent, grader). Outside any task it does nothing."""
 
     run_inline = True
-    ignore_chain = ignore_agent = ignore_retriever = ignore_custom_event = True
 
     def __init__(self, part: str, raise_error: bool = False) -> None:
         self.part = part

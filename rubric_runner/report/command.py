@@ -51,9 +51,8 @@ def main(args: argparse.Namespace) -> int:
 
 def unreadable_records(jobs: list[Job], runs: list[Run]) -> list[str]:
     """``PATH: why`` for each ``result.json`` (a job's or a task's) that could not be read."""
-    bad = BAD_RECORD
     found = [(job.record.run_dir, job.record.error.message) for job in jobs
-             if job.record.error is not None and job.record.error.type == bad]
-    found += [(run.run_dir, run.error.removeprefix(f"{bad}: ")) for run in runs
-              if run.error.startswith(f"{bad}: ") and run.job.record.error is None]
+             if job.record.error is not None and job.record.error.type == BAD_RECORD]
+    found += [(run.run_dir, run.error.removeprefix(f"{BAD_RECORD}: ")) for run in runs
+              if run.error.startswith(f"{BAD_RECORD}: ") and run.job.record.error is None]
     return [f"{Path(where or '.') / RESULT_FILE} is {message.removeprefix(f'{RESULT_FILE} is ')}" for where, message in found]

@@ -4,7 +4,7 @@ One ``testsuite`` per configuration, one ``testcase`` per task x repeat (``class
 ``name``: the task and repeat). A satisfied run passes; a run that ended unsatisfied is a
 ``failure`` whose message is the grader's gaps from its last grading pass; a grader or runtime error
 is an ``error``; a run not finished (still going, interrupted, stopped by a budget) is ``skipped``.
-The file is written as it goes, a testcase at a time, reading each task's record once.
+The XML is built a testcase at a time, reading each task's record once, and written whole (``write_atomic``).
 """
 
 from __future__ import annotations
