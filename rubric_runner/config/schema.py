@@ -186,7 +186,8 @@ class RunConfig:
     # PGPASSWORD or ~/.pgpass); null: $RUBRIC_RUNNER_POSTGRES_URL
     checkpoint_url: Optional[str] = None
     # checkpoints kept of a task's thread once it ends with a verdict: "latest" (its final state, enough
-    # to continue it) or "all" (every step's); an unfinished task keeps all, to resume from
+    # to continue it; in memory none is kept, as no one reads the thread again) or "all" (every step's);
+    # an unfinished task keeps all, to resume from
     keep_checkpoints: KeepCheckpoints = KeepCheckpoints.latest
     # characters kept of each tool input and output in events.jsonl
     preview_chars: int = 400

@@ -1,4 +1,5 @@
-"""The runs' checkpointers: SQLite written on the event loop's own thread; a finished thread cut to its latest state."""
+"""The runs' checkpointers: SQLite written on the event loop's own thread; a finished thread cut to its latest
+state, or dropped whole from memory."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ..compat.langgraph import (
     DeltaChannel,
-    InMemorySaver,
-    drop_memory_thread_but,
+    RunMemorySaver,
     drop_postgres_thread_but,
     snapshot,
     uuid6,
@@ -56,6 +56,15 @@ class InlineSqliteSaver(SqliteSaver):
                 cur.execute(f"DELETE FROM {table} WHERE thread_id = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)", keep)
 
 
+async def trim_finished(saver: Any, graph: Any, thread_id: str, values: dict[str, Any] | None = None) -> None:
+    """A finished task's thread: dropped whole from memory (an in-memory thread ends with its run, and no one
+    reads it again), else cut to its latest state (``keep_latest``)."""
+    if isinstance(saver, RunMemorySaver):
+        saver.drop_thread(thread_id)
+    else:
+        await keep_latest(saver, graph, thread_id, values)
+
+
 async def keep_latest(saver: Any, graph: Any, thread_id: str, values: dict[str, Any] | None = None) -> bool:
     """Cut a finished thread's checkpoints down to its latest state (``values``, when the caller has read
     them already), which stays readable and continuable.
@@ -95,7 +104,5 @@ async def _drop_all_but(saver: Any, thread_id: str, checkpoint_id: str, versions
     """Delete what a thread holds beyond checkpoint ``checkpoint_id``, its writes and the blobs of its ``versions``."""
     if isinstance(saver, InlineSqliteSaver):
         saver.drop_all_but(thread_id, checkpoint_id)
-    elif isinstance(saver, InMemorySaver):
-        drop_memory_thread_but(saver, thread_id, checkpoint_id, versions)
     else:
         await drop_postgres_thread_but(saver, thread_id, checkpoint_id, versions)

@@ -16,7 +16,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import structlog
 from langchain_core.messages import messages_from_dict
 
 from ..compat.deepagents import grade_once
@@ -24,6 +23,7 @@ from ..context import CURRENT_TASK, TaskContext, TaskRef
 from ..grader.evidence import final_status
 from ..grader.notes import TaskGrading
 from ..models.scripted import CURSOR_DIR, carry_on
+from ..observe.events import bind_task, unbind_task
 from ..observe.recorder import Recorder
 from ..records import (
     RESULT_FILE,
@@ -111,7 +111,7 @@ def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log
     ref = TaskRef(task.id, original.repeat or 0, str(target), original.thread_id)
     token = CURRENT_TASK.set(TaskContext(ref, task.tools, recorder, grading))
     in_set = target != plan.run_dir  # a task of a task set
-    bound = structlog.contextvars.bind_contextvars(task_id=original.task_id, repeat=original.repeat) if in_set else {}
+    bound = bind_task(task_id=original.task_id, repeat=original.repeat) if in_set else None
     try:
         messages = messages_from_dict(json.loads((transcript_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
         # the run's thread: a scripted grader given the run's cursors continues its script there
@@ -124,7 +124,8 @@ def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log
         log.exception("regrade_error", task_dir=str(transcript_dir))
     finally:
         CURRENT_TASK.reset(token)
-        structlog.contextvars.reset_contextvars(**bound)
+        if bound is not None:
+            unbind_task(bound)
     result.complete(started)
     write_record(target / RESULT_FILE, result)
     return result

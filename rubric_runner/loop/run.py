@@ -44,9 +44,9 @@ async def checkpointer(plan: Plan) -> AsyncIterator[Any]:
     """The run's checkpointer: SQLite in the thread's home dir (WAL; no fsync per step), memory, or PostgreSQL."""
     run = plan.config.run
     if run.checkpointer == Checkpointer.memory:
-        from langgraph.checkpoint.memory import InMemorySaver
+        from ..compat.langgraph import RunMemorySaver
 
-        yield InMemorySaver()
+        yield RunMemorySaver()
         return
     if run.checkpointer == Checkpointer.postgres:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
 from langchain_core.messages import HumanMessage, messages_to_dict
 
 from ..compat.deepagents import LoopState
@@ -24,6 +23,7 @@ from ..grader.evidence import final_status
 from ..grader.notes import TaskGrading
 from ..models.errors import explain_error, is_provider_error
 from ..observe.console import Console
+from ..observe.events import bind_task
 from ..observe.recorder import Recorder, preview
 from ..observe.tracing import task_trace, trace_labels
 from ..records import (
@@ -118,7 +118,7 @@ class TaskRun:
         shared, record = self.shared, self.record
         self.dir.mkdir(parents=True, exist_ok=True)
         if not shared.plan.single:  # this coroutine runs in its own asyncio task, so the binding stays its own
-            structlog.contextvars.bind_contextvars(task_id=self.task.id, repeat=self.repeat)
+            bind_task(task_id=self.task.id, repeat=self.repeat)
         spent = shared.budgets.reached()
         if spent is not None:  # no task starts once a budget is spent; one begun earlier was cut short
             record.stop(Status.NOT_RUN if self.previous is None else Status.BUDGET_EXCEEDED, spent)
@@ -148,16 +148,16 @@ class TaskRun:
         shared.active.pop(self.key, None)
         self.end()
         if record.status.terminal and shared.plan.config.run.keep_checkpoints == KeepCheckpoints.latest:
-            await self._keep_latest_checkpoint(values)
+            await self._trim_thread(values)
         return record
 
-    async def _keep_latest_checkpoint(self, values: dict[str, Any] | None) -> None:
-        """Cut a finished task's thread to its latest checkpoint (``values``: its state, when the task read it
-        as it ended); a failure leaves the thread readable, the task as it ended."""
-        from .checkpoints import keep_latest
+    async def _trim_thread(self, values: dict[str, Any] | None) -> None:
+        """Cut a finished task's thread to its latest checkpoint, or drop it from memory (``values``: its state,
+        when the task read it as it ended); a failure leaves the thread readable, the task as it ended."""
+        from .checkpoints import trim_finished
 
         try:
-            await keep_latest(self.shared.saver, self.shared.agent, self.record.thread_id, values)
+            await trim_finished(self.shared.saver, self.shared.agent, self.record.thread_id, values)
         except Exception as exc:
             self.log.warning("checkpoint_cut_failed", thread_id=self.record.thread_id, error=ErrorInfo.of(exc).model_dump())
 
@@ -201,15 +201,15 @@ class TaskRun:
 
     async def _stream(self, agent_input: dict[str, Any] | None, run_config: dict[str, Any],
                       recorder: Recorder) -> dict[str, Any] | None:
-        """Run the agent on the thread, passing its stream events to the recorder and checking for a stop at
-        each checkpoint; returns the state of the last one (what ``aget_state`` would read back)."""
+        """Run the agent on the thread, passing its stream events to the recorder and checking for a stop after
+        each step; returns the state after the last one (what ``aget_state`` would read back)."""
         stop, values = self.shared.stop, None
-        stream = self.shared.agent.astream(agent_input, run_config, stream_mode=["custom", "checkpoints"], durability="sync")
+        stream = self.shared.agent.astream(agent_input, run_config, stream_mode=["custom", "values"], durability="sync")
         async for mode, chunk in stream:
             if mode == "custom":
                 recorder.on_stream_event(chunk)
                 continue
-            values = chunk["values"]
+            values = chunk
             if stop is not None:
                 stop.check()
         return values

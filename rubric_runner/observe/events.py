@@ -1,8 +1,9 @@
 """``events.jsonl``: structlog JSON lines and library log records, each run's into its own file.
 
-A run's own events are rendered by structlog and written straight to its file. Runs in threads of one
-process share the root logger: one routing handler on it (there while any run is active) hands each
-library record to the file of the run whose context logged it.
+A run's own events are rendered by one structlog processor and written straight to its file; an event
+logged inside a task has the task's fields (``bind_task``). Runs in threads of one process share the
+root logger: one routing handler on it (there while any run is active) hands each library record to the
+file of the run whose context logged it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,19 @@ from ..redaction import redact, run_secrets
 
 _RUN_HANDLER: ContextVar[logging.Handler | None] = ContextVar("rubric_runner_events", default=None)
 
-_STAMP = structlog.processors.TimeStamper(fmt="iso", utc=True)
+_TASK_FIELDS: ContextVar[dict[str, Any]] = ContextVar("rubric_runner_task_fields", default={})
+_LEVELS = {"warn": "warning", "exception": "error"}
+"""A logger method's level, where the method has another name (as structlog's ``add_log_level`` says)."""
+
+
+def bind_task(**fields: Any) -> Token:
+    """Add ``fields`` (``task_id``, ``repeat``) to every event logged in this context from now on."""
+    return _TASK_FIELDS.set(fields)
+
+
+def unbind_task(token: Token) -> None:
+    """The fields bound before ``bind_task`` again."""
+    _TASK_FIELDS.reset(token)
 
 
 class _Lines:
@@ -45,10 +59,22 @@ class _Lines:
             self.file.close()
 
 
-def _rendered(_logger: Any, _name: str, event: dict[str, Any]) -> str:
-    """The event as one JSON line (pydantic-core: a few times faster than the json module), secrets redacted;
-    a value JSON has no type for as its ``str``."""
+def _rendered(event: dict[str, Any]) -> str:
+    """The event as one JSON line, stamped with the UTC time (pydantic-core: a few times faster than the json
+    module), secrets redacted; a value JSON has no type for as its ``str``."""
+    event["timestamp"] = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
     return redact(to_json(event, fallback=str, inf_nan_mode="constants").decode())
+
+
+def _line(logger: Any, method: str, event: dict[str, Any]) -> str:
+    """The structlog processor of a run's events: the task's fields, the level, an exception's traceback
+    (from ``exc_info``), rendered."""
+    for key, value in _TASK_FIELDS.get().items():
+        event.setdefault(key, value)
+    event["level"] = _LEVELS.get(method, method)
+    if "exc_info" in event:
+        event = structlog.processors.format_exc_info(logger, method, event)
+    return _rendered(event)
 
 
 class _ToCurrentRun(logging.Handler):
@@ -73,11 +99,10 @@ class _LibraryRecords(logging.Handler):
         self.lines = lines
 
     def emit(self, record: logging.LogRecord) -> None:
-        event = {"event": record.getMessage(), **structlog.contextvars.get_contextvars(),
-                 "level": record.levelname.lower(), "logger": record.name}
+        event = {"event": record.getMessage(), **_TASK_FIELDS.get(), "level": record.levelname.lower(), "logger": record.name}
         if record.exc_info:
             event["exception"] = logging.Formatter().formatException(record.exc_info)
-        self.lines.msg(_rendered(None, "", _STAMP(None, "", event)))
+        self.lines.msg(_rendered(event))
 
 
 _ROUTER = _ToCurrentRun()
@@ -112,8 +137,7 @@ def event_log(path: Path) -> Iterator[Any]:
         with run_secrets(), ROUTING.held():
             yield structlog.wrap_logger(
                 lines,
-                processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level, _STAMP,
-                            structlog.processors.format_exc_info, _rendered],
+                processors=[_line],
                 wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
             ).bind(logger="rubric_runner")  # the bound logger itself, not a proxy that binds a new one per call
     finally:

@@ -1,5 +1,5 @@
 """Each assumption ``rubric_runner.compat.langgraph`` makes, pinned by name (see ``rubric_runner/compat/langgraph.py``):
-LangGraph: ``InMemorySaver``'s dicts, its snapshot type, the Postgres saver's cursor."""
+LangGraph: ``InMemorySaver``'s dicts and keys, its snapshot type, the Postgres saver's cursor."""
 
 from __future__ import annotations
 
@@ -23,14 +23,9 @@ def test_langgraph_in_memory_saver_keeps_threads_in_three_dicts(loop):
     assert snapshot.value == ["a"]  # LangGraph's own snapshot type, as a delta channel's checkpoint holds it
 
 
-def test_langgraph_postgres_saver_has_a_cursor():
-    postgres = pytest.importorskip("langgraph.checkpoint.postgres.aio")
-    assert callable(getattr(postgres.AsyncPostgresSaver, "_cursor", None))
-
-
-def test_langgraph_checkpoints_stream_ends_with_the_threads_state():
-    """A task takes its state from the last chunk of its ``checkpoints`` stream (``loop.task``), not from a
-    read of the thread after it: both must be the same."""
+def test_langgraph_in_memory_saver_keys_blobs_by_put_versions_and_writes_by_checkpoint():
+    """``RunMemorySaver.drop_thread`` finds a thread's blobs from the versions each ``put`` was given, and its
+    writes under each of its checkpoints' ids: every entry the saver holds is one of those."""
     from langgraph.graph import END, START, StateGraph
 
     graph = StateGraph(Steps)
@@ -39,12 +34,51 @@ def test_langgraph_checkpoints_stream_ends_with_the_threads_state():
     graph.add_edge(START, "one")
     graph.add_edge("one", "two")
     graph.add_edge("two", END)
-    agent = graph.compile(checkpointer=compat_langgraph.InMemorySaver())
+    saver = compat_langgraph.RunMemorySaver()
+    agent = graph.compile(checkpointer=saver)
+    for thread in ("t", "u"):
+        asyncio.run(agent.ainvoke({"steps": []}, {"configurable": {"thread_id": thread}}, durability="sync"))
+    assert saver.blobs and saver.writes
+    assert set(saver.blobs) <= {key for keys in saver.thread_blobs.values() for key in keys}
+    held = {(thread, namespace, checkpoint_id) for thread, namespaces in saver.storage.items()
+            for namespace, checkpoints in namespaces.items() for checkpoint_id in checkpoints}
+    assert set(saver.writes) <= held
+
+
+def test_langgraph_postgres_saver_has_a_cursor():
+    postgres = pytest.importorskip("langgraph.checkpoint.postgres.aio")
+    assert callable(getattr(postgres.AsyncPostgresSaver, "_cursor", None))
+
+
+def test_langgraph_values_stream_ends_with_the_threads_state():
+    """A task takes its state from the last chunk of its ``values`` stream (``loop.task``), not from a read of
+    the thread after it: both must be the same, a deep agent's private loop keys included."""
+    from deepagents import create_deep_agent
+    from langgraph.graph import END, START, StateGraph
+    from support.helpers import verdict
+
+    from rubric_runner.compat import deepagents as compat_deepagents
+    from rubric_runner.models.scripted import ScriptedChatModel
+
+    graph = StateGraph(Steps)
+    graph.add_node("one", lambda state: {"steps": ["one"]})
+    graph.add_node("two", lambda state: {"steps": ["two"]})
+    graph.add_edge(START, "one")
+    graph.add_edge("one", "two")
+    graph.add_edge("two", END)
+    toy = graph.compile(checkpointer=compat_langgraph.InMemorySaver())
+    grader = ScriptedChatModel(model="scripted:g", turns=[verdict("needs_revision", ("c", False)), verdict("satisfied", ("c", True))])
+    worker = ScriptedChatModel(model="scripted:w", turns=[{"content": "draft"}, {"content": "final"}])
+    deep = create_deep_agent(model=worker, middleware=[compat_deepagents.rubric_middleware(model=grader, max_iterations=3)],
+                             checkpointer=compat_langgraph.InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
 
-    async def last_chunk():
-        chunks = [chunk async for chunk in agent.astream({"steps": []}, config, stream_mode="checkpoints", durability="sync")]
-        return chunks[-1]["values"], (await agent.aget_state(config)).values
+    async def last_chunk(agent, given):
+        chunks = [chunk async for chunk in agent.astream(given, config, stream_mode="values", durability="sync")]
+        return chunks[-1], (await agent.aget_state(config)).values
 
-    streamed, read = asyncio.run(last_chunk())
+    streamed, read = asyncio.run(last_chunk(toy, {"steps": []}))
     assert streamed == read == {"steps": ["one", "two"]}
+    streamed, read = asyncio.run(last_chunk(deep, {"messages": [{"role": "user", "content": "Write it."}], "rubric": "- c"}))
+    assert streamed == read
+    assert (compat_deepagents.LoopState.of(streamed).status, streamed["messages"][-1].content) == ("satisfied", "final")

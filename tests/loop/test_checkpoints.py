@@ -1,5 +1,5 @@
 """run.keep_checkpoints: a finished task's thread cut to its latest checkpoint, which still holds the
-whole thread; resume and follow-up turns on such runs."""
+whole thread (dropped whole from memory); resume and follow-up turns on such runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import sqlite3
 import time
 from pathlib import Path
 
-import pytest
 from support.helpers import (
     SCRIPTED_EVIDENCE,
     cli_process,
@@ -23,7 +22,8 @@ from support.helpers import (
 )
 
 from rubric_runner.cli import run_command
-from rubric_runner.loop.checkpoints import InlineSqliteSaver, keep_latest
+from rubric_runner.compat.langgraph import RunMemorySaver
+from rubric_runner.loop.checkpoints import InlineSqliteSaver, keep_latest, trim_finished
 
 NOTE = "x" * 4000
 STEPS = 12
@@ -80,12 +80,10 @@ def _graph(checkpointer, worker: list[dict]):
     return create_deep_agent(model=worker_model, middleware=[RubricMiddleware(model=grader)], checkpointer=checkpointer)
 
 
-@pytest.mark.parametrize("saver", ["memory", "sqlite"])
-def test_keep_latest_leaves_one_checkpoint_that_reads_and_continues_as_the_whole_thread(tmp_path, saver):
+def test_keep_latest_leaves_one_checkpoint_that_reads_and_continues_as_the_whole_thread(tmp_path):
     from langchain_core.messages import HumanMessage
-    from langgraph.checkpoint.memory import InMemorySaver
 
-    checkpointer = InMemorySaver() if saver == "memory" else InlineSqliteSaver(sqlite3.connect(tmp_path / "c.sqlite", check_same_thread=False))
+    checkpointer = InlineSqliteSaver(sqlite3.connect(tmp_path / "c.sqlite", check_same_thread=False))
     worker = [{"content": "", "tool_calls": [{"name": "write_file", "args": {"file_path": "/a.md", "content": "A"}}]},
               {"content": "first"}, {"content": "second"}, {"content": "third"}]
     graph = _graph(checkpointer, worker)
@@ -100,9 +98,6 @@ def test_keep_latest_leaves_one_checkpoint_that_reads_and_continues_as_the_whole
         assert len([c async for c in checkpointer.alist(config)]) > 5
         assert await keep_latest(checkpointer, graph, "t") is True
         (kept,) = [c async for c in checkpointer.alist(config)]
-        if saver == "memory":  # no blob or write is left of the thread that the kept checkpoint does not read
-            assert {key[2:] for key in checkpointer.blobs if key[0] == "t"} <= set(kept.checkpoint["channel_versions"].items())
-            assert {key[2] for key in checkpointer.writes if key[0] == "t"} <= {kept.config["configurable"]["checkpoint_id"]}
         assert len([c async for c in checkpointer.alist(other)]) == other_steps  # another thread is left as it was
         assert (await graph.aget_state(other)).values == other_before
         after = (await graph.aget_state(config)).values
@@ -113,6 +108,32 @@ def test_keep_latest_leaves_one_checkpoint_that_reads_and_continues_as_the_whole
         assert [m.content for m in state["messages"]][: len(before["messages"])] == [m.content for m in before["messages"]]
         assert state["messages"][-1].content == "third" and state["_rubric_status"] == "satisfied"
         assert state["files"]["/a.md"] == before["files"]["/a.md"]
+
+    asyncio.run(main())
+
+
+def test_a_finished_memory_thread_is_dropped_whole_and_the_others_kept():
+    from langchain_core.messages import HumanMessage
+
+    saver = RunMemorySaver()
+    worker = [{"content": "", "tool_calls": [{"name": "write_file", "args": {"file_path": "/a.md", "content": "A"}}]},
+              {"content": "first"}, {"content": "second"}]
+    graph = _graph(saver, worker)
+    config, other = ({"configurable": {"thread_id": thread}} for thread in ("t", "u"))
+
+    async def main() -> None:
+        for thread in (config, other):
+            await graph.ainvoke({"messages": [HumanMessage("go")], "rubric": "- c"}, thread)
+        other_before = (await graph.aget_state(other)).values
+        other_steps = len([c async for c in saver.alist(other)])
+        assert any(key[0] == "t" for key in saver.blobs) and any(key[0] == "t" for key in saver.writes)
+        await trim_finished(saver, graph, "t")
+        # no checkpoint, write or blob is left of the thread
+        assert "t" not in saver.storage and "t" not in saver.thread_blobs
+        assert not any(key[0] == "t" for key in saver.blobs) and not any(key[0] == "t" for key in saver.writes)
+        assert [c async for c in saver.alist(config)] == []
+        assert len([c async for c in saver.alist(other)]) == other_steps  # another thread is left as it was
+        assert (await graph.aget_state(other)).values == other_before
 
     asyncio.run(main())
 
