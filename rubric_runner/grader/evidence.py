@@ -10,6 +10,7 @@ them, are flagged.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -23,9 +24,14 @@ EVIDENCE_SOURCE = "rubric_runner_evidence_check"
 """``lc_source`` of the message that sends a verdict back for missing evidence (its ``missing`` tools)."""
 
 
-def rubric_lines(text: str) -> list[str]:
-    """The rubric's criteria: its non-empty lines without list markers."""
-    return [line for line in (re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", raw).strip() for raw in text.splitlines()) if line]
+_LIST_MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
+_WORD = re.compile(r"[a-z0-9_]+")
+
+
+@functools.lru_cache(maxsize=256)
+def rubric_lines(text: str) -> tuple[str, ...]:
+    """The rubric's criteria: its non-empty lines without list markers (a run's tasks share a few rubrics: kept)."""
+    return tuple(line for line in (_LIST_MARKER.sub("", raw).strip() for raw in text.splitlines()) if line)
 
 
 def tools_named(text: str, tools: list[str]) -> set[str]:
@@ -96,11 +102,13 @@ def coverage(rubric_text: str, criteria: list[dict[str, Any]]) -> dict[str, Any]
     return {"lines": len(lines), "criteria": len(names), "uncovered": uncovered, "other": other}
 
 
-def _words(text: str) -> set[str]:
-    return {word for word in re.findall(r"[a-z0-9_]+", text.lower()) if len(word) > 2 or word.isdigit()}
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    """A rubric line's or criterion name's words (the same ones come back in every pass: kept)."""
+    return frozenset(word for word in _WORD.findall(text.lower()) if len(word) > 2 or word.isdigit())
 
 
-def _same(a: set[str], b: set[str]) -> bool:
+def _same(a: frozenset[str], b: frozenset[str]) -> bool:
     """Whether a criterion name says what a rubric line says (their words): half the words of the shorter
     one are shared."""
     return bool(a and b) and len(a & b) * 2 >= min(len(a), len(b))
