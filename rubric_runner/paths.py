@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -14,17 +15,18 @@ DATA_DIR = PACKAGE_DIR / "data"
 
 
 class Resolver:
-    """``Path.resolve()`` for many paths side by side (the records of a run): each parent dir is resolved once,
-    a path that is itself a symlink on its own."""
+    """``os.path.realpath`` for many paths side by side (the records of a run): each parent dir is resolved
+    once, a path that is itself a symlink on its own."""
 
     def __init__(self) -> None:
-        self._dirs: dict[Path, Path] = {}
+        self._dirs: dict[str, str] = {}
 
-    def __call__(self, path: str | Path) -> Path:
-        path = Path(path)
-        if path.name in ("", ".", "..") or path.is_symlink():
-            return path.resolve()
-        parent = self._dirs.get(path.parent)
-        if parent is None:
-            parent = self._dirs[path.parent] = path.parent.resolve()
-        return parent / path.name
+    def __call__(self, path: str | os.PathLike[str]) -> str:
+        path = os.fspath(path)
+        parent, name = os.path.split(path)
+        if name in ("", ".", "..") or os.path.islink(path):
+            return os.path.realpath(path)
+        resolved = self._dirs.get(parent)
+        if resolved is None:
+            resolved = self._dirs[parent] = os.path.realpath(parent or ".")
+        return os.path.join(resolved, name)

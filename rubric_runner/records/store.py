@@ -189,7 +189,7 @@ def load_record(run_dir: Path) -> RunRecord:
     return record
 
 
-def load_task(task_dir: Path) -> TaskRecord:
+def load_task(task_dir: str | Path) -> TaskRecord:
     """A task's ``result.json``, or a record in error saying why there is no final one (a record that still
     says ``running`` keeps what it holds)."""
     try:
@@ -261,8 +261,9 @@ def turn_dirs(record_dir: Path) -> list[Path]:
 
 def record_dirs(run_dir: Path) -> list[Path]:
     """The dirs of a run's own records: the run dir, and each task dir of a multi-task run."""
-    names = sorted(entry.name for entry in _entries(os.path.join(run_dir, TASKS_DIR)) if entry.is_dir())
-    return [run_dir, *(run_dir / TASKS_DIR / name for name in names)]
+    tasks = run_dir / TASKS_DIR
+    names = sorted(entry.name for entry in _entries(tasks) if entry.is_dir())
+    return [run_dir, *(tasks / name for name in names)]
 
 
 @contextlib.contextmanager

@@ -590,7 +590,7 @@ def loop_tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str,
 
 def _rating(run: Run, resolved: Resolver) -> Rating:
     criteria = run.criteria[1] if run.criteria else ()
-    return Rating("", str(resolved(run.transcript)) if run.transcript else "", VERDICTS.get(run.status), criteria,
+    return Rating("", resolved(run.transcript) if run.transcript else "", VERDICTS.get(run.status), criteria,
                   run.verified_final, run.task_key)
 
 

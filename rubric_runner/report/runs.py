@@ -245,7 +245,8 @@ def _spent(header: RunHeader, record: TaskRecord) -> tuple[Billed, ...]:
     return tuple(billed(header, e.spent) for e in record.evaluations)
 
 
-def _task_dirs(job: Job) -> list[Path]:
+def _task_dirs(job: Job) -> list[tuple[str, str]]:
+    """A multi-task job's task dirs: (name, path) each."""
     root = os.path.join(job.record.run_dir or ".", TASKS_DIR)
     if job.record.tasks:
         names = [f"{row.task_id}-r{row.repeat}" for row in job.record.tasks]
@@ -255,8 +256,7 @@ def _task_dirs(job: Job) -> list[Path]:
                 names = sorted((entry.name for entry in entries if entry.is_dir()), key=_task_order)
         except (FileNotFoundError, NotADirectoryError):
             return []
-    root_path = Path(root)
-    return [root_path / name for name in names]
+    return [(name, os.path.join(root, name)) for name in names]
 
 
 def _task_order(name: str) -> tuple[str, int]:
@@ -264,12 +264,12 @@ def _task_order(name: str) -> tuple[str, int]:
     return task, int(repeat) if repeat.isdigit() else -1
 
 
-def _task_record(task_dir: Path, live: bool) -> TaskRecord:
+def _task_record(name: str, task_dir: str, live: bool) -> TaskRecord:
     """A task's record, where it is now."""
     record = load_task(task_dir)
     if record.task_id is None:
-        record.task_id, record.repeat = _task_order(task_dir.name)
-    record.run_dir = str(task_dir)
+        record.task_id, record.repeat = _task_order(name)
+    record.run_dir = task_dir
     _mark_running(record, live)
     return record
 
@@ -301,9 +301,9 @@ def expand(jobs: list[Job], live: bool = False) -> list[Run]:
                 runs.append(_run(len(runs), job, job.record.task, bool(job.reused), keys, shared))
             continue
         reused = {f"{row.task_id}-r{row.repeat}" for row in job.record.tasks if row.reused}
-        for task_dir in task_dirs:
-            record = _task_record(task_dir, live)
-            runs.append(_run(len(runs), job, record, task_dir.name in reused, keys, shared))
+        for name, task_dir in task_dirs:
+            record = _task_record(name, task_dir, live)
+            runs.append(_run(len(runs), job, record, name in reused, keys, shared))
     return runs
 
 

@@ -18,6 +18,7 @@ renames it over the old one, so the file is always whole.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,40 +88,47 @@ def save_label(run_dir: Path, key: str, label: PersonLabel) -> Path:
     return write_labels(run_dir, labels)
 
 
-def _is_run_dir(path: Path) -> bool:
-    return (path / ".hydra" / "overrides.yaml").is_file()
+def _is_run_dir(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, ".hydra", "overrides.yaml"))
 
 
-def _run_dir_above(parent: Path) -> Path | None:
+def _run_dir_above(parent: str) -> str | None:
     """The run dir a record dir in ``parent`` belongs to when it is none itself: ``parent`` or one of the
     three dirs above it (the dir its task set or turns are in)."""
-    return next((path for path in (parent, *list(parent.parents)[:3]) if _is_run_dir(path)), None)
+    for _ in range(4):
+        if _is_run_dir(parent):
+            return parent
+        parent, below = os.path.dirname(parent), parent
+        if parent == below:
+            return None
+    return None
 
 
 def labels_of(record_dirs: Iterable[str | Path]) -> dict[str, Label]:
     """The labels of ``record_dirs`` (transcripts graded), from their run dirs' labels files, by the record
     dir's absolute path; a labels file that cannot be read gives none (the reports leave it out)."""
     found: dict[str, Label] = {}
-    read: dict[Path, dict[str, PersonLabel]] = {}
-    above: dict[Path, Path | None] = {}
+    read: dict[str, dict[str, PersonLabel]] = {}
+    above: dict[str, str | None] = {}
     resolved = Resolver()
     for record_dir in {resolved(d) for d in record_dirs}:
         if _is_run_dir(record_dir):
             run_dir = record_dir
         else:
-            if record_dir.parent not in above:
-                above[record_dir.parent] = _run_dir_above(record_dir.parent)
-            run_dir = above[record_dir.parent]
+            parent = os.path.dirname(record_dir)
+            if parent not in above:
+                above[parent] = _run_dir_above(parent)
+            run_dir = above[parent]
         if run_dir is None:
             continue
         if run_dir not in read:
             try:
-                read[run_dir] = read_labels(run_dir)
+                read[run_dir] = read_labels(Path(run_dir))
             except UsageError:
                 read[run_dir] = {}
-        label = read[run_dir].get(record_dir.relative_to(run_dir).as_posix())
-        if label is not None:
-            found[str(record_dir)] = label.as_label()
+        key = "." if record_dir == run_dir else record_dir[len(run_dir):].lstrip(os.sep).replace(os.sep, "/")
+        if read[run_dir] and (label := read[run_dir].get(key)) is not None:
+            found[record_dir] = label.as_label()
     return found
 
 

@@ -1,5 +1,5 @@
 """People's labels are found for a record however its path is written: through a symlinked dir, a symlink
-to the record dir itself, or with ``..`` in it, as ``Path.resolve()`` would find them."""
+to the record dir itself, or with ``..`` in it, as ``Path.resolve()`` would find them (``Resolver`` gives them as strings)."""
 
 from __future__ import annotations
 
@@ -20,4 +20,4 @@ def test_labels_and_resolved_paths_through_symlinks(tmp_path):
 
     assert list(labels_of(written[:3])) == [str(task)]
     resolved = Resolver()
-    assert [resolved(path) for path in written] == [path.resolve() for path in written] == [task, task, task, run]
+    assert [resolved(path) for path in written] == [str(path.resolve()) for path in written] == [str(task), str(task), str(task), str(run)]
