@@ -1,8 +1,9 @@
 """What rubric_runner takes from LangChain and LangSmith beyond their public APIs, in one place.
 
 ``auto`` takes LangChain's own pick of a structured-output strategy from a model's profile, which only
-its agent factory's private helper makes; and a process that opts in runs LangSmith's run set-up in
-place while tracing is off (``loop.runtime``). Each assumption is pinned by ``tests/compat/test_langchain.py``.
+its agent factory's private helper makes; a process that opts in runs LangSmith's run set-up in place
+while tracing is off (``loop.runtime``); a transcript leaves each message for pydantic-core to serialize,
+as ``messages_to_dict`` would give it. Each assumption is pinned by ``tests/compat/test_langchain.py``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ def supports_provider_strategy(model: Any, tools: list[Any]) -> bool:
     from langchain.agents.factory import _supports_provider_strategy
 
     return bool(_supports_provider_strategy(model, tools=tools))
+
+
+def transcript_messages(messages: list[Any]) -> list[dict[str, Any]]:
+    """``messages_to_dict(messages)`` to be written as JSON: each message's ``data`` the message itself, which
+    pydantic-core serializes as its ``model_dump()``, without a dict built per message."""
+    return [{"type": message.type, "data": message} for message in messages]
 
 
 async def _inline_unless_tracing(default: Any, ctx: Any, func: Any, /, *args: Any, **kwargs: Any) -> Any:

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import HumanMessage, messages_to_dict
+from langchain_core.messages import HumanMessage
 
 from ..compat.deepagents import LoopState
+from ..compat.langchain import transcript_messages
 from ..config.schema import KeepCheckpoints
 from ..context import CURRENT_TASK, TaskContext, TaskRef
 from ..grader.evidence import final_status
@@ -225,7 +226,7 @@ class TaskRun:
         """The transcript, answers, verdicts and status, as the thread's state holds them."""
         record, follow_up = self.record, self.shared.plan.follow_up
         messages = values.get("messages", [])
-        write_json(self.dir / TRANSCRIPT_FILE, {"thread_id": record.thread_id, "messages": messages_to_dict(messages)})
+        write_json(self.dir / TRANSCRIPT_FILE, {"thread_id": record.thread_id, "messages": transcript_messages(messages)})
         record.final_answer = final_answer(messages)
         record.attempts = graded_attempts(messages)
         loop = LoopState.of(values)
