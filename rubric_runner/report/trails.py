@@ -8,8 +8,9 @@ number of bytes to the page.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from pydantic_core import to_json
 
 from ..records import RunHeader, TaskRecord
 
@@ -46,7 +47,7 @@ def trail(header: RunHeader, record: TaskRecord) -> dict[str, Any]:
 
 
 def script_json(data: Any) -> str:
-    """JSON that is safe inside a ``<script type="application/json">`` element: no ``<``, ``>`` or
-    ``&`` can end the element or open a comment."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON (by pydantic-core: a report renders one per run) that is safe inside a
+    ``<script type="application/json">`` element: no ``<``, ``>`` or ``&`` can end the element or open a comment."""
+    text = to_json(data).decode()
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
