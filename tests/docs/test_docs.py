@@ -738,17 +738,20 @@ def _take(url: str, shots: dict[str, tuple[str, str | None]], into: Path) -> Non
 
 
 def test_the_reports_screenshots_are_taken_from_a_real_sweep(tmp_path, shell_env):
-    """reports.md's screenshots, taken again in headless chromium from a scripted sweep's report.html."""
+    """reports.md's screenshots, taken again in headless chromium from a scripted sweep's report.html: into a
+    temp dir, so a run of the suite leaves the checkout as it was; into docs/images with ``UPDATE_IMAGES=1``."""
     [command] = [c.text for c in readme.all_commands() if c.section == "reports.md > What report.html looks like"]
     sweep = tmp_path / "sweep"
     proc = _shell(f"{command} run.console=false hydra.sweep.dir={sweep}", tmp_path, shell_env)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    IMAGES.mkdir(exist_ok=True)
+    into = IMAGES if os.environ.get("UPDATE_IMAGES") == "1" else tmp_path / "images"
+    into.mkdir(exist_ok=True)
     started = time.time()
-    _take((sweep / "report.html").as_uri(), SHOTS, IMAGES)
+    _take((sweep / "report.html").as_uri(), SHOTS, into)
     for name in SHOTS:
-        shot = IMAGES / name
+        shot = into / name
         assert shot.read_bytes().startswith(b"\x89PNG") and shot.stat().st_mtime >= started - 1, name
         assert shot.stat().st_size > 20_000, f"{name} is {shot.stat().st_size} bytes"
+        assert (IMAGES / name).read_bytes().startswith(b"\x89PNG"), f"docs/images/{name}: take it with UPDATE_IMAGES=1"
     shown = set(re.findall(r"\]\(images/([\w.-]+\.png)\)", readme.text("reports.md")))
     assert shown == set(SHOTS)
