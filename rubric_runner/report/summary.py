@@ -21,6 +21,7 @@ from ..analysis.judge import summary_fields
 from ..analysis.numbers import fmt_pct, rounded
 from ..analysis.prices import load_prices
 from ..records import Job, Place, Status, satisfied_rate, write_atomic
+from . import configs
 from .partial import Completion, completion
 from .runs import Run, expand, judge_runs, unstarted
 from .stats import satisfied_k
@@ -129,8 +130,8 @@ def write_summary(root: Path, jobs: list[Job], runs: list[Run] | None = None,
 
 def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None, done: Completion | None = None) -> str:
     """One line: how much finished (when not all did), how many runs ended how (in how many jobs, when
-    that differs), the satisfied rate over the finished runs (the unfinished counted beside it), and
-    the threshold if any (which counts every run)."""
+    that differs), the satisfied rate over the finished runs (the unfinished counted beside it; with
+    more than one configuration, each one's own too), and the threshold if any (which counts every run)."""
     done = completion(jobs, runs) if done is None else done
     statuses: list[Status] = [run.status for run in runs]
     counts = Counter(status.value for status in statuses)
@@ -145,6 +146,7 @@ def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None, don
     line += f": {parts}; satisfied rate {rate}"
     if len(finished) < len(runs):
         line += f" of the {len(finished)} finished, {len(runs) - len(finished)} unfinished"
+    line += _per_configuration(runs)
     cache_hits = sum(run.cache_hits for run in runs)
     reused = sum(run.reused for run in runs)
     if cache_hits or reused:
@@ -154,6 +156,28 @@ def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None, don
         over_all = "" if len(finished) == len(gated) else f"; over every run and job not started: {fmt_pct(satisfied_rate(gated))}"
         line += f" (fail_under {fmt_pct(fail_under)}{over_all})"
     return line
+
+
+SHOWN_CONFIGURATIONS = 4
+"""The most configurations whose own satisfied rate the verdict line names."""
+
+
+def _per_configuration(runs: list[Run]) -> str:
+    """When the runs are of more than one configuration: that the rate pools them, and each one's own
+    satisfied rate over its finished runs (the first ``SHOWN_CONFIGURATIONS``)."""
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.group, []).append(run)
+    if len(groups) < 2:
+        return ""
+    names = configs.group_labels((key, members[0].job.record.header) for key, members in groups.items())
+    rates = []
+    for key, members in list(groups.items())[:SHOWN_CONFIGURATIONS]:
+        finished = [run for run in members if run.finished]
+        satisfied = sum(run.status is Status.SATISFIED for run in finished)
+        rates.append(f"{names[key]}: {fmt_pct(satisfied / len(finished)) if finished else '-'}")
+    more = f"; {len(groups) - SHOWN_CONFIGURATIONS} more in the table" if len(groups) > SHOWN_CONFIGURATIONS else ""
+    return f", pooled over {len(groups)} configurations ({'; '.join(rates)}{more})"
 
 
 def gate_statuses(jobs: list[Job], runs: list[Run]) -> list[Status]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -58,7 +59,9 @@ def test_basic_sweep_writes_a_row_per_job_and_exits_3(basic_sweep):
             for name in ("events.jsonl", "transcript.json", ".hydra/overrides.yaml"):
                 assert (job_dir / name).is_file(), name
     assert ("sweep: partial: 5 of 5 runs finished, 1 job not started; 5 runs in 6 jobs: 3 satisfied, 2 max_iterations_reached; "
-            "satisfied rate 60.0% -> exit 3") in proc.stdout
+            "satisfied rate 60.0%, pooled over 5 configurations (") in proc.stdout
+    # each configuration's own rate, the first four of them named, then the exit code
+    assert re.search(r"pooled over 5 configurations \((?:[^;]+: (?:100|0)\.0%; ){4}1 more in the table\) -> exit 3", proc.stdout)
 
 
 def test_summary_csv_matches_jsonl(basic_sweep):
@@ -99,7 +102,11 @@ def test_joblib_sweep_runs_jobs_in_parallel_and_gates_on_fail_under(tmp_path):
         "sweep.fail_under=0.6", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path,
     )
     assert proc.returncode == 4, proc.stderr
-    assert "satisfied rate 50.0% (fail_under 60.0%) -> exit 4" in proc.stdout
+    [line] = [line for line in proc.stdout.splitlines() if line.startswith("sweep: ")]
+    assert line.startswith("sweep: 4 runs: 2 satisfied, 2 error; satisfied rate 50.0%, pooled over 4 configurations (")
+    assert line.endswith(") (fail_under 60.0%) -> exit 4")
+    # each configuration's own rate: the slow script's two satisfied, the down one's two not
+    assert (line.count("/slow.yaml: 100.0%"), line.count("/down.yaml: 0.0%")) == (2, 2)
     rows = read_rows(sweep_dir)
     assert [(r["worker"], r["status"]) for r in rows] == [
         ("scripted:alpha", "satisfied"), ("scripted:beta", "satisfied"),

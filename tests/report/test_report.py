@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -117,7 +118,8 @@ def test_report_command_rewrites_everything_and_gates(sweep, tmp_path):
     proc = run_cli("report", str(copy), "--prices", str(prices), "--fail-under", "0.51", cwd=tmp_path)
     assert proc.returncode == 4, proc.stderr
     # the gate counts the job that did not start as one run not satisfied: 3 of 6
-    assert "satisfied rate 60.0% (fail_under 51.0%; over every run and job not started: 50.0%) -> exit 4" in proc.stdout
+    assert re.search(r"satisfied rate 60\.0%, pooled over 5 configurations \((?:[^;]+: (?:100|0)\.0%; ){4}1 more in the table\) "
+                     r"\(fail_under 51\.0%; over every run and job not started: 50\.0%\) -> exit 4", proc.stdout)
     for name in ("summary.jsonl", "summary.csv", "report.md", "report.html"):
         # the same files, but for the run dirs: where the runs are now
         assert (copy / name).read_text().replace(str(copy), str(sweep_dir)) == (sweep_dir / name).read_text(), name
@@ -130,7 +132,7 @@ def test_report_on_a_single_run_dir_with_default_prices(sweep, tmp_path):
     shutil.copytree(sweep_dir / "2", run_dir)
     assert report_main([str(run_dir)]) == 0
     text = (run_dir / "report.md").read_text()
-    assert "1 run: 1 satisfied; satisfied rate 100.0%" in text and "partial" not in text
+    assert "1 run: 1 satisfied; satisfied rate 100.0%" in text and "partial" not in text and "pooled" not in text
     assert "No price for: `scripted:alpha`, `scripted:demo`" in text
     [group] = md_table(text, "## By configuration")
     assert [group[k] for k in ("configuration", "tasks", "runs", "satisfied", "satisfied@1", "k", "mean iterations to satisfy")] == [

@@ -75,8 +75,8 @@ def _label(worker: str) -> str:
 def test_fail_under_counts_runs_of_tasks(task_sweep):
     proc, _ = task_sweep
     assert proc.returncode == 4, proc.stderr
-    assert ("sweep: 40 runs in 2 jobs: 30 satisfied, 8 max_iterations_reached, 2 failed; satisfied rate 75.0% "
-            "(fail_under 76.0%) -> exit 4") in proc.stdout
+    assert ("sweep: 40 runs in 2 jobs: 30 satisfied, 8 max_iterations_reached, 2 failed; satisfied rate 75.0%, pooled over "
+            f"2 configurations ({_label('alpha')}: 70.0%; {_label('beta')}: 80.0%) (fail_under 76.0%) -> exit 4") in proc.stdout
 
 
 def test_report_command_gates_on_runs(task_sweep, capsys):
@@ -107,6 +107,8 @@ def test_report_md_counts_tasks_per_group_and_shows_the_matrix(task_sweep):
     _, sweep_dir = task_sweep
     text = (sweep_dir / "report.md").read_text()
     assert "40 runs in 2 jobs: 30 satisfied, 8 max_iterations_reached, 2 failed; satisfied rate 75.0%" in text
+    # the header's rate pools the two configurations: it says so, and gives each one's own
+    assert f"satisfied rate 75.0%, pooled over 2 configurations ({_label('alpha')}: 70.0%; {_label('beta')}: 80.0%)" in text
     groups = {g["configuration"]: [g[k] for k in ("tasks", "runs", "satisfied", "satisfied@1", "satisfied@k", "satisfied^k", "k")]
               for g in md_table(text, "## By configuration")}
     assert groups == {
