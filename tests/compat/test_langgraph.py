@@ -16,6 +16,19 @@ class Steps(TypedDict):
     steps: Annotated[list, operator.add]
 
 
+def _two_steps(checkpointer):
+    """A graph of two steps, ``one`` then ``two``, each adding its name to ``steps``."""
+    from langgraph.graph import END, START, StateGraph
+
+    graph = StateGraph(Steps)
+    graph.add_node("one", lambda state: {"steps": ["one"]})
+    graph.add_node("two", lambda state: {"steps": ["two"]})
+    graph.add_edge(START, "one")
+    graph.add_edge("one", "two")
+    graph.add_edge("two", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
 def test_langgraph_in_memory_saver_keeps_threads_in_three_dicts(loop):
     saver = compat_langgraph.InMemorySaver()
     assert all(isinstance(getattr(saver, name), dict) for name in ("storage", "blobs", "writes"))
@@ -26,16 +39,8 @@ def test_langgraph_in_memory_saver_keeps_threads_in_three_dicts(loop):
 def test_langgraph_in_memory_saver_keys_blobs_by_put_versions_and_writes_by_checkpoint():
     """``RunMemorySaver.drop_thread`` finds a thread's blobs from the versions each ``put`` was given, and its
     writes under each of its checkpoints' ids: every entry the saver holds is one of those."""
-    from langgraph.graph import END, START, StateGraph
-
-    graph = StateGraph(Steps)
-    graph.add_node("one", lambda state: {"steps": ["one"]})
-    graph.add_node("two", lambda state: {"steps": ["two"]})
-    graph.add_edge(START, "one")
-    graph.add_edge("one", "two")
-    graph.add_edge("two", END)
     saver = compat_langgraph.RunMemorySaver()
-    agent = graph.compile(checkpointer=saver)
+    agent = _two_steps(saver)
     for thread in ("t", "u"):
         asyncio.run(agent.ainvoke({"steps": []}, {"configurable": {"thread_id": thread}}, durability="sync"))
     assert saver.blobs and saver.writes
@@ -54,19 +59,12 @@ def test_langgraph_values_stream_ends_with_the_threads_state():
     """A task takes its state from the last chunk of its ``values`` stream (``loop.task``), not from a read of
     the thread after it: both must be the same, a deep agent's private loop keys included."""
     from deepagents import create_deep_agent
-    from langgraph.graph import END, START, StateGraph
     from support.helpers import verdict
 
     from rubric_runner.compat import deepagents as compat_deepagents
     from rubric_runner.models.scripted import ScriptedChatModel
 
-    graph = StateGraph(Steps)
-    graph.add_node("one", lambda state: {"steps": ["one"]})
-    graph.add_node("two", lambda state: {"steps": ["two"]})
-    graph.add_edge(START, "one")
-    graph.add_edge("one", "two")
-    graph.add_edge("two", END)
-    toy = graph.compile(checkpointer=compat_langgraph.InMemorySaver())
+    toy = _two_steps(compat_langgraph.InMemorySaver())
     grader = ScriptedChatModel(model="scripted:g", turns=[verdict("needs_revision", ("c", False)), verdict("satisfied", ("c", True))])
     worker = ScriptedChatModel(model="scripted:w", turns=[{"content": "draft"}, {"content": "final"}])
     deep = create_deep_agent(model=worker, middleware=[compat_deepagents.rubric_middleware(model=grader, max_iterations=3)],
