@@ -24,7 +24,7 @@ from hydra.types import HydraContext, RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..compat import hydra as compat_hydra
-from ..config.compose import register_configs
+from ..config.compose import check_group_choices, register_configs
 from ..config.hydra_errors import usage_error
 from ..errors import UsageError, unwritable
 from ..loop.runtime import process_tweaks
@@ -167,6 +167,7 @@ def run_hydra(argv: list[str]) -> int:
     config_dirs = [os.path.abspath(args.config_dir)] if args.config_dir is not None else []
     overrides = list(args.overrides)
     try:
+        check_group_choices(overrides)
         hydra = compat_hydra.app(config_dirs)
         if args.hydra_help or args.cfg or args.info or args.shell_completion:
             return _hydra_command(hydra, parser, args, overrides, argv)
