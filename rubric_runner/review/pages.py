@@ -27,7 +27,7 @@ TASK = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ n
 <h2>Final answer</h2><pre id="final-answer">{{ record.final_answer or "(none)" }}</pre>
 <h2>Rubric</h2><pre id="rubric">{{ record.rubric or "(none)" }}</pre>
 <h2>Your label</h2>
-<form id="label" method="post" action="/task/{{ key }}/label">
+<form id="label" method="post" action="/task/{{ key }}/label"><input type="hidden" name="token" value="{{ token }}">
 <fieldset><legend>The final answer is</legend>
 <label><input type="radio" name="satisfied" value="yes" {% if label and label.satisfied %}checked{% endif %}> satisfactory</label>
 <label><input type="radio" name="satisfied" value="no" {% if label and label.satisfied == false %}checked{% endif %}> not satisfactory</label></fieldset>
