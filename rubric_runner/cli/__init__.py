@@ -29,6 +29,7 @@ config groups (conf/):
 {groups}
 
   --cfg job     print the composed config without running
+  --version     print rubric_runner's version
   --hydra-help  Hydra's own options
 exit codes: 0 satisfied, 1 unsatisfied, 2 bad config or usage, 3 grader or runtime error, 4 below
             sweep.fail_under (or report --fail-under), 5 stopped by a budget (resume to finish), 130 interrupted
@@ -200,6 +201,11 @@ def run_command(argv: list[str]) -> int:
         return _run(args)
     if "--help" in argv or "-h" in argv:
         print_help()
+        return ExitCode.SATISFIED
+    if "--version" in argv:  # rubric_runner's, not Hydra's (which its own parser would print)
+        from .. import __version__
+
+        print(f"rubric_runner {__version__}")
         return ExitCode.SATISFIED
     from .hydra_app import run_hydra
 

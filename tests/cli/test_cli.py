@@ -14,6 +14,8 @@ from support.helpers import (
     write_script,
 )
 
+import rubric_runner
+
 
 def test_offline_demo(tmp_path):
     run_dir = tmp_path / "demo"
@@ -74,6 +76,11 @@ def test_help_lists_groups_and_options(tmp_path):
     for line in ("rubric          code, code_tasks, haiku, humaneval, summary", "prompt/grader   builtin, code_reviewer", "exit codes: 0 satisfied"):
         assert line in proc.stdout
     assert "sonnet" in proc.stdout and "model " not in proc.stdout
+
+
+def test_version_is_rubric_runners(tmp_path):
+    proc = run_cli("--version", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == f"rubric_runner {rubric_runner.__version__}\n", proc.stdout
 
 
 def test_runs_started_at_once_never_share_a_dir(tmp_path):
