@@ -17,6 +17,7 @@ from support.helpers import (
 
 from rubric_runner import hookimpl
 from rubric_runner.cli import run_command
+from rubric_runner.plugins import manager
 from rubric_runner.plugins.manager import PluginInfo, Plugins
 from rubric_runner.tools.registry import ToolRegistry
 
@@ -43,6 +44,18 @@ def test_bundled_plugins_load_from_their_packages():
     assert sorted(registry.entries) == [
         "builtin_tools/run_check", "builtin_tools/run_test_suite", "syllables/count_syllables", "textstats/text_stats"
     ]
+
+
+def test_without_the_plugin_packages_the_bundled_rubrics_tools_come_with_rubric_runner(monkeypatch):
+    monkeypatch.setattr(manager.metadata, "entry_points", lambda group: [])  # a plain install: no plugin package
+    plugins = Plugins()
+    assert plugins.failures == []
+    assert {name: info.package for name, info in plugins.info.items()} == dict.fromkeys(
+        ("builtin_tools", "reports", "syllables", "textstats"), "rubric_runner")
+    registry = ToolRegistry(plugins)
+    assert {"syllables/count_syllables", "textstats/text_stats"} <= set(registry.entries)
+    monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "textstats")
+    assert set(Plugins().info) == {"builtin_tools", "reports", "textstats"}  # chosen like any other plugin
 
 
 def test_env_var_naming_a_missing_plugin_warns_and_goes_on(monkeypatch, caplog):
