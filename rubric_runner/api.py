@@ -141,9 +141,10 @@ def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool =
             composed = recorded.model_copy(update={"overrides": [*kept, *grader]})
             if trusted is not None:
                 check_config_dirs(source, composed.config_dirs, trusted)
-            launches.append((grader, source, composed, compose(composed)))
+            cfg = compose(composed)
             if trusted is not None:
-                check_code(source, launches[-1][3], trusted)
+                check_code(source, cfg, trusted)
+            launches.append((grader, source, composed, cfg))
     launches = [planned for planned in launches if transcript_dirs(planned[1])]
     if not launches:
         raise UsageError(RUN_DIR, f"{root} holds no saved transcript", "give the dir of a run or sweep that has run")

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Glob
 from omegaconf import DictConfig, OmegaConf
 
 from ..errors import UsageError
@@ -57,8 +58,8 @@ def trusted_names(config_dirs: list[str], overrides: list[str]) -> set[str]:
             continue
         parts = override.key_or_group.split(".")
         names.update(".".join(parts[index:]) for index in range(len(parts)))
-        value = list(override.sweep_string_iterator()) if override.is_sweep_override() else override.value()
-        names.update(_strings(value))
+        if not isinstance(override.value(), Glob):  # a glob's matches are group options, not code
+            names.update(_strings(list(override.sweep_string_iterator()) if override.is_sweep_override() else override.value()))
     return names
 
 
