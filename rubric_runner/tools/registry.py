@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, Tool
 from langchain_core.tools import tool as as_tool
 from pydantic import TypeAdapter, ValidationError
 
@@ -155,16 +158,18 @@ def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> dic
 
 
 def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> BaseTool:
-    """A copy of ``tool`` whose hidden (injected) arguments take values from config.
+    """A copy of ``tool`` whose hidden (injected) arguments take values from config, and whose calls, when it
+    has no coroutine of its own, run on a daemon thread (``off_the_loop``).
 
-    The current task (``context.current_task()``) may override them per call.
+    The current task (``context.current_task()``) may override the settings per call.
     """
     fields = tool_settings(tool)
     settings = validate_settings(tool, settings, key)
     missing = [name for name, field in fields.items() if field.is_required() and name not in settings]
     if missing:
         raise UsageError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
-    if not fields:
+    asynchronous = has_coroutine(tool)
+    if not fields and asynchronous:
         return tool
     # The wrapper is the tool callbacks see; the inner call stays silent so it is recorded once.
     silent = {"callbacks": []}
@@ -178,7 +183,9 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> BaseToo
         return tool.invoke(effective(arguments), config=silent)
 
     async def acall(**arguments: Any) -> Any:
-        return await tool.ainvoke(effective(arguments), config=silent)
+        if asynchronous:
+            return await tool.ainvoke(effective(arguments), config=silent)
+        return await off_the_loop(call, arguments, tool.name)
 
     return StructuredTool.from_function(
         func=call,
@@ -187,3 +194,39 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> BaseToo
         description=tool.description,
         args_schema=tool.tool_call_schema,
     )
+
+
+def has_coroutine(tool: BaseTool) -> bool:
+    """Whether ``tool`` runs on the event loop when awaited (else LangChain runs it in the loop's thread pool)."""
+    if isinstance(tool, StructuredTool | Tool):
+        return tool.coroutine is not None
+    return type(tool)._arun is not BaseTool._arun
+
+
+async def off_the_loop(function: Any, arguments: dict[str, Any], name: str) -> Any:
+    """``function(**arguments)`` on a daemon thread of its own (named after the tool ``name``), in a copy of
+    this context, awaited.
+
+    A tool that never returns must not hold its run: a limit that cancels the await leaves the thread behind,
+    and the process never waits for a daemon thread at exit (it joins the threads of a thread pool).
+    """
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if not future.done():  # cancelled by a limit or a stop
+            future.set_exception(error) if error is not None else future.set_result(result)
+
+    def target() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (context.run(function, **arguments), None)
+        except BaseException as exc:
+            outcome = (None, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop has closed: nobody waits for the call any more
+            pass
+
+    threading.Thread(target=target, name=f"tool {name}", daemon=True).start()
+    return await future
