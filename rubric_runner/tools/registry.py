@@ -79,11 +79,13 @@ class ToolRegistry:
             return matches[0]
         if matches:
             names = " or ".join(entry.qualified_name for entry in matches)
-            plugins = " and ".join(repr(entry.plugin) for entry in matches)
+            plugins = " and ".join(f"{entry.plugin!r} (package {entry.package} {entry.version})" for entry in matches)
             parent = key.rsplit(".", 1)[0]
             example = f"~{key} '+{parent}={{{matches[0].qualified_name}: {{...}}}}'"
             raise UsageError(
-                key, f"tool {name!r} is provided by plugins {plugins}", f"name it as {names}, e.g. {example}"
+                key, f"tool {name!r} is provided by plugins {plugins}",
+                f"uninstall the package you do not want (or leave its plugin out of {PLUGINS_ENV}), "
+                f"or name it as {names}, e.g. {example}",
             )
         known = ", ".join(sorted({entry.name for entry in self.entries.values()})) or "none"
         allowed = os.environ.get(PLUGINS_ENV)
