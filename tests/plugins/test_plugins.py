@@ -188,3 +188,50 @@ def test_a_plugin_may_not_register_a_dotted_name_which_config_reads_as_an_import
     assert [(f.name, f.error) for f in plugins.failures] == [
         ("dotted", "register_tools failed: ValueError: tool name 'my.echo' has a dot (a dotted name in config is an import path)")]
     assert list(registry.entries) == ["builtin_tools/run_test_suite", "builtin_tools/run_check"]
+
+
+UNRULY_TOOLS = '''
+from langchain_core.tools import tool
+
+@tool
+def explode(text: str) -> str:
+    """Raises."""
+    raise ValueError("the disk is on fire")
+
+@tool
+def flood(text: str) -> str:
+    """Answers 200,000 characters."""
+    return "x" * 200_000
+'''
+
+
+def test_an_answer_over_the_cap_is_cut_with_a_note_the_model_reads_and_the_cut_recorded(tmp_path, monkeypatch):
+    (tmp_path / "unruly_tools.py").write_text(UNRULY_TOOLS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    flood = {"tool_calls": [{"name": "flood", "args": {"text": "hi"}}]}
+    script = write_script(tmp_path / "s.yaml", worker=[flood, {"content": "done"}],
+                          grader=[flood, verdict("satisfied", ("c", True))])
+    tools = ["+worker.tools={unruly_tools.flood: {}}", "+grader.tools={unruly_tools.flood: {}}"]
+    result, run_dir = run_scripted(tmp_path, script, *tools, "run.tool_output_chars=1000")
+    assert result.status == "satisfied", result.error
+    cut = [c.model_dump() for c in result.task.tool_outputs_cut]
+    assert cut == [{"agent": agent, "tool": "flood", "chars": 200_000, "kept": 1000} for agent in ("worker", "grader")]
+    events = [{k: e[k] for k in ("agent", "tool", "chars", "kept")} for e in read_events(run_dir) if e["event"] == "tool_output_cut"]
+    assert events == cut
+    told = [m for m in json.loads((run_dir / "transcript.json").read_text())["messages"] if m["type"] == "tool"]
+    note = "\n[tool output cut: 199000 of 200000 characters left out (run.tool_output_chars=1000)]"
+    assert [m["data"]["content"] for m in told] == ["x" * 1000 + note]
+    assert result.task.usage["grader"].input_tokens < 5000  # the grader was sent the cut answer, not 50,000 tokens
+    assert compose_config().run.tool_output_chars == 40000
+
+
+def test_a_grader_tool_that_raises_is_named_with_its_error_in_the_grader_error(tmp_path, monkeypatch):
+    (tmp_path / "unruly_tools.py").write_text(UNRULY_TOOLS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "done"}],
+                          grader=[{"tool_calls": [{"name": "explode", "args": {"text": "hi"}}]}])
+    result, _ = run_scripted(tmp_path, script, "+grader.tools={unruly_tools.explode: {}}")
+    assert result.status == "grader_error"
+    assert result.error.message == ("grader scripted:demo: its tool 'explode' raised ValueError: the disk is on fire "
+                                    "(fix: fix the tool 'explode', or take it out of grader.tools)")
+    assert "structured_output" not in result.task.evaluations[-1].explanation
