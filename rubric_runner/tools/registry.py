@@ -94,15 +94,15 @@ class ToolRegistry:
             key, f"unknown tool {name!r}", f"available tools: {known}; install the plugin that provides it{hint}"
         )
 
-    def resolve(self, spec: Mapping[str, Any], role: str) -> list[BaseTool]:
-        """Tools for ``{name: settings}`` from config, each with its settings bound."""
+    def resolve(self, spec: Mapping[str, Any], role: str, rubric: str | None = None) -> list[BaseTool]:
+        """Tools for ``{name: settings}`` from config (of the rubric named ``rubric``), each with its settings bound."""
         tools: dict[str, BaseTool] = {}
         for name, settings in spec.items():
             key = f"{role}.tools.{name}"
             entry = self.find(name, key)
             if entry.name in tools:
                 raise UsageError(key, f"{role} already has a tool named {entry.name!r}", "give it only one of them")
-            tools[entry.name] = bind_settings(entry.tool, dict(settings or {}), key)
+            tools[entry.name] = bind_settings(entry.tool, dict(settings or {}), key, rubric)
         return list(tools.values())
 
 
@@ -141,8 +141,9 @@ def _adapter(annotation: Any) -> TypeAdapter:
     return TypeAdapter(annotation)
 
 
-def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> dict[str, Any]:
-    """``settings`` checked against the tool's setting fields; ``key`` names the config key."""
+def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str, rubric: str | None = None) -> dict[str, Any]:
+    """``settings`` checked against the tool's setting fields; ``key`` names the config key, ``rubric`` the
+    rubric whose tools they are."""
     fields = tool_settings(tool)
     checked = {}
     for name, value in settings.items():
@@ -154,19 +155,23 @@ def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> dic
         try:
             checked[name] = _adapter(annotation).validate_python(value)
         except ValidationError as exc:
-            problem = exc.errors()[0]["msg"].removeprefix("Value error, ")
-            raise UsageError(f"{key}.{name}", f"{problem}, got {value!r}", "fix the setting's value") from None
+            error = exc.errors()[0]
+            if error["type"] == "value_error":  # the tool's own check, whose message names what is wrong
+                problem = error["msg"].removeprefix("Value error, ")
+                raise UsageError(f"{key}.{name}", f"rubric {rubric!r}: {problem}" if rubric else problem,
+                                 "fix the setting's value") from None
+            raise UsageError(f"{key}.{name}", f"{error['msg']}, got {value!r}", "fix the setting's value") from None
     return checked
 
 
-def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> BaseTool:
+def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str, rubric: str | None = None) -> BaseTool:
     """A copy of ``tool`` whose hidden (injected) arguments take values from config, and whose calls, when it
     has no coroutine of its own, run on a daemon thread (``off_the_loop``).
 
     The current task (``context.current_task()``) may override the settings per call.
     """
     fields = tool_settings(tool)
-    settings = validate_settings(tool, settings, key)
+    settings = validate_settings(tool, settings, key, rubric)
     missing = [name for name, field in fields.items() if field.is_required() and name not in settings]
     if missing:
         raise UsageError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")

@@ -235,3 +235,34 @@ def test_a_grader_tool_that_raises_is_named_with_its_error_in_the_grader_error(t
     assert result.error.message == ("grader scripted:demo: its tool 'explode' raised ValueError: the disk is on fire "
                                     "(fix: fix the tool 'explode', or take it out of grader.tools)")
     assert "structured_output" not in result.task.evaluations[-1].explanation
+
+
+def _override(value) -> str:
+    """``value`` as a Hydra override's value (keys unquoted)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {_override(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_override(item) for item in value) + "]"
+    return json.dumps(value)
+
+
+@pytest.mark.parametrize(("case", "problem"), [
+    ({"name": "test_basic", "args": [[1, 1]]}, "case 'test_basic' has no 'expected', the value the function must return"),
+    ({"name": "test_basic", "args": "hello", "expected": []},
+     "case 'test_basic': 'args' must be a list of the arguments, got 'hello'; for one argument: ['hello']"),
+    ({"name": "test_basic", "args": [[1]], "expect": []}, "case 'test_basic' has a key 'expect' a case does not take"),
+])
+def test_a_bad_case_table_is_one_line_naming_the_rubric_the_case_and_the_key_before_any_model_call(tmp_path, case, problem):
+    table = tmp_path / "cases.yaml"
+    table.write_text(json.dumps({"function": "find_duplicates", "cases": [case]}))
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[verdict("satisfied", ("c", True))])
+    from_file, run_dir = run_scripted(tmp_path / "file", script, "rubric=code", f"grader.tools.run_test_suite.suite={table}")
+    inline, _ = run_scripted(tmp_path / "inline", script, "rubric=code", "~grader.tools.run_test_suite",
+                             f"+grader.tools.run_test_suite={_override({'function': 'find_duplicates', 'cases': [case]})}")
+    for result, key, source in ((from_file, "grader.tools.run_test_suite.suite", str(table)),
+                                (inline, "grader.tools.run_test_suite.cases", "inline cases")):
+        assert (result.status, result.exit_code, result.error.key) == ("error", 2, key)
+        assert result.error.message.startswith(f"{key}: rubric 'code': {source}: {problem}")
+        assert "\n" not in result.error.message
+        assert result.task is None or result.task.usage["worker"].calls == 0
+    assert not [e for e in read_events(run_dir) if e["event"] == "model_call_start"]
