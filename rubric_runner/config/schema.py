@@ -191,6 +191,9 @@ class RunConfig:
     keep_checkpoints: KeepCheckpoints = KeepCheckpoints.latest
     # characters kept of each tool input and output in events.jsonl
     preview_chars: int = 400
+    # characters of a tool's answer its model reads; a longer answer is cut, with a note saying how much
+    # (in the answer, in events.jsonl and in the record's tool_outputs_cut)
+    tool_output_chars: int = 40000
     # print the live trail on the console (a progress line instead for multi-task runs)
     console: bool = True
     # tasks worked on at once

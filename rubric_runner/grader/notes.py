@@ -44,6 +44,8 @@ class PassNotes:
     """The tools a verdict rested on without calling them: it was sent back once for them."""
     unsupported: list[str] = field(default_factory=list)
     """The tools a verdict still rested on without calling them, after it was sent back."""
+    tool_failure: tuple[str, BaseException] | None = None
+    """An evidence tool that raised, by name, and its error: what ended the pass, unless ``failure`` says otherwise."""
 
 
 class TaskGrading:
@@ -79,6 +81,10 @@ class TaskGrading:
         """A verdict came back still resting on evidence the pass never gathered."""
         self.notes.unsupported = missing
 
+    def tool_failed(self, name: str, exc: BaseException) -> None:
+        """The evidence tool ``name`` raised ``exc``."""
+        self.notes.tool_failure = (name, exc)
+
     def annotate(self, evaluation: dict[str, Any]) -> None:
         """Add this pass's notes and flags to its evaluation, and start the next pass afresh."""
         notes, self.notes = self.notes, PassNotes()
@@ -98,6 +104,11 @@ class TaskGrading:
         exc, said = notes.failure, notes.said
         if said is not None:
             evaluation["grader_said"] = _bounded(said)
+        if exc is None and notes.tool_failure is not None:  # the tool's error, not the grader's answer
+            name, error = notes.tool_failure
+            evaluation["explanation"] = (f"{describe_model(self.node, 'grader')}: its tool {name!r} raised {failure(error)} "
+                                         f"(fix: fix the tool {name!r}, or take it out of grader.tools)")
+            return
         if isinstance(exc, ModelCallLimitExceededError):
             fix = f"raise grader.max_model_calls, or {FIXES.get(self.strategy, OTHER_STRATEGY).removeprefix('try ')}"
         elif exc is not None and is_provider_error(exc) and getattr(exc, "status_code", None) in (None, 401, 403, 404, 429):

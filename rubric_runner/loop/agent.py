@@ -49,7 +49,7 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None) -> Any:
         model=plan.models["grader"],
         system_prompt=node.system_prompt,
         tools=plan.grader_tools,
-        grader_middleware=[grading, ToolCallWatch("grader"), *plan.extensions.grader_middleware],
+        grader_middleware=[grading, ToolCallWatch("grader", plan.config.run.tool_output_chars), *plan.extensions.grader_middleware],
         max_iterations=max_iterations or grading_passes(plan.config),
         on_evaluation=lambda evaluation: evaluated(plan, evaluation),
         **arguments,
@@ -61,7 +61,7 @@ def build_agent(plan: Plan, checkpointer: Any) -> Any:
     worker is sent a fresh conversation on each attempt (``arms.FreshAttempts``)."""
     from deepagents import create_deep_agent
 
-    own = [*([ToolCallContent()] if compatible_server(plan.config.worker) else []), ToolCallWatch("worker"),
+    own = [*([ToolCallContent()] if compatible_server(plan.config.worker) else []), ToolCallWatch("worker", plan.config.run.tool_output_chars),
            *([FreshAttempts()] if plan.config.loop.arm is LoopArm.resample else [])]
     return create_deep_agent(
         model=plan.models["worker"],

@@ -132,7 +132,7 @@ class Execution:
             if request.regraded_from is not None:
                 from .regrade import regrade
 
-                await regrade(plan, record, self.log, console, request.regraded_from, request.regraded_after)
+                await regrade(plan, record, self.log, console, request.regraded_from, request.regraded_after, request.stop)
                 return True
             self.tasks = TaskSet(plan, record, self.budgets, self.log, console, request.stop, self._task_ended)
             await self.tasks.run(request.resume)

@@ -103,12 +103,13 @@ def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str,
         check_thread_kept(config)
         tasks = [follow_up.task(tasks)]
     registry = ToolRegistry(Plugins.load())
-    grader_tools = registry.resolve(config.grader.tools, "grader")
-    worker_tools = registry.resolve(config.worker.tools, "worker")
+    rubric = config.rubric.name
+    grader_tools = registry.resolve(config.grader.tools, "grader", rubric)
+    worker_tools = registry.resolve(config.worker.tools, "worker", rubric)
     for task in tasks:
         for name, settings in task.tools.items():
             key = f"rubric.dataset[{task.index}].tools.{name}"
-            validate_settings(registry.find(name, key).tool, settings, key)
+            validate_settings(registry.find(name, key).tool, settings, key, rubric)
     checks = resolve_checks(registry, config.rubric, tasks)
     grader_own = {GraderPass.__name__, *GraderPass.replaces, ToolCallWatch.__name__}
     worker_own = {ToolCallContent.__name__, ToolCallWatch.__name__}

@@ -42,6 +42,7 @@ from ..records import (
 from .agent import grader_middleware
 from .followup import thread_home
 from .plan import Plan
+from .signals import StopRequest, StopRequested
 
 
 def transcript_dirs(record_dir: Path) -> list[Path]:
@@ -71,9 +72,11 @@ def new_regrade_dir(parent: Path) -> Path:
             out_dir = parent / f"{stamp}-{number}"
 
 
-async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source: Path, after: Path | None = None) -> None:
+async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source: Path, after: Path | None = None,
+                  stop: StopRequest | None = None) -> None:
     """One grading pass over each transcript of the run in ``source``, each recorded as a task of ``record``;
-    a repeat's scripted grader goes on from where the one of the repeat ``after`` stood."""
+    a repeat's scripted grader goes on from where the one of the repeat ``after`` stood. Once ``stop`` is asked
+    for, the transcripts not yet graded are recorded ``interrupted``."""
     cursors = (after if after is not None else thread_home(source)) / CURSOR_DIR / "grader"
     if cursors.is_dir():  # a scripted grader's place in its script: the regrade's grader goes on from there
         carry_on(cursors, plan.home / CURSOR_DIR / "grader")
@@ -82,7 +85,13 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
     tally = TaskTally(len(dirs))
     for index, transcript_dir in enumerate(dirs):
         target = plan.run_dir if transcript_dir == source else plan.run_dir / transcript_dir.relative_to(source)
-        task = _graded(plan, middleware, transcript_dir, target, log, console)
+        try:
+            if stop is not None:
+                stop.check()
+            task = _graded(plan, middleware, transcript_dir, target, log, console)
+        except StopRequested as exc:
+            task = _not_graded(transcript_dir, target, str(exc))
+            log.warning("interrupted", task_dir=str(transcript_dir), reason=str(exc))
         log.info("regrade_end", task_dir=str(transcript_dir), status=task.status)
         reason = f": {task.error.message}" if task.error is not None else ""
         console.line(f"{transcript_dir.relative_to(source.parent)}: {task.status}{reason}")
@@ -91,6 +100,18 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
             record.task, record.status, record.error = task, task.status, task.error
     if record.task is None:
         tally.fill(record, 1)
+
+
+def _not_graded(transcript_dir: Path, target: Path, reason: str) -> TaskRecord:
+    """A transcript a stop left ungraded, recorded ``interrupted`` at ``target``."""
+    original = read_task_at(transcript_dir) or TaskRecord()
+    result = TaskRecord(task_id=original.task_id, repeat=original.repeat, task=original.task, thread_id=original.thread_id,
+                        regraded_from=str(transcript_dir), run_dir=str(target), started_at=now())
+    result.interrupt(reason)
+    result.complete(time.monotonic())
+    target.mkdir(parents=True, exist_ok=True)
+    write_record(target / RESULT_FILE, result)
+    return result
 
 
 def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log: Any, console: Any) -> TaskRecord:

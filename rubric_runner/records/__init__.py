@@ -13,7 +13,8 @@ _NAMES = {
     "models": (
         "ATTEMPT_CHARS", "DID_NOT_RUN", "SCHEMA_VERSION", "USAGE_ERROR", "Aggregate", "AttemptVerification", "BudgetInfo", "CheckOutcome", "CheckResult",
         "ConfigSources", "Coverage", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "Place",
-        "RubricInfo", "RunHeader", "RunKind", "RunRecord", "TaskRecord", "TaskRow", "TaskTally", "Unsupported", "Usage",
+        "RubricInfo", "RunHeader", "RunKind", "RunRecord", "TaskRecord", "TaskRow", "TaskTally", "ToolOutputCut", "Unsupported",
+        "Usage",
         "Verification", "Verifications", "now",
     ),
     "status": ("ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code"),

@@ -211,6 +211,18 @@ class LimitHit(_Model):
     """Calls made, tokens billed, seconds taken, or USD spent (by the run or sweep, for a budget)."""
 
 
+class ToolOutputCut(_Model):
+    """A tool's answer cut to ``run.tool_output_chars`` before its model read it."""
+
+    agent: str
+    """``worker`` or ``grader``."""
+    tool: str
+    chars: int
+    """The answer's length in characters."""
+    kept: int
+    """The characters the model read (a note saying how much was left out follows them)."""
+
+
 class BudgetInfo(_Model):
     """A budget a run was held to and what its scope (the run, or the whole sweep) had spent when the run ended."""
 
@@ -382,6 +394,8 @@ class TaskRecord(_Ending):
     grading_run_id: str | None = None
     limit: LimitHit | None = None
     """The limit or budget that ended a ``limit_exceeded``, ``budget_exceeded`` or ``not_run`` task."""
+    tool_outputs_cut: list[ToolOutputCut] = Field(default_factory=list, exclude_if=_omitted_when_empty)
+    """Each tool answer cut to ``run.tool_output_chars``, in order."""
     regraded_from: str | None = Field(default=None, exclude_if=_omitted_when_none)
     """A regraded transcript: the record dir it came from."""
     schema_version: int = SCHEMA_VERSION
