@@ -16,8 +16,9 @@ from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededE
 from langchain.agents.structured_output import StructuredOutputError
 from langchain_core.messages import AIMessage
 
-from ..config.schema import GraderConfig
+from ..config.schema import GraderConfig, StructuredOutput
 from ..models.errors import describe_model, failure, fix_for, is_provider_error
+from ..models.quirks import compatible_server
 from .evidence import coverage
 
 SAID_CHARS = 1000
@@ -111,7 +112,7 @@ class TaskGrading:
             return
         if isinstance(exc, ModelCallLimitExceededError):
             fix = f"raise grader.max_model_calls, or {FIXES.get(self.strategy, OTHER_STRATEGY).removeprefix('try ')}"
-        elif exc is not None and is_provider_error(exc) and getattr(exc, "status_code", None) in (None, 401, 403, 404, 429):
+        elif exc is not None and is_provider_error(exc) and not _refused_request(exc, self.node):
             fix = fix_for(exc, self.node, "grader")
         elif exc is None or is_provider_error(exc) or isinstance(exc, StructuredOutputError):
             fix = FIXES.get(self.strategy, OTHER_STRATEGY)
@@ -128,6 +129,16 @@ class TaskGrading:
             using += f", strategy {self.strategy}"
         advice = f" (fix: {fix})" if fix else ""
         evaluation["explanation"] = f"{describe_model(self.node, 'grader')} ({using}): {cause}{advice}"
+
+
+def _refused_request(exc: BaseException, node: GraderConfig) -> bool:
+    """Whether the server may have refused the request as the strategy shaped it: an HTTP 4xx other than a
+    key, a model or a rate limit; or a 500 from an OpenAI-compatible server whose strategy was set, not
+    probed (llama-cpp-python refuses a shape so). Any other 5xx is the server failing, whatever was asked."""
+    status = getattr(exc, "status_code", None)
+    if status == 500:
+        return compatible_server(node) and node.structured_output != StructuredOutput.auto
+    return isinstance(status, int) and 400 <= status < 500 and status not in (401, 403, 404, 429)
 
 
 def _bounded(text: str, limit: int = SAID_CHARS) -> str:

@@ -15,6 +15,7 @@ from ..grader.evidence import EvidenceRule
 from ..grader.middleware import GraderPass
 from ..grader.strategies import strategy
 from ..models.quirks import ToolCallContent, compatible_server
+from ..models.replies import ReplyRetry
 from ..observe.recorder import ToolCallWatch
 from ..plugins.events import GradingPassed
 from ..records import Evaluation
@@ -49,7 +50,7 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None) -> Any:
         model=plan.models["grader"],
         system_prompt=node.system_prompt,
         tools=plan.grader_tools,
-        grader_middleware=[grading, ToolCallWatch("grader", plan.config.run.tool_output_chars), *plan.extensions.grader_middleware],
+        grader_middleware=[grading, ReplyRetry(node), ToolCallWatch("grader", plan.config.run.tool_output_chars), *plan.extensions.grader_middleware],
         max_iterations=max_iterations or grading_passes(plan.config),
         on_evaluation=lambda evaluation: evaluated(plan, evaluation),
         **arguments,
@@ -57,12 +58,13 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None) -> Any:
 
 
 def build_agent(plan: Plan, checkpointer: Any) -> Any:
-    """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...), *the worker's])``; a ``resample``
-    worker is sent a fresh conversation on each attempt (``arms.FreshAttempts``)."""
+    """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...), *the worker's])``, a cut stream
+    retried (``ReplyRetry``); a ``resample`` worker is sent a fresh conversation on each attempt
+    (``arms.FreshAttempts``)."""
     from deepagents import create_deep_agent
 
-    own = [*([ToolCallContent()] if compatible_server(plan.config.worker) else []), ToolCallWatch("worker", plan.config.run.tool_output_chars),
-           *([FreshAttempts()] if plan.config.loop.arm is LoopArm.resample else [])]
+    own = [*([ToolCallContent()] if compatible_server(plan.config.worker) else []), ReplyRetry(plan.config.worker),
+           ToolCallWatch("worker", plan.config.run.tool_output_chars), *([FreshAttempts()] if plan.config.loop.arm is LoopArm.resample else [])]
     return create_deep_agent(
         model=plan.models["worker"],
         tools=plan.worker_tools,

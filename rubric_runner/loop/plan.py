@@ -24,6 +24,7 @@ from ..grader.probe import choose_strategy
 from ..models.build import build_chat_model, is_scripted, split_model
 from ..models.preflight import check_keys, check_servers
 from ..models.quirks import ToolCallContent
+from ..models.replies import ReplyCheck, ReplyRetry
 from ..observe.recorder import TaskCallback, ToolCallWatch
 from ..plugins.extensions import LoopExtensions
 from ..plugins.manager import Plugins
@@ -111,8 +112,8 @@ def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str,
             key = f"rubric.dataset[{task.index}].tools.{name}"
             validate_settings(registry.find(name, key).tool, settings, key, rubric)
     checks = resolve_checks(registry, config.rubric, tasks)
-    grader_own = {GraderPass.__name__, *GraderPass.replaces, ToolCallWatch.__name__}
-    worker_own = {ToolCallContent.__name__, ToolCallWatch.__name__}
+    grader_own = {GraderPass.__name__, *GraderPass.replaces, ReplyRetry.__name__, ToolCallWatch.__name__}
+    worker_own = {ToolCallContent.__name__, ReplyRetry.__name__, ToolCallWatch.__name__}
     extensions = LoopExtensions(config, registry.plugins, grader_own, worker_own)
     check_keys(config, roles)
     home = follow_up.home if follow_up is not None else run_dir
@@ -124,10 +125,11 @@ def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str,
 
 def build_models(config: Config, roles: tuple[str, ...], home: Path) -> dict[str, Any]:
     """The chat models of ``roles``, with the run's response cache and rate limiters (no network yet), each
-    call handed to the recorder and the guard of the task at hand (the guard refuses one past a limit)."""
+    call handed to the recorder and the guard of the task at hand (the guard refuses one past a limit), and
+    a reply that is no answer failed (``ReplyCheck``)."""
     from langchain_core.rate_limiters import InMemoryRateLimiter
 
-    extras: dict[str, Any] = {"callbacks": [TaskCallback("recorder"), TaskCallback("guard", raise_error=True)]}
+    extras: dict[str, Any] = {"callbacks": [TaskCallback("recorder"), TaskCallback("guard", raise_error=True), ReplyCheck()]}
     if config.run.cache:
         from ..models.cache import SQLiteResponseCache
 

@@ -25,6 +25,7 @@ from ..compat.deepagents import NONCE
 from ..context import current_task
 from ..errors import UsageError
 from ..redaction import redact, secret_values
+from .replies import storable
 
 VARYING = ("id", "response_metadata", "usage_metadata")
 """What a message carries that differs from run to run, or between a live reply and its cached copy,
@@ -167,7 +168,10 @@ class SQLiteResponseCache(BaseCache):
         return generations
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
-        """Store the generations for this request (the first writer wins)."""
+        """Store the generations for this request (the first writer wins); a reply that is no answer (none,
+        or a stream cut short) is not kept."""
+        if not storable(return_val):
+            return
         self._connect().execute(
             "INSERT OR IGNORE INTO responses (key, llm, value) VALUES (?, ?, ?)",
             (cache_key(prompt, llm_string, self._repeat()), model_label(llm_string), _encode(return_val)),

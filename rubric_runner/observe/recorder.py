@@ -19,9 +19,16 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from ..compat.deepagents import GRADER_METADATA_KEY
 from ..context import current_task
-from ..records import Evaluation, TaskRecord, ToolOutputCut
+from ..models.replies import flags, unfinished
+from ..records import Evaluation, FlaggedReply, TaskRecord, ToolOutputCut
 from .console import Console
 from .otel import task_spans
+
+
+FLAG_EVENTS = {"incomplete": "reply_incomplete", "refusal": "model_refusal", "invalid_tool_call": "invalid_tool_call"}
+"""The event each kind of flagged reply (``models.replies.flags``) is logged as."""
+FLAG_LINES = {"incomplete": "reply cut before its finish, not taken", "refusal": "refused",
+              "invalid_tool_call": "tool call with arguments that do not parse"}
 
 
 class ToolError(Exception):
@@ -197,9 +204,16 @@ class Recorder(BaseCallbackHandler):
             usage = getattr(message, "usage_metadata", None)
             cached = bool(getattr(message, "response_metadata", {}).get("cache_hit"))
             self.result.usage[agent].add(usage, cached=cached)
-            if agent == "worker" and isinstance(message, AIMessage) and not message.tool_calls:
+            flagged = flags(message)
+            for kind, detail in flagged:
+                self.result.flagged_replies.append(FlaggedReply(agent=agent, kind=kind, detail=preview(detail, self.preview_chars)))
+            if agent == "worker" and isinstance(message, AIMessage) and not message.tool_calls and not unfinished(message):
                 self.attempt = str(message.text)
         self.log.info("token_usage", agent=agent, cache_hit=cached, **(usage or {}))
+        for kind, detail in flagged:
+            shown = preview(detail, self.preview_chars)
+            self.log.warning(FLAG_EVENTS[kind], agent=agent, detail=shown)
+            self.console.line(f"   ! {agent} {FLAG_LINES[kind]}: {shown}")
         if self.spans is not None:
             self.spans.model_ended(run_id, message, usage, cached)
 

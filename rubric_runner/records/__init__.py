@@ -12,7 +12,7 @@ from typing import Any
 _NAMES = {
     "models": (
         "ATTEMPT_CHARS", "DID_NOT_RUN", "SCHEMA_VERSION", "USAGE_ERROR", "Aggregate", "AttemptVerification", "BudgetInfo", "CheckOutcome", "CheckResult",
-        "ConfigSources", "Coverage", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "Place",
+        "ConfigSources", "Coverage", "Criterion", "ErrorInfo", "Evaluation", "FlaggedReply", "GraderInfo", "LimitHit", "ModelInfo", "Place",
         "RubricInfo", "RunHeader", "RunKind", "RunRecord", "TaskRecord", "TaskRow", "TaskTally", "ToolOutputCut", "Unsupported",
         "Usage",
         "Verification", "Verifications", "now",

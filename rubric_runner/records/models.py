@@ -128,6 +128,19 @@ class Evaluation(_Model):
     """The task's tokens by role when this pass ended (this pass's and every earlier one's)."""
 
 
+class FlaggedReply(_Model):
+    """A model reply that was no plain answer."""
+
+    agent: str
+    """``worker`` or ``grader``."""
+    kind: str
+    """``incomplete`` (a stream that ended before its finish: never graded, never cached), ``refusal`` (the
+    model declined) or ``invalid_tool_call`` (a tool call whose arguments do not parse: never run)."""
+    detail: str = ""
+    """The text so far, what the model said in declining, or the tool and why its arguments do not parse
+    (bounded by ``run.preview_chars``)."""
+
+
 class ErrorInfo(_Model):
     """Why a run or task ended in error or was interrupted."""
 
@@ -390,6 +403,8 @@ class TaskRecord(_Ending):
     verified_attempts: list[AttemptVerification] = Field(default_factory=list, exclude_if=_omitted_when_empty)
     """Every attempt with its verdict and hidden checks, in order, when the rubric has ``verify`` checks."""
     usage: dict[str, Usage] = Field(default_factory=_usage)
+    flagged_replies: list[FlaggedReply] = Field(default_factory=list, exclude_if=_omitted_when_empty)
+    """Each model reply of the task that was cut short, a refusal, or had tool calls that do not parse, in order."""
     thread_id: str | None = None
     grading_run_id: str | None = None
     limit: LimitHit | None = None
