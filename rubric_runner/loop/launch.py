@@ -64,12 +64,15 @@ def launch(request: Launch) -> RunRecord:
         if abandoned is not None:  # a new attempt of a sweep's job: resume the dead attempt's work
             request = replace(request, resume=True)
         previous = _claimed(run_dir, request)
-        save_config(run_dir, cfg, request.sources, request.key)
         record = _record(run_dir, request, previous)
         if abandoned is not None and abandoned.status is Status.RUNNING:
             dead = abandoned.place or Place(host=before.get("host"), pid=before.get("pid"))
             record.taken_over = [*abandoned.taken_over, dead]
-        return Execution(cfg, run_dir, request, record, previous).perform()
+        execution = Execution(cfg, run_dir, request, record, previous)
+        if request.resume:  # what a resume needs is there before anything in the dir is touched
+            execution.ready()
+        save_config(run_dir, cfg, request.sources, request.key)
+        return execution.perform()
 
 
 def _abandoned(run_dir: Path, request: Launch) -> RunRecord | None:
