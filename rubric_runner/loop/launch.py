@@ -39,6 +39,8 @@ from .lock import run_dir_lock
 from .request import Launch
 
 RESUME = "run.resume="
+SWEEP_FILE = "multirun.yaml"
+"""What Hydra writes in a sweep dir (and in no run dir)."""
 
 
 def plain(sources: ConfigSources) -> ConfigSources:
@@ -91,8 +93,11 @@ def _abandoned(run_dir: Path, request: Launch) -> RunRecord | None:
 
 def _claimed(run_dir: Path, request: Launch) -> RunRecord | None:
     """The run dir's record of the run before, on a resume (checked to keep its configuration); a dir that
-    holds another run's record is refused."""
+    holds another run's record, or a sweep's, is refused."""
     path = run_dir / RESULT_FILE
+    if (run_dir / SWEEP_FILE).exists():
+        raise UsageError(request.key, f"{run_dir} is a sweep's dir, which holds its jobs' runs and its summaries",
+                         "leave hydra.run.dir unset for a new dir, or give one of its jobs' dirs")
     if not request.resume:
         if path.exists():
             raise UsageError(request.key, f"{run_dir} already holds another run's record",

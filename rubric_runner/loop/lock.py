@@ -1,4 +1,5 @@
-"""One owner per run dir: whatever works in a run dir (a run, resume, continue, regrade) holds its lock.
+"""One owner per dir: whatever works in a run dir (a run, resume, continue, regrade) holds its lock, and a sweep
+holds its sweep dir's.
 
 The lock is an ``flock`` on ``.lock`` in the run dir, which names its holder (pid, host, command). The
 kernel lets it go when the holder's process ends however it ends, so a lock left by a killed process is
@@ -76,7 +77,7 @@ def run_dir_lock(run_dir: Path, key: str) -> Iterator[dict]:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise unwritable(exc, key, fix) from None
             raise UsageError(key, f"{run_dir} is in use by {_holder(fd)}",
-                             "wait for it to end, or stop it; one process at a time works in a run dir") from None
+                             "wait for it to end, or stop it; one process at a time works in a run or sweep dir") from None
         said = os.pread(fd, 4096, 0)
         about = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command()}
         os.ftruncate(fd, 0)
