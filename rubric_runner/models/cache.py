@@ -17,6 +17,7 @@ from langchain_core.outputs import ChatGeneration
 
 from ..compat.deepagents import NONCE
 from ..context import current_task
+from ..errors import check_database
 
 VARYING = ("id", "response_metadata", "usage_metadata")
 """What a message carries that differs from run to run, or between a live reply and its cached copy,
@@ -71,6 +72,8 @@ class SQLiteResponseCache(BaseCache):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_database(self.path, "run.cache", f"delete {self.path} or give run.cache another file: it only "
+                       "holds replies to replay, and the next run makes them again")
         self._local = threading.local()
         self._lock = threading.Lock()
         self.hits = 0
