@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import sqlite3
+from pathlib import Path
 
 PLACE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
 """Errors of a place the user can fix: no permission, a read-only or full file system."""
@@ -29,3 +32,18 @@ def place_error(exc: OSError, key: str) -> UsageError | None:
         return None
     return UsageError(key, f"cannot use {exc.filename}: {exc.strerror}",
                       "give a dir you may read and write, or work on a copy of it in one")
+
+
+def check_database(path: Path, key: str, fix: str) -> None:
+    """A SQLite file the run reads again (its checkpoints, the response cache), when there: one that does not
+    read whole (``PRAGMA quick_check``) is a usage error naming it and ``fix``, not a bare "malformed"."""
+    if not path.is_file():
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            found = connection.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.DatabaseError as exc:  # not a database at all, or a header too damaged to open
+        found = str(exc)
+    if found != "ok":  # quick_check lists each fault by page and byte: said in the words SQLite uses for it
+        problem = found if "\n" not in found and "***" not in found else "database disk image is malformed"
+        raise UsageError(key, f"{path} is damaged: {problem}", fix)

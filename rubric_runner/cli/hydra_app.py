@@ -10,6 +10,7 @@ callback stays within reach until its exit code is known.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -84,10 +85,11 @@ def usage(exc: BaseException, argv: list[str]) -> int:
     return ExitCode.USAGE
 
 
-def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None) -> None:
+def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None, owner: contextlib.ExitStack) -> None:
     """Before any job: every value of the sweep composes and passes the checks a run makes of its config,
-    and the sweep dir can be written and holds no other sweep's runs (unless resumed). Raises what a single
-    run would."""
+    and the sweep dir can be written, holds no other sweep's runs (unless resumed) and is no other sweep's
+    now: its lock is entered into ``owner``. Raises what a single run would."""
+    from ..loop.lock import run_dir_lock
     from ..config.validate import validate
     from ..records import find_run_dirs
 
@@ -108,6 +110,7 @@ def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None) -
     if find_run_dirs(sweep_dir) and sweep_dir.is_dir() and not OmegaConf.select(cfg, "run.resume"):
         raise UsageError("hydra.sweep.dir", f"{sweep_dir} already holds the runs of another sweep",
                          "leave hydra.sweep.dir unset for a new dir, or add run.resume=true to continue that sweep")
+    owner.enter_context(run_dir_lock(sweep_dir.absolute(), "hydra.sweep.dir"))
 
 
 def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int:
@@ -116,14 +119,20 @@ def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int
     _sweep_pid = os.getpid()
     from .sweep import SweepSummary
 
-    try:
-        hydra = compat_hydra.app(config_dirs)
-        cfg = hydra.compose_config(compat_hydra.CONFIG_NAME, overrides, with_log_configuration=True, run_mode=RunMode.MULTIRUN)
-        callbacks = compat_hydra.Callbacks(cfg)
-        summary = next((c for c in callbacks.callbacks if isinstance(c, SweepSummary)), None)
-        _check_sweep(hydra, cfg, summary)
-    except Exception as exc:  # Hydra and OmegaConf raise many types; all are usage errors here
-        return usage(exc, argv)
+    with contextlib.ExitStack() as owner:  # the sweep dir's lock, held until the sweep is concluded
+        try:
+            hydra = compat_hydra.app(config_dirs)
+            cfg = hydra.compose_config(compat_hydra.CONFIG_NAME, overrides, with_log_configuration=True, run_mode=RunMode.MULTIRUN)
+            callbacks = compat_hydra.Callbacks(cfg)
+            summary = next((c for c in callbacks.callbacks if isinstance(c, SweepSummary)), None)
+            _check_sweep(hydra, cfg, summary, owner)
+        except Exception as exc:  # Hydra and OmegaConf raise many types; all are usage errors here
+            return usage(exc, argv)
+        return _run_sweep(hydra, cfg, callbacks, summary)
+
+
+def _run_sweep(hydra: object, cfg: DictConfig, callbacks: object, summary: SweepSummary | None) -> int:
+    """Run the checked sweep's jobs and conclude it, whatever happened; its exit code."""
     callbacks.on_multirun_start(config=cfg, config_name=compat_hydra.CONFIG_NAME)
     conclude = summary.conclude if summary is not None else (lambda interrupted=False, failure=None: ExitCode.SATISFIED)
     try:

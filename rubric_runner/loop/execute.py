@@ -98,25 +98,37 @@ class Execution:
         self.log.warning("interrupted", reason=reason)
         self.end()
 
-    async def run(self) -> bool:
-        """Plan, connect, and run the tasks; False when a resumed run of one task had nothing left to do."""
-        request, record, console = self.request, self.record, self.console
-        header = record.header
+    def ready(self) -> Plan:
+        """Plan the run and connect to its models (the console says what runs); the plan."""
+        request, console, header = self.request, self.console, self.record.header
         roles = ("grader",) if request.regraded_from is not None else ("grader", "worker")
         plan = self.plan = prepare(self.cfg, header, self.run_dir, roles, request.follow_up, request.sweep_dir)
         for failure in plan.registry.plugins.failures:
             console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
-        for name in plan.config.rubric.evidence:
-            if name not in plan.config.grader.tools:
-                self.log.warning("evidence_unavailable", tool=name)
-                console.warning(f"rubric.evidence requires {name}, which the grader lacks: a satisfied verdict "
-                                "will be recorded as unsupported")
+        for name in self.unavailable_evidence():
+            console.warning(f"rubric.evidence requires {name}, which the grader lacks: a satisfied verdict "
+                            "will be recorded as unsupported")
         if request.regraded_from is not None:
             console.line(f"regrade of {request.regraded_from}: grader={header.grader.model} rubric={header.rubric.name}")
         else:
             scripted = {role for role in ("worker", "grader") if getattr(header, role).scripted}
             console.start(header.worker.model, header.grader.model, header.rubric.name, scripted)
         connect(plan, header)
+        return plan
+
+    def unavailable_evidence(self) -> list[str]:
+        """The tools ``rubric.evidence`` requires that the grader lacks."""
+        config = self.plan.config
+        return [name for name in config.rubric.evidence if name not in config.grader.tools]
+
+    async def run(self) -> bool:
+        """Plan, connect (unless done before), and run the tasks; False when a resumed run of one task had
+        nothing left to do."""
+        request, record, console = self.request, self.record, self.console
+        header = record.header
+        plan = self.plan or self.ready()
+        for name in self.unavailable_evidence():
+            self.log.warning("evidence_unavailable", tool=name)
         self.log.info("run_start", worker=header.worker.model_dump(), grader=header.grader.model_dump(),
                       rubric=header.rubric.name, overrides=header.sources.overrides, tasks=len(plan.tasks),
                       repeats=plan.config.run.repeats)

@@ -17,7 +17,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ..config.fingerprint import fingerprint
-from ..config.schema import Config
+from ..config.schema import Checkpointer, Config
+from ..errors import check_database
 from ..config.validate import validate
 from ..grader.middleware import GraderPass
 from ..grader.probe import choose_strategy
@@ -28,7 +29,7 @@ from ..models.replies import ReplyCheck, ReplyRetry
 from ..observe.recorder import TaskCallback, ToolCallWatch
 from ..plugins.extensions import LoopExtensions
 from ..plugins.manager import Plugins
-from ..records import TASKS_DIR, GraderInfo, ModelInfo, RubricInfo, RunHeader
+from ..records import CHECKPOINT_FILE, TASKS_DIR, GraderInfo, ModelInfo, RubricInfo, RunHeader
 from ..redaction import redact_config
 from ..tasks.checks import Check, resolve_checks
 from ..tasks.sets import Task, load_tasks
@@ -118,6 +119,10 @@ def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str,
     check_keys(config, roles)
     home = follow_up.home if follow_up is not None else run_dir
     models = build_models(config, roles, home)
+    if config.run.checkpointer == Checkpointer.sqlite:
+        path = home / CHECKPOINT_FILE
+        check_database(path, "run.checkpointer", f"restore {path} from a copy, or move it aside and resume: the "
+                       "finished tasks keep their records, the others run again from the start")
     single = follow_up is not None or (len(tasks) == 1 and config.run.repeats == 1)
     return Plan(config, run_dir, home, tasks, single, registry, worker_tools, grader_tools, checks, extensions, models,
                 follow_up, sweep_dir)

@@ -23,7 +23,7 @@ from langchain_core.outputs import ChatGeneration
 
 from ..compat.deepagents import NONCE
 from ..context import current_task
-from ..errors import UsageError
+from ..errors import UsageError, check_database
 from ..redaction import redact, secret_values
 from .replies import storable
 
@@ -109,6 +109,8 @@ class SQLiteResponseCache(BaseCache):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_database(self.path, "run.cache", f"delete {self.path} or give run.cache another file: it only "
+                       "holds replies to replay, and the next run makes them again")
         self._local = threading.local()
         self._lock = threading.Lock()
         self.hits = 0

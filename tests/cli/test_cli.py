@@ -104,7 +104,7 @@ def test_runs_started_at_once_never_share_a_dir(tmp_path):
     refused = next(err for proc, (_, err) in zip((one, two), outputs) if proc.returncode == 2)
     holder = next(proc.pid for proc in (one, two) if proc.returncode == 0)
     assert re.fullmatch(rf"error: hydra.run.dir: {re.escape(str(shared))} is in use by pid {holder} on \S+ \(rubric-runner "
-                        r"worker=scripted .*\) \(wait for it to end, or stop it; one process at a time works in a run dir\)\n",
+                        r"worker=scripted .*\) \(wait for it to end, or stop it; one process at a time works in a run or sweep dir\)\n",
                         refused), refused
     events = [json.loads(line)["event"] for line in (shared / "events.jsonl").read_text().splitlines()]
     assert events.count("run_start") == 1 and json.loads((shared / "result.json").read_text())["status"] == "satisfied"
