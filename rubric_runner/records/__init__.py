@@ -12,7 +12,7 @@ from typing import Any
 _NAMES = {
     "models": (
         "ATTEMPT_CHARS", "DID_NOT_RUN", "SCHEMA_VERSION", "USAGE_ERROR", "Aggregate", "AttemptVerification", "BudgetInfo", "CheckOutcome", "CheckResult",
-        "ConfigSources", "Coverage", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "Place",
+        "ConfigSources", "Coverage", "Criterion", "CutMessage", "ErrorInfo", "Evaluation", "GraderInfo", "GraderView", "LimitHit", "ModelInfo", "Place",
         "RubricInfo", "RunHeader", "RunKind", "RunRecord", "TaskRecord", "TaskRow", "TaskTally", "Unsupported", "Usage",
         "Verification", "Verifications", "now",
     ),
