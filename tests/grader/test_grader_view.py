@@ -146,8 +146,13 @@ def test_a_long_transcript_records_what_the_grader_was_shown(tmp_path, pad_tool)
     warning = next(e for e in read_events(run_dir) if e["event"] == "verdict_on_cut_view")
     assert (warning["dropped"], warning["cut"]) == (9, 31)
     assert record.status is Status.MAX_ITERATIONS_REACHED
-    (group,) = md_table(_report(run_dir), "## By configuration")
+    md = _report(run_dir)
+    (group,) = md_table(md, "## By configuration")
     assert group["passes on a cut view"] == "1/1 (100.0%)"
+    # the answer passed its hidden check: rejected on a cut view, a false rejection there
+    (views,) = md_table(md, "### Verdicts on cut and uncut views")
+    assert views["false rejection, cut view"].startswith("1/1 (100.0%")
+    assert views["false rejection, uncut view"] == views["false satisfied, cut view"] == "-"
 
 
 def test_on_cut_view_fail_ends_a_task_rejected_on_a_cut_view_unsupported(tmp_path, pad_tool):
