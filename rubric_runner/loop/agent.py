@@ -6,6 +6,7 @@ its recorder keeps it, and the plugins' and config's ``on_evaluation`` listeners
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..compat.deepagents import rubric_middleware
@@ -36,14 +37,29 @@ def evaluated(plan: Plan, evaluation: dict[str, Any]) -> None:
         plan.extensions.notify("on_evaluation", GradingPassed(Evaluation.model_validate(evaluation), task.ref), task.recorder.log)
 
 
+def watched(prepare: Callable[[list[Any]], list[Any]] | None) -> Callable[[list[Any]], list[Any]]:
+    """``prepare_messages_for_grader``: ``prepare``'s messages (or the transcript's), noted by the task's
+    grading as those the grader's payload is built from."""
+    def messages_for_grader(messages: list[Any]) -> list[Any]:
+        shown = prepare(messages) if prepare is not None else messages
+        task = current_task()
+        if task is not None and task.grading is not None:
+            task.grading.looked_at(shown)
+        return shown
+
+    return messages_for_grader
+
+
 def grader_middleware(plan: Plan, max_iterations: int | None = None) -> Any:
     """``RubricMiddleware`` with the plan's grader, prompt, tools, stack and listeners; the loop goes on
     while the worker revises, up to ``max_iterations`` grading passes (``grader.max_iterations``, one for
-    ``loop.arm=single``); a ``resample`` grader reads the latest attempt alone."""
+    ``loop.arm=single``); a ``resample`` grader reads the latest attempt alone; what the grader is shown
+    is noted for each pass's view."""
     node = plan.config.grader
     arguments = dict(plan.extensions.grader_arguments)
     if plan.config.loop.arm is LoopArm.resample:  # each attempt judged on its own
         arguments["prepare_messages_for_grader"] = fresh_for_grader(arguments.get("prepare_messages_for_grader"))
+    arguments["prepare_messages_for_grader"] = watched(arguments.get("prepare_messages_for_grader"))
     grading = GraderPass(strategy(plan.strategy), node.max_model_calls,
                          EvidenceRule(sorted(node.tools), list(plan.config.rubric.evidence)), compatible_server(node))
     return rubric_middleware(

@@ -2,7 +2,8 @@
 
 A regrade is launched once per record dir that holds a run (a run dir, or one of its follow-up turns),
 composed from that run's own config sources with the regrade's overrides on top; it grades each saved
-transcript there once (its task's own tool settings in effect), and records each pass as a task, laid
+transcript there once (its task's own tool settings in effect; against the checklist the run froze, unless
+``grader.regrade_resplit`` or another rubric text), and records each pass as a task, laid
 out as the run's: a run of one task's in the regrade dir itself, a task set's in ``tasks/``. A repeat
 grading (``--repeats``) is a launch of its own, in a dir of its own, whose scripted grader goes on in its
 script from where the repeat before stood (so a script can give a transcript another verdict next time).
@@ -19,6 +20,7 @@ from typing import Any
 from langchain_core.messages import messages_from_dict
 
 from ..compat.deepagents import grade_once
+from ..config.schema import OnCutView
 from ..context import CURRENT_TASK, TaskContext, TaskRef
 from ..grader.evidence import final_status
 from ..grader.notes import TaskGrading
@@ -137,8 +139,13 @@ def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log
         messages = messages_from_dict(json.loads((transcript_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
         # the run's thread: a scripted grader given the run's cursors continues its script there
         metadata = {"thread_id": original.thread_id} if original.thread_id else {}
-        loop = grade_once(middleware, messages, task.rubric, recorder.on_stream_event, {"metadata": metadata})
-        result.status = final_status(Status.of_loop(loop.status), result.evaluations, plan.config.grader.strict_coverage)
+        node = plan.config.grader
+        # the run's frozen checklist, graded again name for name (unless re-split, or the rubric is another)
+        seeded = original.checklist if not node.regrade_resplit and original.rubric == task.rubric else None
+        loop = grade_once(middleware, messages, task.rubric, recorder.on_stream_event, {"metadata": metadata}, seeded)
+        result.checklist = loop.checklist
+        result.status = final_status(Status.of_loop(loop.status), result.evaluations, node.strict_coverage,
+                                     node.on_cut_view is OnCutView.fail)
         result.iterations = len(result.evaluations)
     except Exception as exc:  # one transcript's failure is its own record
         result.fail(exc)

@@ -18,7 +18,7 @@ from langchain_core.messages import HumanMessage
 
 from ..compat.deepagents import LoopState
 from ..compat.langchain import transcript_messages
-from ..config.schema import KeepCheckpoints
+from ..config.schema import KeepCheckpoints, OnCutView
 from ..context import CURRENT_TASK, TaskContext, TaskRef
 from ..grader.evidence import final_status
 from ..grader.notes import TaskGrading
@@ -236,7 +236,10 @@ class TaskRun:
         if loop.evaluations:  # the checkpoint is the truth, also across resumes
             record.evaluations = [Evaluation.model_validate(e) for e in loop.evaluations]
             record.grading_run_id = loop.grading_run_id
-        record.status = final_status(Status.of_loop(loop.status), record.evaluations, self.shared.plan.config.grader.strict_coverage)
+        record.checklist = loop.checklist
+        node = self.shared.plan.config.grader
+        record.status = final_status(Status.of_loop(loop.status), record.evaluations, node.strict_coverage,
+                                     node.on_cut_view is OnCutView.fail)
 
     async def _verify(self, checks: list[Any], messages: list[Any]) -> None:
         """Run the task's hidden checks on every attempt the grader judged (``rubric.verify_every_attempt``;
