@@ -45,17 +45,18 @@ def job(cfg: DictConfig) -> int:
     """One job of a sweep: a launch of the config Hydra composed for it, in its output dir; its exit code."""
     from ..loop.launch import launch
     from ..loop.request import Launch
-    from ..loop.signals import StopRequest
+    from ..loop.signals import SWEEP_STOP_FILE, StopRequest
     from ..records import ConfigSources
 
     hydra_cfg = HydraConfig.get()
     overrides = list(hydra_cfg.overrides.task)
     _scrub_saved_config(hydra_cfg, cfg, overrides)
     sources = ConfigSources(overrides=overrides, config_dirs=compat_hydra.config_dirs_of(hydra_cfg))
+    sweep_dir = Path(str(hydra_cfg.sweep.dir)).absolute()
     try:
-        with process_tweaks(), StopRequest().installed() as stop:
+        with process_tweaks(), StopRequest(sweep_dir / SWEEP_STOP_FILE).installed() as stop:
             record = launch(Launch(sources, run_dir=Path(hydra_cfg.runtime.output_dir), composed=cfg,
-                                   sweep_dir=Path(str(hydra_cfg.sweep.dir)).absolute(), stop=stop))
+                                   sweep_dir=sweep_dir, stop=stop))
     except UsageError as exc:
         write_line(f"error: {exc}", sys.stderr)
         return ExitCode.USAGE
@@ -117,6 +118,8 @@ def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int
     """Compose and check the sweep, run it (as ``Hydra.multirun`` does), and conclude it whatever happened."""
     global _sweep_pid
     _sweep_pid = os.getpid()
+    from ..loop.signals import SWEEP_STOP_FILE, SweepStop
+    from ..observe.console import Console
     from .sweep import SweepSummary
 
     with contextlib.ExitStack() as owner:  # the sweep dir's lock, held until the sweep is concluded
@@ -135,17 +138,23 @@ def _run_sweep(hydra: object, cfg: DictConfig, callbacks: object, summary: Sweep
     """Run the checked sweep's jobs and conclude it, whatever happened; its exit code."""
     callbacks.on_multirun_start(config=cfg, config_name=compat_hydra.CONFIG_NAME)
     conclude = summary.conclude if summary is not None else (lambda interrupted=False, failure=None: ExitCode.SATISFIED)
+    stop = SweepStop(Path(str(cfg.hydra.sweep.dir)).absolute() / SWEEP_STOP_FILE, Console().line)
+    stop.marker.unlink(missing_ok=True)  # left by a sweep killed before it could clear it; this one holds the dir's lock
     try:
-        sweeper = Plugins.instance().instantiate_sweeper(
-            config=cfg, hydra_context=HydraContext(config_loader=hydra.config_loader, callbacks=callbacks), task_function=job,
-        )
-        sweeper.sweep(arguments=OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
-        callbacks.on_multirun_end(config=cfg, config_name=compat_hydra.CONFIG_NAME)
+        with stop.installed():
+            sweeper = Plugins.instance().instantiate_sweeper(
+                config=cfg, hydra_context=HydraContext(config_loader=hydra.config_loader, callbacks=callbacks), task_function=job,
+            )
+            sweeper.sweep(arguments=OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
+            callbacks.on_multirun_end(config=cfg, config_name=compat_hydra.CONFIG_NAME)
     except KeyboardInterrupt:
         return conclude(interrupted=True)
     except Exception as exc:  # the launcher's failure, or a job's exception re-raised after its batch: one line
         return conclude(failure=exc)
-    return conclude()
+    else:
+        return conclude()
+    finally:  # after the summary, which reads it: the sweep was stopped
+        stop.marker.unlink(missing_ok=True)
 
 
 def _single(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int:

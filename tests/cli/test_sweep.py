@@ -252,6 +252,28 @@ def test_a_run_into_a_sweep_dir_is_refused_and_leaves_the_sweep_as_it_was(tmp_pa
         assert _digests(sweep_dir) == before
 
 
+def test_ctrl_c_of_a_joblib_sweep_records_its_running_jobs_interrupted_and_the_summary_partial(tmp_path):
+    """Ctrl-C reaches the sweep's process and its loky workers (one process group): each running job stops at its
+    checkpoint, recorded ``interrupted``, and the sweep ends as the basic launcher's does."""
+    slow = write_script(tmp_path / "slow.yaml", [{"content": "slow", "latency": 3}], [])
+    sweep_dir = tmp_path / "sweep"
+    with cli_process("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *SCRIPTED, f"worker.script={slow}",
+                     "grader.script=${worker.script}", "tags=[a],[b],[c]", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path,
+                     group=True) as proc:
+        wait_for(proc, lambda: all(worker_call_began(sweep_dir / job) for job in ("0", "1")), "jobs 0 and 1 running")
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "SIGINT: stopping the sweep's jobs at their next checkpoint" in stdout
+    # the two running jobs stopped at their checkpoint; the third began after the stop, and stopped at once
+    assert [status_of(sweep_dir / job) for job in ("0", "1", "2")] == ["interrupted"] * 3
+    partial = "partial: 0 of 3 runs finished"
+    assert f"sweep: {partial}; 3 runs: 3 interrupted; satisfied rate - of the 0 finished, 3 unfinished -> exit 130" in stdout
+    assert [(r["status"], r["partial"]) for r in read_rows(sweep_dir)] == [("interrupted", partial)] * 3
+    assert "Traceback" not in stderr, stderr
+    assert not (sweep_dir / ".stop").exists()
+
+
 def test_sweep_rejected_by_hydra_exits_2_without_summary(tmp_path):
     sweep_dir = tmp_path / "sweep"
     proc = run_cli("-m", *SCRIPTED, "grader=nope,haiku", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path)
