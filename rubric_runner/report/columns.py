@@ -57,6 +57,15 @@ def fmt_counts(counts: dict[Any, int]) -> str:
     return ", ".join(f"{key} {n}" for key, n in counts.items()) or "-"
 
 
+def fmt_verdicts(group: dict[str, Any]) -> str:
+    """``needs_revision 1, satisfied 1; unverified 1; cut view 1/2 (50.0%)``: a group's verdicts, those the
+    library marked unverified, and the passes graded on a cut view (of those with a view)."""
+    window = group["window"]
+    unverified = f"; unverified {group['unverified']}" if group["unverified"] else ""
+    cut = f"; cut view {fmt_rate(window.cut, window.viewed)}" if window.viewed else ""
+    return fmt_counts(group["verdicts"]) + unverified + cut
+
+
 def fmt_limit(hit: LimitHit | None) -> str:
     """``limits.worker_calls 50/50``: the limit or budget that stopped a run, and the figure reached."""
     return f"{hit.name} {hit.value:g}/{hit.limit:g}" if hit else ""
@@ -200,10 +209,7 @@ GROUP_COLUMNS = (
     Column("mean iterations to satisfy", lambda g: fmt_num(g["mean_iterations"]), sort=lambda g: _or(g["mean_iterations"], -1)),
     Column("runs by iterations to satisfy", lambda g: fmt_iterations(g["iterations"])),
     Column("statuses", lambda g: fmt_counts(g["outcomes"])),
-    Column("grading verdicts", lambda g: fmt_counts(g["verdicts"])),
-    Column("unverified verdicts", lambda g: g["unverified"], sort=lambda g: g["unverified"]),
-    Column("passes on a cut view", lambda g: fmt_rate(g["window"].cut, g["window"].viewed), sort=lambda g: g["window"].cut,
-           link=_group_link()),
+    Column("grading verdicts", lambda g: fmt_verdicts(g)),
     Column("worker tokens/run", lambda g: fmt_num(g["tokens_per_run"]["worker"], 0), sort=lambda g: g["tokens_per_run"]["worker"]),
     Column("grader tokens/run", lambda g: fmt_num(g["tokens_per_run"]["grader"], 0), sort=lambda g: g["tokens_per_run"]["grader"]),
     Column("est. USD/run", lambda g: fmt_num(g["cost_per_run"], 4), sort=lambda g: _or(g["cost_per_run"], -1)),

@@ -81,11 +81,12 @@ def test_deepagents_grades_a_seeded_checklist_as_a_later_pass_does():
 
 
 def test_deepagents_grader_window_is_the_one_grader_view_counts():
-    from deepagents.middleware import rubric
-    from deepagents.middleware._message_eviction import _TOO_LARGE_TOOL_MSG
+    from deepagents.middleware import _message_eviction, rubric
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    notice = _TOO_LARGE_TOOL_MSG.format(tool_call_id="t1", file_path="/large_tool_results/t1", preview_note="", content_sample="")
+    # the notice a large tool result leaves (its template made private after 0.7.11)
+    template = getattr(_message_eviction, "_TOO_LARGE_TOOL_MSG", None) or _message_eviction.TOO_LARGE_TOOL_MSG
+    notice = template.format(tool_call_id="t1", file_path="/large_tool_results/t1", preview_note="", content_sample="")
     messages = [HumanMessage("q" * 4500)]
     for k in range(20):
         messages += [AIMessage("a" * (3000 + 100 * k), tool_calls=[{"name": "task", "args": {"subagent_type": "researcher"}, "id": f"c{k}"}]),

@@ -71,7 +71,7 @@ def test_the_report_marks_the_unverified_pass_and_the_judge_table_leaves_it_out_
     assert judge["outside the matrix"] == "unverified 1"
     assert [judge[k] for k in ("satisfied & passed", "satisfied & failed", "rejected & passed", "rejected & failed")] == ["0"] * 4
     (group,) = md_table(md, "## By configuration")
-    assert group["unverified verdicts"] == "1"
+    assert group["grading verdicts"] == "needs_revision 1, max_iterations_reached 1; unverified 1; cut view 0/2 (0.0%)"
     trail = (run_dir / "report.html").read_text()
     assert '"unverified":true' in trail
 
@@ -148,7 +148,7 @@ def test_a_long_transcript_records_what_the_grader_was_shown(tmp_path, pad_tool)
     assert record.status is Status.MAX_ITERATIONS_REACHED
     md = _report(run_dir)
     (group,) = md_table(md, "## By configuration")
-    assert group["passes on a cut view"] == "1/1 (100.0%)"
+    assert group["grading verdicts"] == "max_iterations_reached 1; cut view 1/1 (100.0%)"
     # the answer passed its hidden check: rejected on a cut view, a false rejection there
     (views,) = md_table(md, "### Verdicts on cut and uncut views")
     assert views["false rejection, cut view"].startswith("1/1 (100.0%")
