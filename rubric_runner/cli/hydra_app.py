@@ -118,8 +118,6 @@ def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int
     """Compose and check the sweep, run it (as ``Hydra.multirun`` does), and conclude it whatever happened."""
     global _sweep_pid
     _sweep_pid = os.getpid()
-    from ..loop.signals import SWEEP_STOP_FILE, SweepStop
-    from ..observe.console import Console
     from .sweep import SweepSummary
 
     with contextlib.ExitStack() as owner:  # the sweep dir's lock, held until the sweep is concluded
@@ -136,6 +134,9 @@ def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int
 
 def _run_sweep(hydra: object, cfg: DictConfig, callbacks: object, summary: SweepSummary | None) -> int:
     """Run the checked sweep's jobs and conclude it, whatever happened; its exit code."""
+    from ..loop.signals import SWEEP_STOP_FILE, SweepStop
+    from ..observe.console import Console
+
     callbacks.on_multirun_start(config=cfg, config_name=compat_hydra.CONFIG_NAME)
     conclude = summary.conclude if summary is not None else (lambda interrupted=False, failure=None: ExitCode.SATISFIED)
     stop = SweepStop(Path(str(cfg.hydra.sweep.dir)).absolute() / SWEEP_STOP_FILE, Console().line)

@@ -178,7 +178,7 @@ def test_ctrl_c_in_a_regrade_stops_it_recording_the_ungraded_transcripts_interru
     slow = write_script(tmp_path / "slow.yaml", worker=[], grader=[{**verdict("satisfied", ("c", True)), "latency": 1.5}])
     with cli_process("regrade", str(run_dir), f"grader.script={slow}", cwd=tmp_path) as proc:
         deadline = time.monotonic() + 60
-        while not (ends := [e for path in run_dir.glob("regrades/*") for e in _events(path) if e["event"] == "regrade_end"]):
+        while not [e for path in run_dir.glob("regrades/*") for e in _events(path) if e["event"] == "regrade_end"]:
             assert time.monotonic() < deadline, "no transcript was regraded"
             time.sleep(0.05)
         os.kill(proc.pid, signal.SIGINT)
