@@ -9,6 +9,11 @@ from pathlib import Path
 
 PLACE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT})
 """Errors of a place the user can fix: no permission, a read-only or full file system."""
+FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""No room to write: a full file system, a quota, a file at its size limit (``ulimit -f``)."""
+SQLITE_NO_ROOM = frozenset({13, 778})
+"""SQLite's "database or disk is full" (SQLITE_FULL), and the "disk I/O error" of a write (SQLITE_IOERR_WRITE),
+which is what a file at its size limit gives it."""
 
 
 class UsageError(ValueError):
@@ -47,3 +52,26 @@ def check_database(path: Path, key: str, fix: str) -> None:
     if found != "ok":  # quick_check lists each fault by page and byte: said in the words SQLite uses for it
         problem = found if "\n" not in found and "***" not in found else "database disk image is malformed"
         raise UsageError(key, f"{path} is damaged: {problem}", fix)
+
+
+class NoSpace(Exception):
+    """A file of a run could not be written for want of room: the run stops there, as nothing it did next could
+    be recorded. Its record says so (when it can still be written), and a resume goes on from the last checkpoint."""
+
+    def __init__(self, path: str, reason: str, run_dir: str) -> None:
+        super().__init__(f"cannot write {path}: {reason} (free space on its file system, or raise the file size limit "
+                         f"(ulimit -f); then `rubric-runner resume {run_dir}` goes on from the last checkpoint)")
+
+
+def out_of_space(exc: BaseException | None, database: str = "") -> tuple[str, str] | None:
+    """The file and the reason when ``exc``, or an exception it came from, is a write that found no room;
+    ``database`` is the file a SQLite error that names none stands for. None for any other error."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in FULL_ERRNOS:
+            return str(exc.filename or database), exc.strerror or str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", None) in SQLITE_NO_ROOM:
+            return database, str(exc)
+        exc = exc.__cause__ or exc.__context__
+    return None

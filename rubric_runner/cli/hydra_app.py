@@ -90,8 +90,8 @@ def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None, o
     """Before any job: every value of the sweep composes and passes the checks a run makes of its config,
     and the sweep dir can be written, holds no other sweep's runs (unless resumed) and is no other sweep's
     now: its lock is entered into ``owner``. Raises what a single run would."""
-    from ..loop.lock import run_dir_lock
     from ..config.validate import validate
+    from ..loop.lock import run_dir_lock
     from ..records import find_run_dirs
 
     task_overrides = OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False)

@@ -18,8 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..config.fingerprint import fingerprint
 from ..config.schema import Checkpointer, Config
-from ..errors import check_database
 from ..config.validate import validate
+from ..errors import check_database
 from ..grader.middleware import GraderPass
 from ..grader.probe import choose_strategy
 from ..models.build import build_chat_model, is_scripted, split_model

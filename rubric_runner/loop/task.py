@@ -20,6 +20,7 @@ from ..compat.deepagents import LoopState
 from ..compat.langchain import transcript_messages
 from ..config.schema import KeepCheckpoints, OnCutView
 from ..context import CURRENT_TASK, TaskContext, TaskRef
+from ..errors import out_of_space
 from ..grader.evidence import final_status
 from ..grader.notes import TaskGrading
 from ..models.errors import explain_error, is_provider_error
@@ -142,6 +143,8 @@ class TaskRun:
             record.interrupt(str(exc))
             self.log.warning("interrupted", reason=str(exc))
         except Exception as exc:  # one task's failure must not end the others, and leaves its record
+            if out_of_space(exc) is not None:  # but no room to record it ends them all
+                raise
             record.fail(exc)
             if is_provider_error(exc):
                 record.error.message = explain_error(exc, shared.plan.config.worker, "worker")

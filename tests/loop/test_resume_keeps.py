@@ -86,3 +86,19 @@ def test_a_resume_of_a_finished_task_set_keeps_its_task_records_byte_for_byte(tm
     assert {path: after[path] for path in tasks} == tasks
     record = json.loads((run_dir / "result.json").read_text())
     assert (record["resumed"], record["aggregate"]["reused"], record["aggregate"]["rerun"]) == (1, 6, 0)
+
+
+def test_a_sweeps_resume_without_the_key_leaves_its_jobs_records_as_they_were(tmp_path, fake_keys, monkeypatch):
+    script = write_script(tmp_path / "s.yaml", worker=[], grader=[OK])
+    sweep_dir = tmp_path / "sweep"
+    with FakeServer("openai", [text("x"), text("y")]) as worker:
+        args = ("-m", *model_overrides("worker", worker), "grader=scripted", f"grader.script={script}", "run.console=false",
+                SCRIPTED_EVIDENCE, "grader.max_iterations=1,2", f"hydra.sweep.dir={sweep_dir}")
+        assert run_cli(*args, cwd=tmp_path).returncode == 0
+        jobs = {path: digest for path, digest in digests(sweep_dir).items() if path[0].isdigit() and "/.hydra/" not in path}
+        monkeypatch.delenv("OPENAI_API_KEY")
+        proc = run_cli(*args, "run.resume=true", cwd=tmp_path)
+    refused = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(refused) == 2 and all("needs an API key (set OPENAI_API_KEY" in line for line in refused), proc.stderr
+    after = digests(sweep_dir)
+    assert {path: after.get(path) for path in jobs} == jobs  # Hydra saves each job's .hydra/ before the job starts
