@@ -112,7 +112,7 @@ def test_joblib_sweep_runs_jobs_in_parallel_and_gates_on_fail_under(tmp_path):
         ("scripted:alpha", "satisfied"), ("scripted:beta", "satisfied"),
         ("scripted:alpha", "error"), ("scripted:beta", "error"),
     ]
-    assert rows[2]["error"] == "ScriptError: provider is down"
+    assert rows[2]["error"] == "ScriptedFault: provider is down"
     records = [json.loads((sweep_dir / r["job"] / "result.json").read_text()) for r in rows]
     assert records[0]["task"]["evaluations"][-1]["explanation"] == "count_syllables reports three lines of 5-7-5, and the theme is spring."
     start = [datetime.fromisoformat(r["started_at"]) for r in records]
