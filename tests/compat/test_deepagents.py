@@ -96,3 +96,27 @@ def test_deepagents_grader_window_is_the_one_grader_view_counts():
     assert (view["messages"], view["shown"], view["dropped"]) == (41, len(shown), 41 - len(shown))
     assert len(view["cut"]) == sum(chunk.endswith("...(truncated)") for chunk in shown)
     assert view["offloaded"] == ["/large_tool_results/t1"] and view["subagents"] == ["researcher"] * 20
+
+
+def test_deepagents_takes_the_grader_hooks_the_runner_passes():
+    # loop.agent passes grader_middleware= and prepare_messages_for_grader= (0.7.11 on): each must reach the pass
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    seen: dict[str, object] = {}
+
+    class Watch(AgentMiddleware):
+        def wrap_model_call(self, request, handler):
+            seen["payload"] = request.messages[0].text
+            return handler(request)
+
+    def prepare(messages):
+        seen["prepared"] = len(messages)
+        return messages[-1:]
+
+    grader = ScriptedChatModel(model="scripted:g", turns=[verdict("satisfied", ("c", True))])
+    middleware = compat_deepagents.rubric_middleware(model=grader, max_iterations=1, grader_middleware=[Watch()],
+                                                     prepare_messages_for_grader=prepare)
+    state = compat_deepagents.grade_once(middleware, [HumanMessage("Write it."), AIMessage("final")], "- c", lambda e: None, {})
+    assert state.status == "satisfied" and seen["prepared"] == 2
+    assert "[assistant] final" in seen["payload"] and "Write it." not in seen["payload"]
