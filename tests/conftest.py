@@ -9,7 +9,7 @@ import sys
 import pytest
 from support.helpers import BUNDLED_PLUGINS, DATA
 
-from rubric_runner.config.environment import API_KEY_ENV
+from rubric_runner.environment import API_KEY_ENV
 
 sys.path.insert(0, str(DATA))
 

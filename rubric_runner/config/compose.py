@@ -11,7 +11,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..paths import DATA_DIR
-from .environment import job_env
+from ..environment import job_env
 from .schema import Config
 
 if TYPE_CHECKING:

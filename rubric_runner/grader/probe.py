@@ -13,7 +13,7 @@ from typing import Any
 from ..compat.langchain import supports_provider_strategy
 from ..config.schema import GraderConfig, StructuredOutput
 from ..errors import UsageError
-from ..loop.runtime import PROBES_SEEN, remembered
+from ..runtime import PROBES_SEEN, remembered
 from ..models.errors import failure
 from ..models.quirks import compatible_server
 
@@ -34,7 +34,7 @@ PROBES = {
 def probe_server(model: Any) -> tuple[str | None, dict[str, str]]:
     """Ask an OpenAI-compatible server for each strategy's request shape, once each, in order of
     preference; the first that works is chosen. Returns ``(strategy or None, what each probe found)``;
-    with the process's tweaks on (``loop.runtime``), remembered by base URL and model."""
+    with the process's tweaks on (``runtime``), remembered by base URL and model."""
     key = (str(model.openai_api_base or ""), str(model.model_name))
     strategy, found = remembered(PROBES_SEEN, key, lambda: _probe(model))
     return strategy, dict(found)

@@ -26,7 +26,7 @@ from .budgets import Budgets
 from .plan import Plan, connect, prepare
 from .request import Launch
 from .run import TaskSet
-from .runtime import run_coroutine
+from ..runtime import run_coroutine
 
 
 class Execution:

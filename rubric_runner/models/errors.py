@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..config.environment import API_KEY_ENV
+from ..environment import API_KEY_ENV
 from ..config.schema import ModelConfig
 from .build import split_model
 

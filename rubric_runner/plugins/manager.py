@@ -12,7 +12,7 @@ from typing import Any
 
 import pluggy
 
-from ..config.environment import PLUGINS_ENV
+from ..environment import PLUGINS_ENV
 from . import hookspecs
 
 ENTRY_POINT_GROUP = "rubric_runner"

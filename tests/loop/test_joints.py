@@ -35,7 +35,7 @@ from support.helpers import BUNDLED_PLUGINS
 
 import rubric_runner
 from rubric_runner.cli import run_command
-from rubric_runner.config.environment import API_KEY_ENV
+from rubric_runner.environment import API_KEY_ENV
 from rubric_runner.paths import DATA_DIR
 from rubric_runner.records import RESULT_FILE, TASKS_DIR, read_record, read_task_at
 

@@ -13,7 +13,7 @@ from support.helpers import scripted_overrides, verdict, write_script
 
 import rubric_runner
 from rubric_runner.compat.langchain import _inline_unless_tracing
-from rubric_runner.loop import runtime
+from rubric_runner import runtime
 from rubric_runner.loop.checkpoints import InlineSqliteSaver
 
 OK = verdict("satisfied", ("c", True))

@@ -87,7 +87,7 @@ def _warm_up() -> None:
     import contextlib
 
     import rubric_runner
-    from rubric_runner.loop import runtime
+    from rubric_runner import runtime
 
     with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stdout(sys.stderr):
         rubric_runner.run(["worker=scripted", "grader=scripted", "rubric=code", "run.console=false"], Path(scratch) / "run")

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from ..compat.langchain import inline_langsmith, langsmith_defaults
+from .compat.langchain import inline_langsmith, langsmith_defaults
 
 T = TypeVar("T")
 
