@@ -31,7 +31,7 @@ from ..records import TASKS_DIR, GraderInfo, ModelInfo, RubricInfo, RunHeader
 from ..redaction import redact_config
 from ..tasks.checks import Check, resolve_checks
 from ..tasks.sets import Task, load_tasks
-from ..tools.registry import ToolRegistry, validate_settings
+from ..plugins.registry import ToolRegistry, validate_settings
 from .arms import grading_passes
 from .followup import FollowUp, check_thread_kept
 

@@ -17,7 +17,7 @@ from . import hookspecs
 
 ENTRY_POINT_GROUP = "rubric_runner"
 
-DEFAULT_PLUGINS = {"builtin_tools": "rubric_runner.tools.builtin", "reports": "rubric_runner.report.live:PLUGIN"}
+DEFAULT_PLUGINS = {"builtin_tools": "rubric_runner.plugins.builtin:TOOLS", "reports": "rubric_runner.plugins.builtin:REPORTS"}
 """The plugins that come with rubric_runner, by name (``module`` or ``module:object``): loaded like any other, always."""
 
 logger = logging.getLogger(__name__)
