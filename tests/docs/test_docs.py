@@ -104,6 +104,10 @@ COMMANDS: dict[str, dict[str, Runs | StopsAtKey | Composes | Skipped]] = {
         "export ANTHROPIC_API_KEY=...": Skipped("sets a provider key"),
         "python -m rubric_runner grader=haiku rubric=code": Composes(KEY),
     },
+    "README.md > Testing": {
+        'python -m pytest -m "not (cluster or postgres or bwrap or browser or cli or slow)"': Skipped(
+            "a tier of the test suite, of which this test is a part; tests/docs/test_tiers.py checks its markers"),
+    },
     "README.md > Documentation": {
         ".venv/bin/mkdocs build --strict": Skipped(BUILT),
     },
