@@ -5,6 +5,9 @@ package's own), claims its run dir, and returns the typed record: ``RunRecord``.
 in threads: each writes only its own files. A problem the user must fix before the run dir is claimed
 raises ``UsageError`` (one line: the key and the fix); anything later ends in the returned record.
 Ctrl-C (KeyboardInterrupt) records the run as interrupted, then goes on up.
+
+A run dir is data: a resume, a follow-up turn or a regrade runs the code its record names only when the
+caller's own config names it too, or with ``trust_run_dir`` (``config.trust``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from .compat.hydra import combinations, first_sweep
 from .config.compose import compose
+from .config.trust import check_code, check_config_dirs, trusted_names
 from .errors import UsageError, unwritable
 from .loop.followup import next_turn, record_dir_of, resumed_turn
 from .loop.launch import launch
@@ -60,10 +64,23 @@ def _recorded(record_dir: Path, config_dirs: Sequence[str | Path]) -> ConfigSour
     return sources.model_copy(update={"config_dirs": [*sources.config_dirs, *_dirs(config_dirs)]})
 
 
+def _trusted(run_dir: Path, sources: ConfigSources, config_dirs: Sequence[str | Path], overrides: Sequence[str],
+             trust_run_dir: bool) -> None:
+    """Refuse ``sources`` (a record's, with the caller's ``config_dirs`` and ``overrides``) when they name code
+    the caller's own config does not, unless ``trust_run_dir``."""
+    if trust_run_dir:
+        return
+    trusted = trusted_names(_dirs(config_dirs), list(overrides))
+    check_config_dirs(run_dir, sources.config_dirs, trusted)
+    check_code(run_dir, compose(sources), trusted)
+
+
 def resume(run_dir: str | Path, overrides: Sequence[str] = (), config_dirs: Sequence[str | Path] = (),
-           stop: StopRequest | None = None) -> RunRecord:
+           stop: StopRequest | None = None, trust_run_dir: bool = False) -> RunRecord:
     """Continue the run (or follow-up turn) in ``run_dir`` from its checkpoints, with the config it ran with;
-    ``overrides`` may change only what leaves its tasks as they were (repeats, concurrency, budgets, console)."""
+    ``overrides`` may change only what leaves its tasks as they were (repeats, concurrency, budgets, console).
+    The code the record names runs only when ``overrides`` or ``config_dirs`` name it too, or with
+    ``trust_run_dir``."""
     run_dir = Path(run_dir).resolve()
     sources = _recorded(run_dir, config_dirs)
     record = read_record(run_dir / RESULT_FILE)
@@ -71,20 +88,23 @@ def resume(run_dir: str | Path, overrides: Sequence[str] = (), config_dirs: Sequ
     if record is not None and record.header.kind is RunKind.TURN and record.task is not None:
         follow_up = resumed_turn(run_dir, record.task)
     sources = sources.model_copy(update={"overrides": [*sources.overrides, *overrides, "run.resume=true"]})
+    _trusted(run_dir, sources, config_dirs, overrides, trust_run_dir)
     return launch(Launch(sources, run_dir=run_dir, key=RUN_DIR, resume=True, follow_up=follow_up, stop=stop))
 
 
 def continue_run(run_dir: str | Path, message: str, overrides: Sequence[str] = (), task: str | None = None,
-                 repeat: int = 0, config_dirs: Sequence[str | Path] = (), stop: StopRequest | None = None) -> RunRecord:
+                 repeat: int = 0, config_dirs: Sequence[str | Path] = (), stop: StopRequest | None = None,
+                 trust_run_dir: bool = False) -> RunRecord:
     """Send ``message`` on the thread of a finished run (``task``, ``repeat``: one task of a task set) as a
     follow-up turn, graded against the same rubric or a new one (``rubric.text=...``); its record goes to
-    ``turns/<n>/`` below the run's record dir."""
+    ``turns/<n>/`` below the run's record dir. The code the record names runs as on a ``resume``."""
     run_dir = Path(run_dir).resolve()
     follow_up = next_turn(record_dir_of(run_dir, task, repeat), message)
     before = recorded_sources(follow_up.previous)
     sources = before.model_copy(update={"config_dirs": [*before.config_dirs, *_dirs(config_dirs)]}) if before else \
         _recorded(run_dir, config_dirs)
     sources = sources.model_copy(update={"overrides": [*sources.overrides, *overrides]})
+    _trusted(run_dir, sources, config_dirs, overrides, trust_run_dir)
     return launch(Launch(sources, run_dir=follow_up.dir(), key=RUN_DIR, follow_up=follow_up, stop=stop))
 
 
@@ -97,12 +117,14 @@ class Regrade:
 
 
 def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool = False,
-            config_dirs: Sequence[str | Path] = (), stop: StopRequest | None = None, repeats: int = 1) -> Regrade:
+            config_dirs: Sequence[str | Path] = (), stop: StopRequest | None = None, repeats: int = 1,
+            trust_run_dir: bool = False) -> Regrade:
     """Grade the transcripts saved under ``run_dir`` (a run dir, or a sweep dir: each of its runs, and their
     follow-up turns) again, one grading pass each, with ``overrides`` on each run's own config; the records go
     to ``run_dir/regrades/<time>/``. With ``multirun``, once per combination of the overrides' values
     (``grader=haiku,gpt``), each in a numbered dir. With ``repeats`` above 1, every grader grades every
-    transcript that many times, each time in a dir ``repeat-<k>/`` of its own."""
+    transcript that many times, each time in a dir ``repeat-<k>/`` of its own. The code a graded run's record
+    names runs as on a ``resume``."""
     if repeats < 1:
         raise UsageError("--repeats", f"{repeats} is no number of gradings", "give --repeats 1 or more")
     root = Path(run_dir).resolve()
@@ -111,12 +133,18 @@ def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool =
         raise UsageError(swept[0], "several values are a regrade with each, which needs -m", f"rubric-runner regrade RUN_DIR -m {swept[1]}")
     graders = combinations(list(overrides)) if multirun else [list(overrides)]
     launches = []
+    trusted = None if trust_run_dir else trusted_names(_dirs(config_dirs), list(overrides))
     for grader in graders:  # every config composes before any regrade starts
         for source in (record_dir for run in find_run_dirs(root) for record_dir in regraded_dirs(run)):
             recorded = _recorded(source, config_dirs)  # the graded run's configuration, not its console
             kept = [o for o in recorded.overrides if not o.lstrip("+~").startswith("run.console")]
             composed = recorded.model_copy(update={"overrides": [*kept, *grader]})
-            launches.append((grader, source, composed, compose(composed)))
+            if trusted is not None:
+                check_config_dirs(source, composed.config_dirs, trusted)
+            cfg = compose(composed)
+            if trusted is not None:
+                check_code(source, cfg, trusted)
+            launches.append((grader, source, composed, cfg))
     launches = [planned for planned in launches if transcript_dirs(planned[1])]
     if not launches:
         raise UsageError(RUN_DIR, f"{root} holds no saved transcript", "give the dir of a run or sweep that has run")

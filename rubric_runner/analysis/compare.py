@@ -194,12 +194,14 @@ def compare(base: Sequence[Case], new: Sequence[Case], base_labels: dict[str, st
 @dataclass(frozen=True)
 class Gate:
     """When a comparison fails: more than ``count`` regressed cases, or, with ``alpha``, more regressed than
-    improved cases with a McNemar p below ``alpha``."""
+    improved cases with a McNemar p below ``alpha``; or no case paired at all, for then nothing was compared."""
 
     count: int = 0
     alpha: float | None = None
 
     def failed(self, comparison: Comparison) -> bool:
+        if not comparison.cases:
+            return True
         _, lost, gained, _ = comparison.table
         if self.alpha is not None:
             return lost > gained and comparison.p is not None and comparison.p < self.alpha

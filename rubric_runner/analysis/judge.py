@@ -5,8 +5,9 @@ on the checks, the pass rate corrected for the grader's errors, and the spend pe
 The ground truth is the final answer's hidden verification. The matrix holds the runs whose final
 answer passed or failed and whose verdict was one: ``satisfied`` (accepted), or ``failed`` or
 ``max_iterations_reached`` (rejected). A run that ended otherwise (``grader_error``, ``unsupported``,
-a limit, an error) is counted apart, by its status, and an unverifiable final answer is counted apart
-too: neither is in the matrix nor in a pass rate's denominator. When a task has several runs, every
+a limit, an error) is counted apart, by its status, and so is one whose last verdict the library marked
+``unverified`` (the grader under-reported its checklist: a rejection by the grader's failure, not the
+answer's); an unverifiable final answer is counted apart too: neither is in the matrix nor in a pass rate's denominator. When a task has several runs, every
 interval resamples whole tasks (``intervals.cluster_bootstrap``); otherwise it is exact on the counts.
 """
 
@@ -176,11 +177,23 @@ class Judged:
     """Runs of one task are repeats: intervals resample tasks."""
     transcript: str | None = None
     """Which transcript was judged: graders rank only on the same ones."""
+    unverified: bool = False
+    """The last verdict was one the library marked unverified: no verdict on the answer."""
+
+    @property
+    def verdict(self) -> bool | None:
+        """Accepted (True), rejected (False), or None when the run ended without a verdict on its answer."""
+        return None if self.unverified else VERDICTS.get(self.status)
+
+    @property
+    def ending(self) -> str:
+        """How a run outside the matrix ended: its status, or ``unverified``."""
+        return "unverified" if self.unverified and self.status in VERDICTS else self.status.value
 
 
 def tally(run: Judged) -> Tally:
     """One run's contribution to a tally."""
-    verdict = VERDICTS.get(run.status)
+    verdict = run.verdict
     first, final = run.verified_first, run.verified_final
     decided = run.verified_outcome is not None and run.verified_outcome is not CheckOutcome.UNVERIFIABLE
     in_matrix = decided and verdict is not None and final is not None
@@ -211,7 +224,7 @@ class Judgement:
     """Runs whose final answer could not be checked: in no cell of the matrix, in no pass rate."""
     outside: dict[str, int]
     """Runs whose answer was checked but whose run ended without a verdict, by status (``grader_error``,
-    ``unsupported``, a limit): counted apart, in no cell of the matrix."""
+    ``unsupported``, a limit, or ``unverified``): counted apart, in no cell of the matrix."""
     tasks: int
     repeated: bool
     """Some task has several runs: the intervals resample tasks."""
@@ -316,6 +329,7 @@ def judged(task: tuple[RunHeader, TaskRecord], prices: dict[str, dict[str, float
         verified_outcome=final.outcome if final else None, tokens=record.tokens(),
         cost=cost_of(billed(header, record.usage), prices), task=record.task_id or record.task,
         transcript=record.regraded_from or record.run_dir,
+        unverified=bool(record.evaluations) and record.evaluations[-1].unverified,
     )
 
 
@@ -332,7 +346,7 @@ def judge_all(runs: list[Judged]) -> Judgement | None:
     tasks = [("run", i) if run.task is None else run.task for i, run in enumerate(runs)]  # unnamed: a task each
     by_task: dict[Hashable, list[Tally]] = {}
     for run, task in zip(runs, tasks):  # a verdict without verification counts in the grader's apparent pass rate
-        if run.verified_outcome is not None or run.status in VERDICTS:
+        if run.verified_outcome is not None or run.verdict is not None:
             by_task.setdefault(task, []).append(tally(run))
     per_task = [_added(tallies) for tallies in by_task.values()]
     total = _added(per_task)
@@ -340,8 +354,8 @@ def judge_all(runs: list[Judged]) -> Judgement | None:
     figures = {name: f for name, (f, _) in RATES.items()} | ESTIMATES if repeated else {"corrected_pass": corrected_pass}
     found = intervals.cluster_bootstrap(per_task, [lambda counts, f=f: f(Tally(*counts)) for f in figures.values()])
     clustered = dict(zip(figures, found))
-    outside = Counter(r.status.value for r in verified
-                      if r.status not in VERDICTS and r.verified_outcome is not CheckOutcome.UNVERIFIABLE)
+    outside = Counter(r.ending for r in verified
+                      if r.verdict is None and r.verified_outcome is not CheckOutcome.UNVERIFIABLE)
     checks: dict[Hashable, list[int]] = {}
     for run, task in zip(runs, tasks):
         if run.verified_final is not None:

@@ -9,7 +9,9 @@ checks, or, where no run has any, on the grader's verdicts (``satisfied``). From
   rates with Newcombe's paired 95% interval, or, when tasks repeat, the task-clustered bootstrap's;
 - the curve: the pass rate of the answer standing after pass 1, 2, ..., n (a run that ended sooner keeps
   its final answer), and what each extra pass cost and gained;
-- the revisions that broke an answer that passed its checks, and the criteria that passed, then failed.
+- the revisions that broke an answer that passed its checks, and the criteria that passed, then failed;
+- the revisions the grader caused: a pass whose verdict the library marked ``unverified`` sent the worker
+  back for the grader's own under-reporting, not for a fault of the answer.
 """
 
 from __future__ import annotations
@@ -59,6 +61,13 @@ class Attempts:
     """After each pass: the run's tokens and USD so far (empty when the record does not say)."""
     criteria: tuple[tuple[tuple[str, bool], ...], ...] = ()
     """Each grading pass's criteria: (name, passed) each."""
+    unverified: tuple[bool, ...] = ()
+    """Each grading pass: whether the library marked its verdict unverified (the grader under-reported)."""
+
+    @property
+    def grader_revisions(self) -> int:
+        """Revisions the grader caused: passes before the last that sent the worker back on an unverified verdict."""
+        return sum(self.unverified[:-1])
 
 
 def basis(runs: Iterable[Attempts]) -> str:
@@ -97,6 +106,8 @@ class Arm:
     """Runs whose final outcome is known."""
     tokens: int
     cost: float | None
+    grader_revisions: int = 0
+    """Revisions the grader caused (``Attempts.grader_revisions``), over the runs."""
 
     @property
     def tokens_per_success(self) -> float | None:
@@ -121,7 +132,8 @@ def arms(runs: list[Attempts], on: str) -> list[Arm]:
         known = [final(run, on) for run in members if final(run, on) is not None]
         costs = [run.cost for run in members]
         found.append(Arm(group, members[0].arm, len(members), sum(known), len(known), sum(run.tokens for run in members),
-                         None if any(cost is None for cost in costs) else sum(costs)))
+                         None if any(cost is None for cost in costs) else sum(costs),
+                         sum(run.grader_revisions for run in members)))
     return found
 
 

@@ -29,6 +29,7 @@ config groups (conf/):
 {groups}
 
   --cfg job     print the composed config without running
+  --version     print rubric_runner's version
   --hydra-help  Hydra's own options
 exit codes: 0 satisfied, 1 unsatisfied, 2 bad config or usage, 3 grader or runtime error, 4 below
             sweep.fail_under (or report --fail-under), 5 stopped by a budget (resume to finish), 130 interrupted
@@ -62,27 +63,35 @@ def _add_overrides(parser: ArgumentParser, meaning: str) -> None:
     action.required = False  # argparse counts a REMAINDER as required when it names what is missing
 
 
+def _add_trust(parser: ArgumentParser) -> None:
+    """``--trust-run-dir``: a run dir is data unless the user says otherwise."""
+    parser.add_argument("--trust-run-dir", action="store_true", help="run the code the run dir's record names "
+                        "(_target_s, dotted callables, tools by import path) where your own config does not name it")
+
+
 def _add_builtin_commands(subparsers: Any) -> None:
-    resume = subparsers.add_parser("resume", usage="%(prog)s [-h] [--config-dir DIR] RUN_DIR [OVERRIDE ...]", help="continue a run from its checkpoints, with its own overrides",
+    resume = subparsers.add_parser("resume", usage="%(prog)s [-h] [--config-dir DIR] [--trust-run-dir] RUN_DIR [OVERRIDE ...]", help="continue a run from its checkpoints, with its own overrides",
                                    description="Continue the run in RUN_DIR from its checkpoints, with the overrides it ran with.")
     resume.add_argument("--config-dir", metavar="DIR", help="a config dir the run's config needs, if it did not record it")
+    _add_trust(resume)
     resume.add_argument("run_dir", metavar="RUN_DIR", type=run_dir_argument, help="the run dir")
     _add_overrides(resume, "overrides that leave the tasks as they were, e.g. run.concurrency=2")
     resume.set_defaults(handler="rubric_runner.cli.launches:resume")
 
     follow = subparsers.add_parser(
-        "continue", usage="%(prog)s [-h] [--task ID] [--repeat K] [--config-dir DIR] RUN_DIR MESSAGE [OVERRIDE ...]", help="continue a finished run's thread with a new message (a follow-up turn)",
+        "continue", usage="%(prog)s [-h] [--task ID] [--repeat K] [--config-dir DIR] [--trust-run-dir] RUN_DIR MESSAGE [OVERRIDE ...]", help="continue a finished run's thread with a new message (a follow-up turn)",
         description="Send MESSAGE on the thread of the run in RUN_DIR as a follow-up turn, graded against the same "
         "rubric (carried over) or a new one (rubric.text=...); its record goes to RUN_DIR/turns/<n>/.")
     follow.add_argument("--task", metavar="ID", help="the task to continue, in a multi-task run")
     follow.add_argument("--repeat", metavar="K", type=int, default=0, help="its repeat (default 0)")
     follow.add_argument("--config-dir", metavar="DIR", help="a config dir the run's config needs, if it did not record it")
+    _add_trust(follow)
     follow.add_argument("run_dir", metavar="RUN_DIR", type=run_dir_argument, help="the run dir")
     follow.add_argument("message", metavar="MESSAGE", help="the follow-up message for the worker")
     _add_overrides(follow, "more overrides, e.g. rubric.text='- ...' or grader=gpt")
     follow.set_defaults(handler="rubric_runner.cli.launches:continue_run")
 
-    regrade = subparsers.add_parser("regrade", usage="%(prog)s [-h] [-m] [--repeats N] [--min-agreement RATE] [--config-dir DIR] RUN_DIR [OVERRIDE ...]", help="grade a run's saved transcripts again, with another grader or rubric",
+    regrade = subparsers.add_parser("regrade", usage="%(prog)s [-h] [-m] [--repeats N] [--min-agreement RATE] [--config-dir DIR] [--trust-run-dir] RUN_DIR [OVERRIDE ...]", help="grade a run's saved transcripts again, with another grader or rubric",
                                     description="Grade the transcripts saved in RUN_DIR (a run dir, or a sweep dir: each of its "
                                     "runs) again, one grading pass each, and write the new records to RUN_DIR/regrades/<time>/. "
                                     "With -m, regrade with each combination of the overrides' values (grader=haiku,gpt), one "
@@ -91,6 +100,7 @@ def _add_builtin_commands(subparsers: Any) -> None:
     regrade.add_argument("--config-dir", metavar="DIR", help="a config dir the graders' config needs (a preset of yours)")
     regrade.add_argument("--repeats", type=int, default=1, metavar="N", help="grade each transcript N times, and report each grader's agreement with itself")
     regrade.add_argument("--min-agreement", type=float, metavar="RATE", help="exit 4 when a grader agrees with the labels on fewer than RATE (0..1) of the verdicts (a golden dir's default: its golden.json)")
+    _add_trust(regrade)
     regrade.add_argument("run_dir", metavar="RUN_DIR", type=runs_dir_argument, help="the run dir or sweep dir")
     _add_overrides(regrade, "overrides for the grader or rubric, e.g. grader=gpt or rubric.text='- ...'")
     regrade.set_defaults(handler="rubric_runner.cli.launches:regrade")
@@ -200,6 +210,11 @@ def run_command(argv: list[str]) -> int:
         return _run(args)
     if "--help" in argv or "-h" in argv:
         print_help()
+        return ExitCode.SATISFIED
+    if "--version" in argv:  # rubric_runner's, not Hydra's (which its own parser would print)
+        from .. import __version__
+
+        print(f"rubric_runner {__version__}")
         return ExitCode.SATISFIED
     from .hydra_app import run_hydra
 

@@ -153,7 +153,8 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
         f"{checked}, on the grader's verdict: {n - checked}.",
     ]
     if gate is not None:
-        lines += ["", f"Gate ({gate.describe()}): **{'failed' if failed else 'passed'}**."]
+        unpaired = " (no case of BASE paired with one of NEW: nothing was compared)" if not n else ""
+        lines += ["", f"Gate ({gate.describe()}): **{'failed' if failed else 'passed'}**{unpaired}."]
     several = len(result.pairs) > 1
     for title, cases in (("Regressed", result.by_change("regressed")), ("Improved", result.by_change("improved")),
                          ("Not finished on one side", result.unfinished)):
@@ -195,5 +196,6 @@ def main(args: argparse.Namespace) -> int:
     missing = f", {len(result.only_base)} only in BASE, {len(result.only_new)} only in NEW" if result.only_base or result.only_new else ""
     print(f"compare: {lost} regressed, {gained} improved of {len(result.cases)} cases{missing}; "
           f"McNemar {fmt_p(result.p)}" + (f"; gate {'failed' if failed else 'passed'}" if args.gate else "")
+          + (" (nothing paired)" if args.gate and not result.cases else "")
           + f" -> exit {int(code)}" + (f"\n  {args.markdown}" if args.markdown else ""))
     return code

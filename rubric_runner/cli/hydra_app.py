@@ -10,6 +10,7 @@ callback stays within reach until its exit code is known.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -24,7 +25,7 @@ from hydra.types import HydraContext, RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..compat import hydra as compat_hydra
-from ..config.compose import register_configs
+from ..config.compose import check_group_choices, register_configs
 from ..config.hydra_errors import usage_error
 from ..errors import UsageError, unwritable
 from ..runtime import process_tweaks
@@ -44,17 +45,18 @@ def job(cfg: DictConfig) -> int:
     """One job of a sweep: a launch of the config Hydra composed for it, in its output dir; its exit code."""
     from ..loop.launch import launch
     from ..loop.request import Launch
-    from ..loop.signals import StopRequest
+    from ..loop.signals import SWEEP_STOP_FILE, StopRequest
     from ..records import ConfigSources
 
     hydra_cfg = HydraConfig.get()
     overrides = list(hydra_cfg.overrides.task)
     _scrub_saved_config(hydra_cfg, cfg, overrides)
     sources = ConfigSources(overrides=overrides, config_dirs=compat_hydra.config_dirs_of(hydra_cfg))
+    sweep_dir = Path(str(hydra_cfg.sweep.dir)).absolute()
     try:
-        with process_tweaks(), StopRequest().installed() as stop:
+        with process_tweaks(), StopRequest(sweep_dir / SWEEP_STOP_FILE).installed() as stop:
             record = launch(Launch(sources, run_dir=Path(hydra_cfg.runtime.output_dir), composed=cfg,
-                                   sweep_dir=Path(str(hydra_cfg.sweep.dir)).absolute(), stop=stop))
+                                   sweep_dir=sweep_dir, stop=stop))
     except UsageError as exc:
         write_line(f"error: {exc}", sys.stderr)
         return ExitCode.USAGE
@@ -84,11 +86,12 @@ def usage(exc: BaseException, argv: list[str]) -> int:
     return ExitCode.USAGE
 
 
-def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None) -> None:
+def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None, owner: contextlib.ExitStack) -> None:
     """Before any job: every value of the sweep composes and passes the checks a run makes of its config,
-    and the sweep dir can be written and holds no other sweep's runs (unless resumed). Raises what a single
-    run would."""
+    and the sweep dir can be written, holds no other sweep's runs (unless resumed) and is no other sweep's
+    now: its lock is entered into ``owner``. Raises what a single run would."""
     from ..config.validate import validate
+    from ..loop.lock import run_dir_lock
     from ..records import find_run_dirs
 
     task_overrides = OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False)
@@ -108,6 +111,7 @@ def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None) -
     if find_run_dirs(sweep_dir) and sweep_dir.is_dir() and not OmegaConf.select(cfg, "run.resume"):
         raise UsageError("hydra.sweep.dir", f"{sweep_dir} already holds the runs of another sweep",
                          "leave hydra.sweep.dir unset for a new dir, or add run.resume=true to continue that sweep")
+    owner.enter_context(run_dir_lock(sweep_dir.absolute(), "hydra.sweep.dir"))
 
 
 def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int:
@@ -116,27 +120,42 @@ def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int
     _sweep_pid = os.getpid()
     from .sweep import SweepSummary
 
-    try:
-        hydra = compat_hydra.app(config_dirs)
-        cfg = hydra.compose_config(compat_hydra.CONFIG_NAME, overrides, with_log_configuration=True, run_mode=RunMode.MULTIRUN)
-        callbacks = compat_hydra.Callbacks(cfg)
-        summary = next((c for c in callbacks.callbacks if isinstance(c, SweepSummary)), None)
-        _check_sweep(hydra, cfg, summary)
-    except Exception as exc:  # Hydra and OmegaConf raise many types; all are usage errors here
-        return usage(exc, argv)
+    with contextlib.ExitStack() as owner:  # the sweep dir's lock, held until the sweep is concluded
+        try:
+            hydra = compat_hydra.app(config_dirs)
+            cfg = hydra.compose_config(compat_hydra.CONFIG_NAME, overrides, with_log_configuration=True, run_mode=RunMode.MULTIRUN)
+            callbacks = compat_hydra.Callbacks(cfg)
+            summary = next((c for c in callbacks.callbacks if isinstance(c, SweepSummary)), None)
+            _check_sweep(hydra, cfg, summary, owner)
+        except Exception as exc:  # Hydra and OmegaConf raise many types; all are usage errors here
+            return usage(exc, argv)
+        return _run_sweep(hydra, cfg, callbacks, summary)
+
+
+def _run_sweep(hydra: object, cfg: DictConfig, callbacks: object, summary: SweepSummary | None) -> int:
+    """Run the checked sweep's jobs and conclude it, whatever happened; its exit code."""
+    from ..loop.signals import SWEEP_STOP_FILE, SweepStop
+    from ..observe.console import Console
+
     callbacks.on_multirun_start(config=cfg, config_name=compat_hydra.CONFIG_NAME)
     conclude = summary.conclude if summary is not None else (lambda interrupted=False, failure=None: ExitCode.SATISFIED)
+    stop = SweepStop(Path(str(cfg.hydra.sweep.dir)).absolute() / SWEEP_STOP_FILE, Console().line)
+    stop.marker.unlink(missing_ok=True)  # left by a sweep killed before it could clear it; this one holds the dir's lock
     try:
-        sweeper = Plugins.instance().instantiate_sweeper(
-            config=cfg, hydra_context=HydraContext(config_loader=hydra.config_loader, callbacks=callbacks), task_function=job,
-        )
-        sweeper.sweep(arguments=OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
-        callbacks.on_multirun_end(config=cfg, config_name=compat_hydra.CONFIG_NAME)
+        with stop.installed():
+            sweeper = Plugins.instance().instantiate_sweeper(
+                config=cfg, hydra_context=HydraContext(config_loader=hydra.config_loader, callbacks=callbacks), task_function=job,
+            )
+            sweeper.sweep(arguments=OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
+            callbacks.on_multirun_end(config=cfg, config_name=compat_hydra.CONFIG_NAME)
     except KeyboardInterrupt:
         return conclude(interrupted=True)
     except Exception as exc:  # the launcher's failure, or a job's exception re-raised after its batch: one line
         return conclude(failure=exc)
-    return conclude()
+    else:
+        return conclude()
+    finally:  # after the summary, which reads it: the sweep was stopped
+        stop.marker.unlink(missing_ok=True)
 
 
 def _single(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int:
@@ -167,6 +186,7 @@ def run_hydra(argv: list[str]) -> int:
     config_dirs = [os.path.abspath(args.config_dir)] if args.config_dir is not None else []
     overrides = list(args.overrides)
     try:
+        check_group_choices(overrides)
         hydra = compat_hydra.app(config_dirs)
         if args.hydra_help or args.cfg or args.info or args.shell_completion:
             return _hydra_command(hydra, parser, args, overrides, argv)

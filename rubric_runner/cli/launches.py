@@ -33,7 +33,7 @@ def _config_dirs(args: argparse.Namespace) -> list[str]:
 
 def resume(args: argparse.Namespace) -> int:
     """``rubric-runner resume RUN_DIR [OVERRIDES...]``: continue a run (or a follow-up turn) with its own config."""
-    return _launched(lambda stop: api.resume(args.run_dir, args.overrides, _config_dirs(args), stop))
+    return _launched(lambda stop: api.resume(args.run_dir, args.overrides, _config_dirs(args), stop, args.trust_run_dir))
 
 
 def continue_run(args: argparse.Namespace) -> int:
@@ -43,7 +43,7 @@ def continue_run(args: argparse.Namespace) -> int:
         write_line(f"error: {flags[0]}: options go before RUN_DIR (rubric-runner continue --task ID RUN_DIR MESSAGE)", sys.stderr)
         return ExitCode.USAGE
     return _launched(lambda stop: api.continue_run(args.run_dir, args.message, args.overrides, args.task, args.repeat,
-                                                   _config_dirs(args), stop))
+                                                   _config_dirs(args), stop, args.trust_run_dir))
 
 
 def regrade(args: argparse.Namespace) -> int:
@@ -70,7 +70,7 @@ def regrade(args: argparse.Namespace) -> int:
         threshold = args.min_agreement if args.min_agreement is not None else golden_threshold(args.run_dir)
         labels = labels_under(args.run_dir)
         with StopRequest().installed() as stop:
-            done = api.regrade(args.run_dir, overrides, multirun, _config_dirs(args), stop, args.repeats)
+            done = api.regrade(args.run_dir, overrides, multirun, _config_dirs(args), stop, args.repeats, args.trust_run_dir)
     except UsageError as exc:
         write_line(f"error: {exc}", sys.stderr)
         return ExitCode.USAGE

@@ -130,12 +130,16 @@ class SweepSummary(Callback):
     def conclude(self, interrupted: bool = False, failure: BaseException | None = None) -> ExitCode:
         """Write the summary and reports from the job dirs (once) and return the sweep's exit code:
         ``USAGE`` when no job left a record (the launcher failed, or a relative sweep dir), ``INTERRUPTED``
-        when the sweep was interrupted. ``failure``: what the launcher raised, if it raised."""
+        when the sweep was interrupted (its jobs stopped by Ctrl-C's ``SWEEP_STOP_FILE`` included). ``failure``:
+        what the launcher raised, if it raised."""
+        from ..loop.signals import SWEEP_STOP_FILE
+
         if self.code is not None:
             return self.code
         if self.sweep is None:
             self.code = ExitCode.USAGE
             return self.code
+        interrupted = interrupted or (self.sweep.dir / SWEEP_STOP_FILE).is_file()
         from ..analysis.spend import spend_lines
         from ..report import expand, gate_statuses, verdict_line, write_all
         from ..report.live import sweep_lock

@@ -1,13 +1,16 @@
 """What rubric_runner takes from deepagents' ``RubricMiddleware`` beyond its documented API, in one place.
 
-The loop's state lives under private keys (``_rubric_status``, ...) that the runner reads back from the
-checkpoint; a regrade calls the middleware's ``after_agent`` hook directly, for one grading pass over a
-saved transcript; the grader's calls carry a metadata key and its revision requests a message name.
+The loop's state lives under private keys (``_rubric_status``, ``_rubric_criteria``, ...) that the runner
+reads back from the checkpoint; a regrade calls the middleware's ``after_agent`` hook directly, for one
+grading pass over a saved transcript, with the run's frozen checklist; the grader's calls carry a metadata
+key and its revision requests a message name; what the grader is shown of a transcript is the library's
+window (``grader_view``), and a large tool result moved to a file leaves the library's notice.
 Each assumption is pinned by ``tests/compat/test_deepagents.py``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import warnings
 from dataclasses import dataclass
@@ -21,6 +24,10 @@ GRADER_METADATA_KEY = "rubric_grader_configured_model"
 """Metadata key RubricMiddleware puts on every call its grader makes."""
 NONCE = re.compile(r"((?:rubric|transcript|criteria)-)[0-9a-f]{16}")
 """RubricMiddleware wraps each grader payload in tags with a fresh random nonce."""
+OFFLOADED = re.compile(r"saved in the filesystem at this path: (\S+)")
+"""The notice deepagents leaves in place of a tool result it moved to a file."""
+SUBAGENT_TOOL = "task"
+"""The tool through which a deep agent calls a subagent."""
 
 
 def grader_response() -> type:
@@ -51,24 +58,61 @@ class LoopState:
     evaluations: list[dict[str, Any]]
     """The evaluations of the current grading run."""
     grading_run_id: str | None
+    checklist: list[str] | None = None
+    """The criterion names frozen from the run's first pass that reported some; None before."""
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> LoopState:
         """The loop's state in a thread's state ``values``."""
         run_id = values.get("_current_grading_run_id")
         evaluations = [e for e in values.get("_rubric_evaluations") or [] if e.get("grading_run_id") == run_id]
-        return cls(values.get("_rubric_status"), int(values.get("_rubric_iterations") or 0), evaluations, run_id)
+        return cls(values.get("_rubric_status"), int(values.get("_rubric_iterations") or 0), evaluations, run_id,
+                   list(values.get("_rubric_criteria") or []) or None)
 
 
-def grade_once(middleware: Any, messages: list[Any], rubric: str, writer: Any, config: dict[str, Any]) -> LoopState:
+def grade_once(middleware: Any, messages: list[Any], rubric: str, writer: Any, config: dict[str, Any],
+               checklist: list[str] | None = None) -> LoopState:
     """One grading pass of ``messages`` against ``rubric`` by ``middleware``, outside any agent: its
-    ``after_agent`` hook called on a fresh state (``writer`` gets its stream events)."""
+    ``after_agent`` hook called on a fresh state (``writer`` gets its stream events); with ``checklist``
+    frozen in that state, the grader is given those criteria, as a run's later passes are."""
     from langchain_core.runnables import RunnableLambda
     from langgraph.runtime import Runtime
 
-    state = {"messages": messages, "rubric": rubric, "_rubric_iterations": 0}
+    state = {"messages": messages, "rubric": rubric, "_rubric_iterations": 0, "_rubric_criteria": list(checklist or [])}
     grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime(stream_writer=writer)))
     update = grade.invoke(state, config=config) or {}
     evaluations = list(update.get("_rubric_evaluations") or [])
     run_id = evaluations[0].get("grading_run_id") if evaluations else None
-    return LoopState(update.get("_rubric_status"), int(update.get("_rubric_iterations") or 0), evaluations, run_id)
+    frozen = update.get("_rubric_criteria") or state["_rubric_criteria"]
+    return LoopState(update.get("_rubric_status"), int(update.get("_rubric_iterations") or 0), evaluations, run_id,
+                     list(frozen) or None)
+
+
+def grader_view(messages: list[Any], payload: str | None) -> dict[str, Any]:
+    """What the grader is shown of ``messages`` (the transcript its payload was built from), as the library's
+    ``_build_grader_transcript`` selects and cuts it: the first user message it did not inject, the last
+    ``_MAX_TRANSCRIPT_MESSAGES``, each cut to ``_MAX_TRANSCRIPT_CHARS_PER_MESSAGE`` characters of its text;
+    with the tool results moved to files, the subagents called, and ``payload``'s length and digest."""
+    from deepagents.middleware import rubric
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    last, budget = rubric._MAX_TRANSCRIPT_MESSAGES, rubric._MAX_TRANSCRIPT_CHARS_PER_MESSAGE
+    start = max(0, len(messages) - last)
+    first = next((index for index, message in enumerate(messages) if isinstance(message, HumanMessage)
+                  and message.additional_kwargs.get("lc_source") != GRADER_SOURCE), None)
+    shown = ([first] if first is not None and first < start else []) + list(range(start, len(messages)))
+    cut = []
+    for index in shown:
+        chars = len(rubric._coerce_text(messages[index]))
+        if chars > budget:
+            cut.append({"index": index, "chars": chars, "cut": chars - budget})
+    offloaded = [found.group(1) for message in messages if isinstance(message, ToolMessage)
+                 for found in [OFFLOADED.search(message.text)] if found]
+    subagents = [str(call.get("args", {}).get("subagent_type", "")) for message in messages if isinstance(message, AIMessage)
+                 for call in message.tool_calls if call.get("name") == SUBAGENT_TOOL]
+    return {
+        "messages": len(messages), "shown": len(shown), "dropped": len(messages) - len(shown), "cut": cut,
+        "cut_chars": sum(item["cut"] for item in cut), "offloaded": offloaded, "subagents": subagents,
+        "payload_chars": None if payload is None else len(payload),
+        "payload_sha256": None if payload is None else hashlib.sha256(NONCE.sub(r"\1N", payload).encode()).hexdigest(),
+    }

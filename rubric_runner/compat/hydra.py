@@ -34,13 +34,15 @@ __all__ = ["Callbacks", "get_args_parser"]
 
 
 def search_path(config_dirs: list[str]) -> ConfigSearchPath:
-    """The package's config dir, with ``config_dirs`` searched before it (as ``--config-dir`` is)."""
+    """The package's config dir, with ``config_dirs`` searched before it: a user's ``rubric/code.yaml`` wins
+    over the bundled one. (Hydra's own ``--config-dir`` goes after its primary dir, which here is the
+    package's: a user's file of a bundled name would be shadowed by it.)"""
     path = create_automatic_config_search_path(None, None, str(CONF_DIR))
     for config_dir in reversed(config_dirs):
         if "://" not in config_dir and not os.path.isdir(config_dir):
             raise SearchPathException(f"Additional config directory '{config_dir}' not found")
         location = config_dir if "://" in config_dir else f"file://{config_dir}"
-        path.prepend(provider="command-line", path=location, anchor=SearchPathQuery(provider="schema"))
+        path.prepend(provider="command-line", path=location, anchor=SearchPathQuery(provider="main"))
     return path
 
 

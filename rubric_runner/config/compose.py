@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import secrets
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Glob
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ..errors import UsageError
 from ..paths import DATA_DIR
 from ..environment import job_env
 from .schema import Config
@@ -48,6 +51,36 @@ def register_configs() -> None:
         OmegaConf.register_new_resolver("unique_time", _unique_time, use_cache=True)
 
 
+def _choices(override: Any) -> list[str]:
+    """The option names an override of a config group gives: one, a list, or a sweep's values (a glob's
+    matches are names of the group already)."""
+    value = override.value()
+    if isinstance(value, Glob):
+        return []
+    values = list(override.sweep_string_iterator()) if override.is_sweep_override() else value
+    return [v for v in (values if isinstance(values, list) else [values]) if isinstance(v, str)]
+
+
+def check_group_choices(overrides: list[str]) -> None:
+    """Each config group's choice is a name, never a path: ``rubric=../../x`` (a ``/``, ``..`` or an
+    absolute path) would load YAML from outside every config dir and name the run dir after it. A
+    ``UsageError`` naming the group, before any config loads; overrides that do not parse are Hydra's to
+    report."""
+    parser = OverridesParser.create()
+    for line in overrides:
+        try:
+            override = parser.parse_override(line)
+        except Exception:  # the parser raises several error types for bad syntax
+            continue
+        if "." in override.key_or_group or override.is_delete():
+            continue  # a config key (rubric.text=a/b), not a group
+        for choice in _choices(override):
+            if "/" in choice or "\\" in choice or ".." in choice or os.path.isabs(choice):
+                group = override.key_or_group
+                raise UsageError(group, f"{choice!r} is a path; a choice of {group} is the name of a file in its dir",
+                                 f"put the file in <your config dir>/{group}/ and give --config-dir and {group}=NAME")
+
+
 def compose(sources: ConfigSources, with_hydra: bool = False) -> DictConfig:
     """The config ``sources`` compose to, the package's config dir searched after theirs (with its ``hydra``
     node when asked); a ``UsageError`` naming the key and the fix when they do not compose."""
@@ -55,6 +88,7 @@ def compose(sources: ConfigSources, with_hydra: bool = False) -> DictConfig:
     from .hydra_errors import usage_error
 
     register_configs()
+    check_group_choices(sources.overrides)
     try:
         cfg = compat_hydra.load(sources.config_dirs, sources.overrides)
         if not with_hydra:

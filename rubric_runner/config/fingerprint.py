@@ -30,9 +30,10 @@ _REFERENCE = re.compile(r"\$\{\s*([\w.]+)\s*\}")
 
 RESUMABLE = (
     "run.resume", "run.console", "run.concurrency", "run.repeats", "run.cache", "run.rate_limits",
-    "run.budget_tokens", "run.budget_usd", "run.preview_chars", "rubric.tasks", "sweep", "tags",
+    "run.budget_tokens", "run.budget_usd", "run.preview_chars", "sweep", "tags",
 )
-"""What a resume may change: plumbing that leaves the run's tasks, threads and checkpoints where they are."""
+"""What a resume may change: plumbing that leaves the run's tasks, threads and checkpoints where they are (the
+task selection is not: a resume with fewer tasks would drop the others from the run's record)."""
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:

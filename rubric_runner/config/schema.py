@@ -24,6 +24,17 @@ class StructuredOutput(StrEnum):
     """The schema in the prompt, ``json_object`` output, sent back to fix."""
 
 
+class OnCutView(StrEnum):
+    """What a verdict whose failing criteria rest on a cut view of the transcript does to its task."""
+
+    warn = "warn"
+    """A warning on the console and in events; the verdict stands."""
+    fail = "fail"
+    """The warning, and a task whose last verdict is such a rejection ends ``unsupported``."""
+    ignore = "ignore"
+    """Only the record's ``cut_view`` flag."""
+
+
 class Checkpointer(StrEnum):
     """Where the agent's checkpoints go."""
 
@@ -95,8 +106,9 @@ class GraderConfig(ModelConfig):
 
     # grading passes per rubric attempt; a positive integer
     max_iterations: int = 3
-    # cap on the grader's model calls in one grading pass (evidence tool calls and retries of a
-    # malformed verdict included); going over ends the run as grader_error
+    # cap on the grader's model calls in one grading pass (evidence tool calls, retries of a malformed
+    # verdict and the library's coverage retry included); going over ends the pass as grader_error, or,
+    # in the coverage retry, with the first verdict (which the library marks unverified if satisfied)
     max_model_calls: int = 10
     # grading instructions; null uses the library's built-in grader prompt
     system_prompt: Optional[str] = None
@@ -108,6 +120,13 @@ class GraderConfig(ModelConfig):
     # a verdict that covers fewer or other criteria than the rubric's lines counts as not satisfied
     # (status unsupported); false: it is only flagged
     strict_coverage: bool = False
+    # a verdict whose failing criteria rest on a cut view (messages dropped or cut, tool results moved to
+    # files): warn (console and events), fail (as warn, and a task whose last verdict is one ends
+    # unsupported) or ignore (only the record's cut_view flag)
+    on_cut_view: OnCutView = OnCutView.warn
+    # a regrade re-splits the rubric into criteria of its own instead of grading the checklist the run
+    # froze (a regrade with another rubric text always re-splits)
+    regrade_resplit: bool = False
     # dotted paths of callables called after every grading pass as fn(event=...), as the on_evaluation hook is
     on_evaluation: List[str] = field(default_factory=list)
     # dotted path of fn(messages) -> messages: the part of the worker's transcript the grader reads
@@ -117,7 +136,7 @@ class GraderConfig(ModelConfig):
     build_grader_state: Optional[str] = None
     # dotted path of the grader agent's state schema, a TypedDict extending langchain's AgentState
     state_schema: Optional[str] = None
-    # dotted path of the grader agent's runtime context schema
+    # removed: no runtime context reaches the agents, so a schema for it did nothing; setting it is an error
     context_schema: Optional[str] = None
 
 
@@ -191,6 +210,9 @@ class RunConfig:
     keep_checkpoints: KeepCheckpoints = KeepCheckpoints.latest
     # characters kept of each tool input and output in events.jsonl
     preview_chars: int = 400
+    # characters of a tool's answer its model reads; a longer answer is cut, with a note saying how much
+    # (in the answer, in events.jsonl and in the record's tool_outputs_cut)
+    tool_output_chars: int = 40000
     # print the live trail on the console (a progress line instead for multi-task runs)
     console: bool = True
     # tasks worked on at once

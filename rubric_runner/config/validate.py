@@ -118,6 +118,9 @@ def validate(cfg: DictConfig) -> Config:
             raise UsageError(f"run.rate_limits.{provider}", f"must be a positive number, got {rate!r}", "requests per second, e.g. 2.0")
     if config.run.preview_chars < 0:
         raise UsageError("run.preview_chars", f"must be 0 or more, got {config.run.preview_chars}", "e.g. run.preview_chars=400")
+    if isinstance(config.run.tool_output_chars, bool) or config.run.tool_output_chars < 1:
+        raise UsageError("run.tool_output_chars", f"must be a positive integer, got {config.run.tool_output_chars}",
+                         "e.g. run.tool_output_chars=40000")
     if config.run.checkpointer == Checkpointer.postgres:
         _check_postgres(config.run.checkpoint_url)
     fail_under = config.sweep.fail_under

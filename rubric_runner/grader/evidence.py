@@ -114,10 +114,13 @@ def _same(a: frozenset[str], b: frozenset[str]) -> bool:
     return bool(a and b) and len(a & b) * 2 >= min(len(a), len(b))
 
 
-def final_status(status: Status, evaluations: list[Evaluation], strict_coverage: bool) -> Status:
+def final_status(status: Status, evaluations: list[Evaluation], strict_coverage: bool, fail_cut_view: bool = False) -> Status:
     """A ``satisfied`` run whose last verdict is unsupported, or (``grader.strict_coverage``) does not
-    cover the rubric, ends ``unsupported``."""
+    cover the rubric, ends ``unsupported``; so does (``grader.on_cut_view=fail``) one whose last verdict's
+    failing criteria rest on a cut view."""
     last = evaluations[-1] if evaluations else None
     if status is Status.SATISFIED and last is not None and (last.unsupported or (strict_coverage and last.coverage)):
+        return Status.UNSUPPORTED
+    if fail_cut_view and status.terminal and last is not None and last.cut_view:
         return Status.UNSUPPORTED
     return status

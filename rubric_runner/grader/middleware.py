@@ -1,8 +1,9 @@
 """The grading pass as one middleware of the grader sub-agent: prepare, cap, call, settle, check evidence.
 
 Each model step of a pass goes through ``GraderPass`` once. The strategy chosen for the run prepares the
-request; every model call of the step counts against ``grader.max_model_calls`` (re-asks and repairs
-included: each leaves its reply in the pass's messages), and the one past the cap raises; the strategy
+request; every model call of the pass counts against ``grader.max_model_calls`` (re-asks and repairs
+included, and the calls of the library's coverage retry, which invokes the grader's agent again), and
+the one past the cap raises; the strategy
 reads each reply, asking again where it must; a verdict is checked for its evidence and sent back once
 when it rests on tools the pass never called, and noted as unsupported when it comes back the same.
 What the pass sees is noted on the task's grading (``grader.notes``).
@@ -51,11 +52,15 @@ class GraderPass(AgentMiddleware):
     def _steps(self, request: ModelRequest, grading: TaskGrading, refused: list[dict[str, Any]]) -> Steps:
         """One model step: yields each request to send, is sent each reply, returns the step's response."""
         base, kept = request, []
+        if request.messages:
+            grading.asked(request.messages[0].text)
         asking = self.strategy.prepare(base)
         while True:
-            calls = sum(isinstance(message, AIMessage) for message in asking.messages)
+            # the pass's calls, as the task's grading counts them (outside a task: this invocation's replies)
+            calls = max(grading.notes.calls, sum(isinstance(message, AIMessage) for message in asking.messages))
             if calls >= self.max_calls:
                 raise ModelCallLimitExceededError(thread_count=calls, run_count=calls, thread_limit=None, run_limit=self.max_calls)
+            grading.called()
             response = yield filled_content(asking) if self.fill_content else asking
             refused += _rejected(response)
             step = self.strategy.read(asking, response, grading.said)

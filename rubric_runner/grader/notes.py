@@ -1,10 +1,12 @@
 """What a task's grading passes noted, typed, and how each pass's evaluation is annotated with it.
 
-The grading pass (``grader.middleware``) notes what it saw in the pass at hand: what the grader said
-instead of a verdict, the error that ended the pass, a verdict sent back for its evidence, one that
-came back without it. When RubricMiddleware reports the pass, ``TaskGrading.annotate`` adds the notes
-to its evaluation (the library keeps the same dict in its state, so the checkpoint keeps them too)
-with the coverage flag, and rewrites a ``grader_error``'s explanation into one a user can act on.
+The grading pass (``grader.middleware``) notes what it saw in the pass at hand: the transcript the
+grader's payload was built from and the payload, each model call, what the grader said instead of a
+verdict, the error that ended the pass, a verdict sent back for its evidence, one that came back without
+it. When RubricMiddleware reports the pass, ``TaskGrading.annotate`` adds the notes to its evaluation
+(the library keeps the same dict in its state, so the checkpoint keeps them too) with the grader's view,
+its model calls and the coverage and cut-view flags, and rewrites a ``grader_error``'s explanation into
+one a user can act on.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededE
 from langchain.agents.structured_output import StructuredOutputError
 from langchain_core.messages import AIMessage
 
-from ..config.schema import GraderConfig
+from ..compat.deepagents import grader_view
+from ..config.schema import GraderConfig, OnCutView, StructuredOutput
 from ..models.errors import describe_model, failure, fix_for, is_provider_error
+from ..models.quirks import compatible_server
+from ..records import GraderView
 from .evidence import coverage
 
 SAID_CHARS = 1000
@@ -44,6 +49,14 @@ class PassNotes:
     """The tools a verdict rested on without calling them: it was sent back once for them."""
     unsupported: list[str] = field(default_factory=list)
     """The tools a verdict still rested on without calling them, after it was sent back."""
+    tool_failure: tuple[str, BaseException] | None = None
+    """An evidence tool that raised, by name, and its error: what ended the pass, unless ``failure`` says otherwise."""
+    calls: int = 0
+    """The grader's model calls so far in the pass (every invocation of its agent, the coverage retry's too)."""
+    transcript: list[Any] | None = None
+    """The messages the grader's payload was built from."""
+    payload: str | None = None
+    """The pass's first payload to the grader."""
 
 
 class TaskGrading:
@@ -56,6 +69,19 @@ class TaskGrading:
         self.log = log
         self.console = console
         self.notes = PassNotes()
+
+    def looked_at(self, messages: list[Any]) -> None:
+        """The grader's payload is built from ``messages``."""
+        self.notes.transcript = messages
+
+    def asked(self, payload: str) -> None:
+        """A grader invocation opened with ``payload``; the pass's first one is kept."""
+        if self.notes.payload is None:
+            self.notes.payload = payload
+
+    def called(self) -> None:
+        """The grader's agent is making a model call in this pass."""
+        self.notes.calls += 1
 
     def said(self, text: str) -> None:
         """The grader answered in text instead of a verdict."""
@@ -79,6 +105,10 @@ class TaskGrading:
         """A verdict came back still resting on evidence the pass never gathered."""
         self.notes.unsupported = missing
 
+    def tool_failed(self, name: str, exc: BaseException) -> None:
+        """The evidence tool ``name`` raised ``exc``."""
+        self.notes.tool_failure = (name, exc)
+
     def annotate(self, evaluation: dict[str, Any]) -> None:
         """Add this pass's notes and flags to its evaluation, and start the next pass afresh."""
         notes, self.notes = self.notes, PassNotes()
@@ -92,15 +122,35 @@ class TaskGrading:
             evaluation["coverage"] = flag
             self.log.warning("verdict_coverage", iteration=evaluation["iteration"], **flag)
             self.console.line(f"   ! coverage: {_coverage_text(flag)}")
+        evaluation["grader_calls"] = notes.calls
+        if notes.transcript is not None:
+            view = evaluation["view"] = grader_view(notes.transcript, notes.payload)
+            seen = GraderView.model_validate(view)
+            if seen.is_cut and any(not criterion.get("passed") for criterion in evaluation["criteria"]):
+                evaluation["cut_view"] = True
+                self._warn_cut_view(evaluation["iteration"], seen)
+
+    def _warn_cut_view(self, iteration: int, view: GraderView) -> None:
+        """A verdict whose failing criteria rest on a cut view, to the events and the console (unless ignored)."""
+        if self.node.on_cut_view is OnCutView.ignore:
+            return
+        self.log.warning("verdict_on_cut_view", iteration=iteration, dropped=view.dropped, cut=len(view.cut),
+                         cut_chars=view.cut_chars, offloaded=view.offloaded)
+        self.console.line(f"   ! cut view: the failing criteria rest on a transcript the grader saw in part ({view.describe()})")
 
     def _explain(self, evaluation: dict[str, Any], notes: PassNotes) -> None:
         """Who failed, where, with which strategy, what the server said, and the fix to try."""
         exc, said = notes.failure, notes.said
         if said is not None:
             evaluation["grader_said"] = _bounded(said)
+        if exc is None and notes.tool_failure is not None:  # the tool's error, not the grader's answer
+            name, error = notes.tool_failure
+            evaluation["explanation"] = (f"{describe_model(self.node, 'grader')}: its tool {name!r} raised {failure(error)} "
+                                         f"(fix: fix the tool {name!r}, or take it out of grader.tools)")
+            return
         if isinstance(exc, ModelCallLimitExceededError):
             fix = f"raise grader.max_model_calls, or {FIXES.get(self.strategy, OTHER_STRATEGY).removeprefix('try ')}"
-        elif exc is not None and is_provider_error(exc) and getattr(exc, "status_code", None) in (None, 401, 403, 404, 429):
+        elif exc is not None and is_provider_error(exc) and not _refused_request(exc, self.node):
             fix = fix_for(exc, self.node, "grader")
         elif exc is None or is_provider_error(exc) or isinstance(exc, StructuredOutputError):
             fix = FIXES.get(self.strategy, OTHER_STRATEGY)
@@ -117,6 +167,16 @@ class TaskGrading:
             using += f", strategy {self.strategy}"
         advice = f" (fix: {fix})" if fix else ""
         evaluation["explanation"] = f"{describe_model(self.node, 'grader')} ({using}): {cause}{advice}"
+
+
+def _refused_request(exc: BaseException, node: GraderConfig) -> bool:
+    """Whether the server may have refused the request as the strategy shaped it: an HTTP 4xx other than a
+    key, a model or a rate limit; or a 500 from an OpenAI-compatible server whose strategy was set, not
+    probed (llama-cpp-python refuses a shape so). Any other 5xx is the server failing, whatever was asked."""
+    status = getattr(exc, "status_code", None)
+    if status == 500:
+        return compatible_server(node) and node.structured_output != StructuredOutput.auto
+    return isinstance(status, int) and 400 <= status < 500 and status not in (401, 403, 404, 429)
 
 
 def _bounded(text: str, limit: int = SAID_CHARS) -> str:
@@ -149,6 +209,15 @@ class _Unobserved(TaskGrading):
         pass
 
     def unsupported(self, missing: list[str]) -> None:
+        pass
+
+    def looked_at(self, messages: list[Any]) -> None:
+        pass
+
+    def asked(self, payload: str) -> None:
+        pass
+
+    def called(self) -> None:
         pass
 
 

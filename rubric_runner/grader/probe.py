@@ -13,9 +13,10 @@ from typing import Any
 from ..compat.langchain import supports_provider_strategy
 from ..config.schema import GraderConfig, StructuredOutput
 from ..errors import UsageError
-from ..runtime import PROBES_SEEN, remembered
-from ..models.errors import failure
+from ..models.errors import OUTAGE_STATUSES, ProviderFault, describe_model, failure, fix_for
 from ..models.quirks import compatible_server
+from ..models.replies import UNREADABLE, ReplyError
+from ..runtime import PROBES_SEEN, remembered
 
 PROBE_NAME = "structured_output_probe"
 PROBE_PROMPT = f"Call the {PROBE_NAME} tool with ok=true, or answer with the JSON object {{\"ok\": true}}."
@@ -31,16 +32,17 @@ PROBES = {
 """What ``auto`` asks an OpenAI-compatible server, in order of preference: the first that works is used."""
 
 
-def probe_server(model: Any) -> tuple[str | None, dict[str, str]]:
+def probe_server(model: Any, node: GraderConfig) -> tuple[str | None, dict[str, str]]:
     """Ask an OpenAI-compatible server for each strategy's request shape, once each, in order of
     preference; the first that works is chosen. Returns ``(strategy or None, what each probe found)``;
-    with the process's tweaks on (``runtime``), remembered by base URL and model."""
+    with the process's tweaks on (``runtime``), remembered by base URL and model. A server that is
+    down, overloaded or answers with no chat completion is a ``ProviderFault`` (no shape is to blame)."""
     key = (str(model.openai_api_base or ""), str(model.model_name))
-    strategy, found = remembered(PROBES_SEEN, key, lambda: _probe(model))
+    strategy, found = remembered(PROBES_SEEN, key, lambda: _probe(model, node))
     return strategy, dict(found)
 
 
-def _probe(model: Any) -> tuple[str | None, dict[str, str]]:
+def _probe(model: Any, node: GraderConfig) -> tuple[str | None, dict[str, str]]:
     import openai
 
     client = model.root_client.with_options(max_retries=0)
@@ -50,6 +52,19 @@ def _probe(model: Any) -> tuple[str | None, dict[str, str]]:
             reply = client.chat.completions.create(
                 model=model.model_name, messages=[{"role": "user", "content": PROBE_PROMPT}], max_tokens=32, temperature=0, **shape
             )
+            if not reply.choices:
+                raise ReplyError("the reply to auto's probe has no choices (an empty `choices` list)")
+        except openai.APIStatusError as exc:
+            if exc.status_code == 429 or exc.status_code in OUTAGE_STATUSES:
+                raise _fault(exc, node, strategy) from exc
+            found[strategy] = failure(exc)
+            continue
+        except (openai.APIConnectionError, ReplyError) as exc:  # a timeout is a connection error too
+            raise _fault(exc, node, strategy) from exc
+        except UNREADABLE as exc:
+            said = " ".join(str(exc).split())[:200]
+            unread = ReplyError(f"the reply to auto's probe could not be read as the API's JSON ({type(exc).__name__}: {said})")
+            raise _fault(unread, node, strategy) from exc
         except openai.APIError as exc:
             found[strategy] = failure(exc)
             continue
@@ -68,6 +83,12 @@ def _probe(model: Any) -> tuple[str | None, dict[str, str]]:
     return None, found
 
 
+def _fault(exc: BaseException, node: GraderConfig, strategy: str) -> ProviderFault:
+    """A probe that could not ask the server at all, in one line naming the grader, where, and the fix."""
+    using = f"grader.structured_output=auto, probing {strategy}"
+    return ProviderFault(f"{describe_model(node, 'grader')} ({using}): {failure(exc)} (fix: {fix_for(exc, node, 'grader')})")
+
+
 def choose_strategy(node: GraderConfig, model: Any, tools: list[Any]) -> tuple[str, dict[str, str] | None]:
     """The strategy a run uses, and what ``auto``'s probe found (None when nothing was probed).
 
@@ -78,7 +99,7 @@ def choose_strategy(node: GraderConfig, model: Any, tools: list[Any]) -> tuple[s
     if node.structured_output != StructuredOutput.auto:
         return str(node.structured_output), None
     if compatible_server(node):
-        strategy, found = probe_server(model)
+        strategy, found = probe_server(model, node)
         if strategy is None:
             tried = "; ".join(f"{name}: {result}" for name, result in found.items())
             raise UsageError(

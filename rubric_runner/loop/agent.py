@@ -6,6 +6,7 @@ its recorder keeps it, and the plugins' and config's ``on_evaluation`` listeners
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..compat.deepagents import rubric_middleware
@@ -15,6 +16,7 @@ from ..grader.evidence import EvidenceRule
 from ..grader.middleware import GraderPass
 from ..grader.strategies import strategy
 from ..models.quirks import ToolCallContent, compatible_server
+from ..models.replies import ReplyRetry
 from ..observe.recorder import ToolCallWatch
 from ..plugins.events import GradingPassed
 from ..records import Evaluation
@@ -35,21 +37,36 @@ def evaluated(plan: Plan, evaluation: dict[str, Any]) -> None:
         plan.extensions.notify("on_evaluation", GradingPassed(Evaluation.model_validate(evaluation), task.ref), task.recorder.log)
 
 
+def watched(prepare: Callable[[list[Any]], list[Any]] | None) -> Callable[[list[Any]], list[Any]]:
+    """``prepare_messages_for_grader``: ``prepare``'s messages (or the transcript's), noted by the task's
+    grading as those the grader's payload is built from."""
+    def messages_for_grader(messages: list[Any]) -> list[Any]:
+        shown = prepare(messages) if prepare is not None else messages
+        task = current_task()
+        if task is not None and task.grading is not None:
+            task.grading.looked_at(shown)
+        return shown
+
+    return messages_for_grader
+
+
 def grader_middleware(plan: Plan, max_iterations: int | None = None) -> Any:
     """``RubricMiddleware`` with the plan's grader, prompt, tools, stack and listeners; the loop goes on
     while the worker revises, up to ``max_iterations`` grading passes (``grader.max_iterations``, one for
-    ``loop.arm=single``); a ``resample`` grader reads the latest attempt alone."""
+    ``loop.arm=single``); a ``resample`` grader reads the latest attempt alone; what the grader is shown
+    is noted for each pass's view."""
     node = plan.config.grader
     arguments = dict(plan.extensions.grader_arguments)
     if plan.config.loop.arm is LoopArm.resample:  # each attempt judged on its own
         arguments["prepare_messages_for_grader"] = fresh_for_grader(arguments.get("prepare_messages_for_grader"))
+    arguments["prepare_messages_for_grader"] = watched(arguments.get("prepare_messages_for_grader"))
     grading = GraderPass(strategy(plan.strategy), node.max_model_calls,
                          EvidenceRule(sorted(node.tools), list(plan.config.rubric.evidence)), compatible_server(node))
     return rubric_middleware(
         model=plan.models["grader"],
         system_prompt=node.system_prompt,
         tools=plan.grader_tools,
-        grader_middleware=[grading, ToolCallWatch("grader"), *plan.extensions.grader_middleware],
+        grader_middleware=[grading, ReplyRetry(node), ToolCallWatch("grader", plan.config.run.tool_output_chars), *plan.extensions.grader_middleware],
         max_iterations=max_iterations or grading_passes(plan.config),
         on_evaluation=lambda evaluation: evaluated(plan, evaluation),
         **arguments,
@@ -57,12 +74,13 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None) -> Any:
 
 
 def build_agent(plan: Plan, checkpointer: Any) -> Any:
-    """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...), *the worker's])``; a ``resample``
-    worker is sent a fresh conversation on each attempt (``arms.FreshAttempts``)."""
+    """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...), *the worker's])``, a cut stream
+    retried (``ReplyRetry``); a ``resample`` worker is sent a fresh conversation on each attempt
+    (``arms.FreshAttempts``)."""
     from deepagents import create_deep_agent
 
-    own = [*([ToolCallContent()] if compatible_server(plan.config.worker) else []), ToolCallWatch("worker"),
-           *([FreshAttempts()] if plan.config.loop.arm is LoopArm.resample else [])]
+    own = [*([ToolCallContent()] if compatible_server(plan.config.worker) else []), ReplyRetry(plan.config.worker),
+           ToolCallWatch("worker", plan.config.run.tool_output_chars), *([FreshAttempts()] if plan.config.loop.arm is LoopArm.resample else [])]
     return create_deep_agent(
         model=plan.models["worker"],
         tools=plan.worker_tools,

@@ -6,6 +6,7 @@ inline; a task set's record counts its tasks (``TaskTally``); both say what thei
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -13,14 +14,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ..analysis.spend import spend_lines
-from ..errors import UsageError
+from ..errors import NoSpace, UsageError, out_of_space
 from ..observe.console import Console
 from ..observe.events import event_log
 from ..observe.recorder import sandbox_notices
 from ..observe.tracing import flush as flush_traces
 from ..plugins.events import RunEnded
 from ..plugins.extensions import notify_run_end
-from ..records import EVENTS_FILE, RESULT_FILE, RunRecord, TaskRecord, write_record
+from ..records import CHECKPOINT_FILE, EVENTS_FILE, RESULT_FILE, RunRecord, TaskRecord, write_record
 from ..sandbox import isolation_setting
 from .budgets import Budgets
 from .plan import Plan, connect, prepare
@@ -60,8 +61,12 @@ class Execution:
                 self.stop_now("KeyboardInterrupt: stopped without waiting for a checkpoint")
                 raise
             except Exception as exc:  # whatever breaks the run as a whole still leaves its record
-                self.record.fail(exc)
-                log.exception("run_error")
+                full = out_of_space(exc, self.database())
+                if full is not None:  # nothing more can be logged: the record (if it fits) says why
+                    self.record.fail(NoSpace(*full, str(self.run_dir)))
+                else:
+                    self.record.fail(exc)
+                    log.exception("run_error")
             finally:
                 if self.budgets is not None:
                     self.budgets.close()
@@ -72,21 +77,35 @@ class Execution:
         """Complete and write the run's record, however it ended; tell the hooks, the log and the console."""
         record, console = self.record, self.console
         record.complete(self.started)
-        write_record(self.run_dir / RESULT_FILE, record)
-        flush_traces()
-        self.log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.grading_passes(),
-                      usage={role: counts.model_dump() for role, counts in record.task_usage().items()},
-                      wall_seconds=record.wall_seconds, aggregate=record.aggregate.model_dump() if record.aggregate else None)
-        event = RunEnded(record.model_copy(deep=True))
-        if self.plan is not None:
-            self.plan.extensions.notify("on_run_end", event, self.log)
-        else:
-            notify_run_end(event, self.log)
+        try:
+            write_record(self.run_dir / RESULT_FILE, record)
+            flush_traces()
+            self.log.info("run_end", status=record.status, exit_code=record.exit_code, iterations=record.grading_passes(),
+                          usage={role: counts.model_dump() for role, counts in record.task_usage().items()},
+                          wall_seconds=record.wall_seconds, aggregate=record.aggregate.model_dump() if record.aggregate else None)
+            event = RunEnded(record.model_copy(deep=True))
+            if self.plan is not None:
+                self.plan.extensions.notify("on_run_end", event, self.log)
+            else:
+                notify_run_end(event, self.log)
+        except Exception as exc:
+            full = out_of_space(exc, self.database())
+            if full is None:
+                raise
+            if record.error is None or record.error.type != NoSpace.__name__:
+                record.fail(NoSpace(*full, str(self.run_dir)))
+                record.complete(self.started)
+            with contextlib.suppress(Exception):  # a record that cannot be written still says running: a resume takes it over
+                write_record(self.run_dir / RESULT_FILE, record)
         if record.aggregate:
             console.summary(record.aggregate.model_dump())
         for line in spend_lines([record]):
             console.line(line)
         console.finish(record.status, record.grading_passes(), str(self.run_dir), record.error and record.error.message)
+
+    def database(self) -> str:
+        """The file a SQLite error that names none stands for: the run's checkpoints."""
+        return str((self.plan.home if self.plan is not None else self.run_dir) / CHECKPOINT_FILE)
 
     def stop_now(self, reason: str) -> None:
         """Record the tasks in flight, and the run, as interrupted, and end (a stop at once)."""
@@ -98,25 +117,37 @@ class Execution:
         self.log.warning("interrupted", reason=reason)
         self.end()
 
-    async def run(self) -> bool:
-        """Plan, connect, and run the tasks; False when a resumed run of one task had nothing left to do."""
-        request, record, console = self.request, self.record, self.console
-        header = record.header
+    def ready(self) -> Plan:
+        """Plan the run and connect to its models (the console says what runs); the plan."""
+        request, console, header = self.request, self.console, self.record.header
         roles = ("grader",) if request.regraded_from is not None else ("grader", "worker")
         plan = self.plan = prepare(self.cfg, header, self.run_dir, roles, request.follow_up, request.sweep_dir)
         for failure in plan.registry.plugins.failures:
             console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
-        for name in plan.config.rubric.evidence:
-            if name not in plan.config.grader.tools:
-                self.log.warning("evidence_unavailable", tool=name)
-                console.warning(f"rubric.evidence requires {name}, which the grader lacks: a satisfied verdict "
-                                "will be recorded as unsupported")
+        for name in self.unavailable_evidence():
+            console.warning(f"rubric.evidence requires {name}, which the grader lacks: a satisfied verdict "
+                            "will be recorded as unsupported")
         if request.regraded_from is not None:
             console.line(f"regrade of {request.regraded_from}: grader={header.grader.model} rubric={header.rubric.name}")
         else:
             scripted = {role for role in ("worker", "grader") if getattr(header, role).scripted}
             console.start(header.worker.model, header.grader.model, header.rubric.name, scripted)
         connect(plan, header)
+        return plan
+
+    def unavailable_evidence(self) -> list[str]:
+        """The tools ``rubric.evidence`` requires that the grader lacks."""
+        config = self.plan.config
+        return [name for name in config.rubric.evidence if name not in config.grader.tools]
+
+    async def run(self) -> bool:
+        """Plan, connect (unless done before), and run the tasks; False when a resumed run of one task had
+        nothing left to do."""
+        request, record, console = self.request, self.record, self.console
+        header = record.header
+        plan = self.plan or self.ready()
+        for name in self.unavailable_evidence():
+            self.log.warning("evidence_unavailable", tool=name)
         self.log.info("run_start", worker=header.worker.model_dump(), grader=header.grader.model_dump(),
                       rubric=header.rubric.name, overrides=header.sources.overrides, tasks=len(plan.tasks),
                       repeats=plan.config.run.repeats)
@@ -132,7 +163,7 @@ class Execution:
             if request.regraded_from is not None:
                 from .regrade import regrade
 
-                await regrade(plan, record, self.log, console, request.regraded_from, request.regraded_after)
+                await regrade(plan, record, self.log, console, request.regraded_from, request.regraded_after, request.stop)
                 return True
             self.tasks = TaskSet(plan, record, self.budgets, self.log, console, request.stop, self._task_ended)
             await self.tasks.run(request.resume)

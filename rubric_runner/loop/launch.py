@@ -39,6 +39,8 @@ from .lock import run_dir_lock
 from .request import Launch
 
 RESUME = "run.resume="
+SWEEP_FILE = "multirun.yaml"
+"""What Hydra writes in a sweep dir (and in no run dir)."""
 
 
 def plain(sources: ConfigSources) -> ConfigSources:
@@ -64,12 +66,15 @@ def launch(request: Launch) -> RunRecord:
         if abandoned is not None:  # a new attempt of a sweep's job: resume the dead attempt's work
             request = replace(request, resume=True)
         previous = _claimed(run_dir, request)
-        save_config(run_dir, cfg, request.sources, request.key)
         record = _record(run_dir, request, previous)
         if abandoned is not None and abandoned.status is Status.RUNNING:
             dead = abandoned.place or Place(host=before.get("host"), pid=before.get("pid"))
             record.taken_over = [*abandoned.taken_over, dead]
-        return Execution(cfg, run_dir, request, record, previous).perform()
+        execution = Execution(cfg, run_dir, request, record, previous)
+        if request.resume:  # what a resume needs is there before anything in the dir is touched
+            execution.ready()
+        save_config(run_dir, cfg, request.sources, request.key)
+        return execution.perform()
 
 
 def _abandoned(run_dir: Path, request: Launch) -> RunRecord | None:
@@ -88,8 +93,11 @@ def _abandoned(run_dir: Path, request: Launch) -> RunRecord | None:
 
 def _claimed(run_dir: Path, request: Launch) -> RunRecord | None:
     """The run dir's record of the run before, on a resume (checked to keep its configuration); a dir that
-    holds another run's record is refused."""
+    holds another run's record, or a sweep's, is refused."""
     path = run_dir / RESULT_FILE
+    if (run_dir / SWEEP_FILE).exists():
+        raise UsageError(request.key, f"{run_dir} is a sweep's dir, which holds its jobs' runs and its summaries",
+                         "leave hydra.run.dir unset for a new dir, or give one of its jobs' dirs")
     if not request.resume:
         if path.exists():
             raise UsageError(request.key, f"{run_dir} already holds another run's record",

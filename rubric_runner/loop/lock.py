@@ -1,4 +1,5 @@
-"""One owner per run dir: whatever works in a run dir (a run, resume, continue, regrade) holds its lock.
+"""One owner per dir: whatever works in a run dir (a run, resume, continue, regrade) holds its lock, and a sweep
+holds its sweep dir's.
 
 The lock is an ``flock`` on ``.lock`` in the run dir, which names its holder (pid, host, command). The
 kernel lets it go when the holder's process ends however it ends, so a lock left by a killed process is
@@ -28,8 +29,16 @@ COMMAND_CHARS = 120
 def _about(fd: int) -> dict:
     """What the lock file says of its last holder: ``pid``, ``host``, ``command`` (empty when nothing)."""
     try:
-        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except (OSError, ValueError):
+        return _about_text(os.pread(fd, 4096, 0))
+    except OSError:
+        return {}
+
+
+def _about_text(said: bytes) -> dict:
+    """What a lock file's text says of its holder (empty when nothing)."""
+    try:
+        data = json.loads(said or b"{}")
+    except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -53,7 +62,8 @@ def _command() -> str:
 def run_dir_lock(run_dir: Path, key: str) -> Iterator[dict]:
     """Hold ``run_dir``'s lock for the length of the block (making the dir if need be), yielding what the
     lock file said of its last holder (a process now gone; empty for a new dir); ``key`` names the config
-    key or argument the dir came from. A dir in use, or one that cannot be written, is a UsageError."""
+    key or argument the dir came from. A dir in use, or one that cannot be written, is a UsageError; a
+    UsageError raised in the block leaves the lock file as it was."""
     fix = f"choose a writable {key}" if key == "hydra.run.dir" else "use a run dir you may write to, or copy it"
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -67,12 +77,17 @@ def run_dir_lock(run_dir: Path, key: str) -> Iterator[dict]:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise unwritable(exc, key, fix) from None
             raise UsageError(key, f"{run_dir} is in use by {_holder(fd)}",
-                             "wait for it to end, or stop it; one process at a time works in a run dir") from None
-        before = _about(fd)
+                             "wait for it to end, or stop it; one process at a time works in a run or sweep dir") from None
+        said = os.pread(fd, 4096, 0)
         about = {"pid": os.getpid(), "host": socket.gethostname(), "command": _command()}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(about).encode(), 0)
-        yield before
+        try:
+            yield _about_text(said)
+        except UsageError:  # refused before any work: the lock file names the holder before, as it did
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, said, 0)
+            raise
     finally:
         os.close(fd)
 

@@ -17,17 +17,19 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ..config.fingerprint import fingerprint
-from ..config.schema import Config
+from ..config.schema import Checkpointer, Config
 from ..config.validate import validate
+from ..errors import check_database
 from ..grader.middleware import GraderPass
 from ..grader.probe import choose_strategy
 from ..models.build import build_chat_model, is_scripted, split_model
 from ..models.preflight import check_keys, check_servers
 from ..models.quirks import ToolCallContent
+from ..models.replies import ReplyCheck, ReplyRetry
 from ..observe.recorder import TaskCallback, ToolCallWatch
 from ..plugins.extensions import LoopExtensions
 from ..plugins.manager import Plugins
-from ..records import TASKS_DIR, GraderInfo, ModelInfo, RubricInfo, RunHeader
+from ..records import CHECKPOINT_FILE, TASKS_DIR, GraderInfo, ModelInfo, RubricInfo, RunHeader
 from ..redaction import redact_config
 from ..tasks.checks import Check, resolve_checks
 from ..tasks.sets import Task, load_tasks
@@ -103,19 +105,24 @@ def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str,
         check_thread_kept(config)
         tasks = [follow_up.task(tasks)]
     registry = ToolRegistry(Plugins.load())
-    grader_tools = registry.resolve(config.grader.tools, "grader")
-    worker_tools = registry.resolve(config.worker.tools, "worker")
+    rubric = config.rubric.name
+    grader_tools = registry.resolve(config.grader.tools, "grader", rubric)
+    worker_tools = registry.resolve(config.worker.tools, "worker", rubric)
     for task in tasks:
         for name, settings in task.tools.items():
             key = f"rubric.dataset[{task.index}].tools.{name}"
-            validate_settings(registry.find(name, key).tool, settings, key)
+            validate_settings(registry.find(name, key).tool, settings, key, rubric)
     checks = resolve_checks(registry, config.rubric, tasks)
-    grader_own = {GraderPass.__name__, *GraderPass.replaces, ToolCallWatch.__name__}
-    worker_own = {ToolCallContent.__name__, ToolCallWatch.__name__}
+    grader_own = {GraderPass.__name__, *GraderPass.replaces, ReplyRetry.__name__, ToolCallWatch.__name__}
+    worker_own = {ToolCallContent.__name__, ReplyRetry.__name__, ToolCallWatch.__name__}
     extensions = LoopExtensions(config, registry.plugins, grader_own, worker_own)
     check_keys(config, roles)
     home = follow_up.home if follow_up is not None else run_dir
     models = build_models(config, roles, home)
+    if config.run.checkpointer == Checkpointer.sqlite:
+        path = home / CHECKPOINT_FILE
+        check_database(path, "run.checkpointer", f"restore {path} from a copy, or move it aside and resume: the "
+                       "finished tasks keep their records, the others run again from the start")
     single = follow_up is not None or (len(tasks) == 1 and config.run.repeats == 1)
     return Plan(config, run_dir, home, tasks, single, registry, worker_tools, grader_tools, checks, extensions, models,
                 follow_up, sweep_dir)
@@ -123,10 +130,11 @@ def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str,
 
 def build_models(config: Config, roles: tuple[str, ...], home: Path) -> dict[str, Any]:
     """The chat models of ``roles``, with the run's response cache and rate limiters (no network yet), each
-    call handed to the recorder and the guard of the task at hand (the guard refuses one past a limit)."""
+    call handed to the recorder and the guard of the task at hand (the guard refuses one past a limit), and
+    a reply that is no answer failed (``ReplyCheck``)."""
     from langchain_core.rate_limiters import InMemoryRateLimiter
 
-    extras: dict[str, Any] = {"callbacks": [TaskCallback("recorder"), TaskCallback("guard", raise_error=True)]}
+    extras: dict[str, Any] = {"callbacks": [TaskCallback("recorder"), TaskCallback("guard", raise_error=True), ReplyCheck()]}
     if config.run.cache:
         from ..models.cache import SQLiteResponseCache
 

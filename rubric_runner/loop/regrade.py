@@ -2,7 +2,8 @@
 
 A regrade is launched once per record dir that holds a run (a run dir, or one of its follow-up turns),
 composed from that run's own config sources with the regrade's overrides on top; it grades each saved
-transcript there once (its task's own tool settings in effect), and records each pass as a task, laid
+transcript there once (its task's own tool settings in effect; against the checklist the run froze, unless
+``grader.regrade_resplit`` or another rubric text), and records each pass as a task, laid
 out as the run's: a run of one task's in the regrade dir itself, a task set's in ``tasks/``. A repeat
 grading (``--repeats``) is a launch of its own, in a dir of its own, whose scripted grader goes on in its
 script from where the repeat before stood (so a script can give a transcript another verdict next time).
@@ -19,6 +20,7 @@ from typing import Any
 from langchain_core.messages import messages_from_dict
 
 from ..compat.deepagents import grade_once
+from ..config.schema import OnCutView
 from ..context import CURRENT_TASK, TaskContext, TaskRef
 from ..grader.evidence import final_status
 from ..grader.notes import TaskGrading
@@ -42,6 +44,7 @@ from ..records import (
 from .agent import grader_middleware
 from .followup import thread_home
 from .plan import Plan
+from .signals import StopRequest, StopRequested
 
 
 def transcript_dirs(record_dir: Path) -> list[Path]:
@@ -71,9 +74,11 @@ def new_regrade_dir(parent: Path) -> Path:
             out_dir = parent / f"{stamp}-{number}"
 
 
-async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source: Path, after: Path | None = None) -> None:
+async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source: Path, after: Path | None = None,
+                  stop: StopRequest | None = None) -> None:
     """One grading pass over each transcript of the run in ``source``, each recorded as a task of ``record``;
-    a repeat's scripted grader goes on from where the one of the repeat ``after`` stood."""
+    a repeat's scripted grader goes on from where the one of the repeat ``after`` stood. Once ``stop`` is asked
+    for, the transcripts not yet graded are recorded ``interrupted``."""
     cursors = (after if after is not None else thread_home(source)) / CURSOR_DIR / "grader"
     if cursors.is_dir():  # a scripted grader's place in its script: the regrade's grader goes on from there
         carry_on(cursors, plan.home / CURSOR_DIR / "grader")
@@ -82,7 +87,13 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
     tally = TaskTally(len(dirs))
     for index, transcript_dir in enumerate(dirs):
         target = plan.run_dir if transcript_dir == source else plan.run_dir / transcript_dir.relative_to(source)
-        task = _graded(plan, middleware, transcript_dir, target, log, console)
+        try:
+            if stop is not None:
+                stop.check()
+            task = _graded(plan, middleware, transcript_dir, target, log, console)
+        except StopRequested as exc:
+            task = _not_graded(transcript_dir, target, str(exc))
+            log.warning("interrupted", task_dir=str(transcript_dir), reason=str(exc))
         log.info("regrade_end", task_dir=str(transcript_dir), status=task.status)
         reason = f": {task.error.message}" if task.error is not None else ""
         console.line(f"{transcript_dir.relative_to(source.parent)}: {task.status}{reason}")
@@ -91,6 +102,18 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
             record.task, record.status, record.error = task, task.status, task.error
     if record.task is None:
         tally.fill(record, 1)
+
+
+def _not_graded(transcript_dir: Path, target: Path, reason: str) -> TaskRecord:
+    """A transcript a stop left ungraded, recorded ``interrupted`` at ``target``."""
+    original = read_task_at(transcript_dir) or TaskRecord()
+    result = TaskRecord(task_id=original.task_id, repeat=original.repeat, task=original.task, thread_id=original.thread_id,
+                        regraded_from=str(transcript_dir), run_dir=str(target), started_at=now())
+    result.interrupt(reason)
+    result.complete(time.monotonic())
+    target.mkdir(parents=True, exist_ok=True)
+    write_record(target / RESULT_FILE, result)
+    return result
 
 
 def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log: Any, console: Any) -> TaskRecord:
@@ -116,8 +139,13 @@ def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log
         messages = messages_from_dict(json.loads((transcript_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
         # the run's thread: a scripted grader given the run's cursors continues its script there
         metadata = {"thread_id": original.thread_id} if original.thread_id else {}
-        loop = grade_once(middleware, messages, task.rubric, recorder.on_stream_event, {"metadata": metadata})
-        result.status = final_status(Status.of_loop(loop.status), result.evaluations, plan.config.grader.strict_coverage)
+        node = plan.config.grader
+        # the run's frozen checklist, graded again name for name (unless re-split, or the rubric is another)
+        seeded = original.checklist if not node.regrade_resplit and original.rubric == task.rubric else None
+        loop = grade_once(middleware, messages, task.rubric, recorder.on_stream_event, {"metadata": metadata}, seeded)
+        result.checklist = loop.checklist
+        result.status = final_status(Status.of_loop(loop.status), result.evaluations, node.strict_coverage,
+                                     node.on_cut_view is OnCutView.fail)
         result.iterations = len(result.evaluations)
     except Exception as exc:  # one transcript's failure is its own record
         result.fail(exc)

@@ -158,7 +158,14 @@ class TaskSet:
                     self._end(index, task, repeat, record)
 
             with tasks_running():
-                await asyncio.gather(*(worker() for _ in range(min(plan.config.run.concurrency, len(pending)))))
+                workers = [asyncio.ensure_future(worker()) for _ in range(min(plan.config.run.concurrency, len(pending)))]
+                try:
+                    await asyncio.gather(*workers)
+                except BaseException:  # what ends the run (no room to record) stops the tasks still going
+                    for running in workers:
+                        running.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)
+                    raise
 
     def _end(self, index: int, task: Any, repeat: int, record: TaskRecord, reused: bool = False) -> None:
         """A task is done (``reused``: complete in the run before): count it, tell the progress line and the hooks."""

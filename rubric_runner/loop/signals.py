@@ -10,12 +10,16 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from ..records import ExitCode
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR2)
 """Ctrl-C, a kill or a scheduler's cancel, and a cluster's time-limit warning."""
+SWEEP_STOP_FILE = ".stop"
+"""Written in a sweep dir by Ctrl-C of the sweep (``SweepStop``), holding the signal's name: each job, in
+whatever process or machine it runs, stops at its next checkpoint, and one that begins after it stops at once."""
 
 
 class StopRequested(Exception):
@@ -30,8 +34,12 @@ class StopRequest:
     (``installed()``, on the main thread); a run given one checks it at each checkpoint.
     """
 
-    def __init__(self) -> None:
+    signals = STOP_SIGNALS
+
+    def __init__(self, marker: Path | None = None) -> None:
         self.signal_name: str | None = None
+        self.marker = marker
+        """A sweep's job: the sweep's ``SWEEP_STOP_FILE``, which asks for a stop as a signal does."""
         self._say: Callable[[str], None] = lambda text: None
         self._stop_now: Callable[[str], None] = lambda reason: None
 
@@ -48,7 +56,9 @@ class StopRequest:
         self._say(f"{name}: stopping at the next checkpoint (send it again to stop at once)")
 
     def check(self) -> None:
-        """Raise StopRequested if a stop was asked for."""
+        """Raise StopRequested if a stop was asked for, by a signal or the sweep's marker."""
+        if self.signal_name is None and self.marker is not None and self.marker.is_file():
+            self.signal_name = self.marker.read_text(encoding="utf-8").strip() or "SIGINT"
         if self.signal_name is not None:
             raise StopRequested(f"{self.signal_name}: stopped at a checkpoint")
 
@@ -58,9 +68,30 @@ class StopRequest:
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
-        previous = {signum: signal.signal(signum, self) for signum in STOP_SIGNALS}
+        previous = {signum: signal.signal(signum, self) for signum in self.signals}
         try:
             yield self
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+class SweepStop(StopRequest):
+    """Ctrl-C in the process that drives a sweep, while its launcher runs the jobs (in other processes with
+    joblib, on other machines with Ray): the first writes ``marker`` (``SWEEP_STOP_FILE``), so every job stops
+    at its next checkpoint as a run does, recorded ``interrupted``, and the launcher collects them; a second
+    raises KeyboardInterrupt, the launcher's way to stop at once. The basic launcher's job handles Ctrl-C itself
+    while it runs."""
+
+    signals = (signal.SIGINT,)
+
+    def __init__(self, marker: Path, say: Callable[[str], None]) -> None:
+        super().__init__(marker)
+        self._say = say
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.signal_name is not None:
+            raise KeyboardInterrupt
+        self.signal_name = signal.Signals(signum).name
+        self.marker.write_text(self.signal_name, encoding="utf-8")
+        self._say(f"{self.signal_name}: stopping the sweep's jobs at their next checkpoint (send it again to stop at once)")

@@ -18,8 +18,9 @@ from langchain_core.messages import HumanMessage
 
 from ..compat.deepagents import LoopState
 from ..compat.langchain import transcript_messages
-from ..config.schema import KeepCheckpoints
+from ..config.schema import KeepCheckpoints, OnCutView
 from ..context import CURRENT_TASK, TaskContext, TaskRef
+from ..errors import out_of_space
 from ..grader.evidence import final_status
 from ..grader.notes import TaskGrading
 from ..models.errors import explain_error, is_provider_error
@@ -142,6 +143,8 @@ class TaskRun:
             record.interrupt(str(exc))
             self.log.warning("interrupted", reason=str(exc))
         except Exception as exc:  # one task's failure must not end the others, and leaves its record
+            if out_of_space(exc) is not None:  # but no room to record it ends them all
+                raise
             record.fail(exc)
             if is_provider_error(exc):
                 record.error.message = explain_error(exc, shared.plan.config.worker, "worker")
@@ -236,7 +239,10 @@ class TaskRun:
         if loop.evaluations:  # the checkpoint is the truth, also across resumes
             record.evaluations = [Evaluation.model_validate(e) for e in loop.evaluations]
             record.grading_run_id = loop.grading_run_id
-        record.status = final_status(Status.of_loop(loop.status), record.evaluations, self.shared.plan.config.grader.strict_coverage)
+        record.checklist = loop.checklist
+        node = self.shared.plan.config.grader
+        record.status = final_status(Status.of_loop(loop.status), record.evaluations, node.strict_coverage,
+                                     node.on_cut_view is OnCutView.fail)
 
     async def _verify(self, checks: list[Any], messages: list[Any]) -> None:
         """Run the task's hidden checks on every attempt the grader judged (``rubric.verify_every_attempt``;

@@ -1,7 +1,13 @@
-"""A persistent model-response cache in a SQLite file, safe for concurrent processes."""
+"""A persistent model-response cache in a SQLite file, safe for concurrent processes.
+
+It keeps no secret at rest: an entry is stored under a hash of its request, labelled with the model's class
+and name only (no parameters, so no request headers), and its reply with every secret the redactor knows
+replaced. A cache that holds one of those secrets in clear (written before) is refused.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -17,6 +23,9 @@ from langchain_core.outputs import ChatGeneration
 
 from ..compat.deepagents import NONCE
 from ..context import current_task
+from ..errors import UsageError, check_database
+from ..redaction import redact, secret_values
+from .replies import storable
 
 VARYING = ("id", "response_metadata", "usage_metadata")
 """What a message carries that differs from run to run, or between a live reply and its cached copy,
@@ -54,10 +63,39 @@ def cache_key(prompt: str, llm_string: str, repeat: int | str) -> str:
 
 
 def _encode(generations: Sequence[Any]) -> str:
-    return json.dumps(
+    """The generations as JSON, each secret the redactor knows replaced."""
+    return redact(json.dumps(
         [{"message": message_to_dict(g.message), "generation_info": g.generation_info} for g in generations],
         default=str,
-    )
+    ))
+
+
+def model_label(llm_string: str) -> str:
+    """The model an entry is for, as a person reads it (``ChatOpenAI gpt-5.5``): the class and model name of a
+    serialized model, none of its parameters (its request headers among them)."""
+    try:
+        serialized = json.loads(llm_string.partition("---")[0])
+        kwargs = serialized.get("kwargs", {})
+        name = kwargs.get("model_name") or kwargs.get("model") or ""
+        return redact(f"{serialized['id'][-1]} {name}".strip())
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return "model"
+
+
+def _refuse_secrets(path: Path) -> None:
+    """A cache holding a secret the redactor knows, in clear (written before entries were redacted), is refused,
+    read only so that it is left as it was."""
+    query = "SELECT 1 FROM responses WHERE instr(llm, ?) OR instr(value, ?) LIMIT 1"
+    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)) as connection:
+        try:
+            found = any(connection.execute(query, (secret, secret)).fetchall() for secret in secret_values())
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            found = False
+        if found:
+            raise UsageError("run.cache", f"{path} holds a provider key in clear (an earlier version stored request headers)",
+                             f"delete it, rm {path}*, and its replies are asked for again; or set run.cache=null")
 
 
 class SQLiteResponseCache(BaseCache):
@@ -71,10 +109,14 @@ class SQLiteResponseCache(BaseCache):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_database(self.path, "run.cache", f"delete {self.path} or give run.cache another file: it only "
+                       "holds replies to replay, and the next run makes them again")
         self._local = threading.local()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        if self.path.is_file():
+            _refuse_secrets(self.path)
         self._set_up(self._connect())
 
     @staticmethod
@@ -128,10 +170,13 @@ class SQLiteResponseCache(BaseCache):
         return generations
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
-        """Store the generations for this request (the first writer wins)."""
+        """Store the generations for this request (the first writer wins); a reply that is no answer (none,
+        or a stream cut short) is not kept."""
+        if not storable(return_val):
+            return
         self._connect().execute(
             "INSERT OR IGNORE INTO responses (key, llm, value) VALUES (?, ?, ?)",
-            (cache_key(prompt, llm_string, self._repeat()), llm_string[:200], _encode(return_val)),
+            (cache_key(prompt, llm_string, self._repeat()), model_label(llm_string), _encode(return_val)),
         )
 
     def clear(self, **kwargs: Any) -> None:

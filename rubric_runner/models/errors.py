@@ -7,14 +7,24 @@ import json
 from ..environment import API_KEY_ENV
 from ..config.schema import ModelConfig
 from .build import split_model
+from .replies import ReplyError
 
 ERROR_BODY_CHARS = 300
 """How much of a server's error body an error message quotes."""
+OUTAGE_STATUSES = frozenset({502, 503, 504, 529})
+"""HTTP statuses of a server that is down or overloaded (a gateway's, Anthropic's 529), whatever was asked."""
+
+
+class ProviderFault(RuntimeError):
+    """A provider's error where no task takes it (``auto``'s probe, before any task), explained in one line
+    (``explain_error``); the client's error is its cause."""
 
 
 def failure(exc: BaseException) -> str:
     """What a provider call's error says: the HTTP status and the server's message (its body's
-    ``error.message``, else the body; bounded, on one line), or the error."""
+    ``error.message``, else the body; bounded, on one line), what was wrong with a reply, or the error."""
+    if isinstance(exc, ReplyError):
+        return str(exc)
     status = getattr(exc, "status_code", None)
     if not isinstance(status, int) or isinstance(status, bool):
         return f"{type(exc).__name__}: {exc}"
@@ -38,6 +48,8 @@ def is_provider_error(exc: BaseException) -> bool:
 
 def fix_for(exc: BaseException, node: ModelConfig, role: str) -> str:
     """The fix to try for a provider error, by its kind."""
+    if isinstance(exc, ReplyError):
+        return exc.fix(node, role)
     status = getattr(exc, "status_code", None)
     provider, _ = split_model(node.model)
     if status in (401, 403):
@@ -46,6 +58,8 @@ def fix_for(exc: BaseException, node: ModelConfig, role: str) -> str:
         return f"check {role}.model and {role}.base_url"
     if status == 429:
         return "lower run.concurrency or set run.rate_limits"
+    if status in OUTAGE_STATUSES:
+        return f"the server is down or overloaded: try again later, or raise {role}.max_retries"
     if "timeout" in type(exc).__name__.lower():
         return f"raise {role}.timeout, or use a smaller model"
     if "connection" in type(exc).__name__.lower():

@@ -33,6 +33,10 @@ class ScriptError(ValueError):
     """The script file is missing, malformed, or has no reply left to give."""
 
 
+class ScriptedFault(RuntimeError):
+    """The failure a ``raise`` turn asks for, standing in for a provider's (not a reply it could not read)."""
+
+
 def _check_turns(turns: Any, where: str) -> list[dict[str, Any]]:
     if not isinstance(turns, list):
         raise ScriptError(f"{where} must be a list of turns")
@@ -87,7 +91,7 @@ class ScriptedChatModel(BaseChatModel):
 
     A turn is a mapping with ``content`` (text), ``tool_calls`` (a list of
     ``{name, args}``), or ``raise`` (a message: the call fails with
-    ``ScriptError``, standing in for a provider failure). A turn may add
+    ``ScriptedFault``, standing in for a provider failure). A turn may add
     ``when_told`` (text -> turn): the reply given instead when the message
     answered contains that text (the worker's: the task or a revision request
     naming a gap; the grader's: its payload, with the transcript). Optional
@@ -214,7 +218,7 @@ class ScriptedChatModel(BaseChatModel):
 
     def _reply(self, messages: list[BaseMessage], index: int, turn: dict[str, Any]) -> ChatResult:
         if "raise" in turn:
-            raise ScriptError(str(turn["raise"]))
+            raise ScriptedFault(str(turn["raise"]))
         content = str(turn.get("content", ""))
         tool_calls = [
             {"name": call["name"], "args": call.get("args", {}), "id": f"call_{index}_{i}"}

@@ -181,7 +181,8 @@ class Console:
         if event.get("result") == "grader_error":
             self.line("   verdict: grader_error")
             return
-        self.line(f"   verdict: {event.get('result')} - {event.get('explanation') or ''}".rstrip(" -"))
+        unverified = " (unverified)" if event.get("unverified") else ""
+        self.line(f"   verdict: {event.get('result')}{unverified} - {event.get('explanation') or ''}".rstrip(" -"))
         for criterion in event.get("criteria") or []:
             if not criterion.get("passed"):
                 self.line(f"     x {criterion.get('name')}: {criterion.get('gap', '')}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from contextvars import ContextVar, Token
@@ -26,6 +27,8 @@ from ..redaction import redact, run_secrets
 _RUN_HANDLER: ContextVar[logging.Handler | None] = ContextVar("rubric_runner_events", default=None)
 
 _TASK_FIELDS: ContextVar[dict[str, Any]] = ContextVar("rubric_runner_task_fields", default={})
+TAIL_CHUNK = 65536
+"""How much of a file's end is read at a time, looking for its last whole line."""
 _LEVELS = {"warn": "warning", "exception": "error"}
 """A logger method's level, where the method has another name (as structlog's ``add_log_level`` says)."""
 
@@ -40,23 +43,59 @@ def unbind_task(token: Token) -> None:
     _TASK_FIELDS.reset(token)
 
 
+def _whole(fd: int) -> int:
+    """Cut the file's last line if it is torn (its writer was killed, or found no room, mid-line); its size then."""
+    size = end = os.lseek(fd, 0, os.SEEK_END)
+    while end > 0:
+        start = max(0, end - TAIL_CHUNK)
+        newline = os.pread(fd, end - start, start).rfind(b"\n")
+        if newline >= 0:
+            whole = start + newline + 1
+            break
+        end = start
+    else:
+        whole = 0
+    if whole != size:
+        os.ftruncate(fd, whole)
+    return whole
+
+
 class _Lines:
-    """One run's ``events.jsonl``, open for appending: whole lines, each flushed, one writer at a time."""
+    """One run's ``events.jsonl``, open for appending: whole lines, each written at once, one writer at a time.
+
+    A torn last line (a process killed mid-line) is cut when the file is opened. A line that finds no room is
+    taken back whole, and it and every later one raise the OSError that stopped it: the file stays whole, and
+    the run learns from its next event that it cannot go on recording.
+    """
 
     def __init__(self, path: Path) -> None:
-        self.file = open(path, "a", encoding="utf-8")
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self.size = _whole(self.fd)
         self.lock = threading.Lock()
+        self.failed: OSError | None = None
 
     def msg(self, line: str) -> None:
+        data = (line + "\n").encode()
         with self.lock:
-            self.file.write(line + "\n")
-            self.file.flush()
+            if self.failed is None:
+                try:
+                    left = memoryview(data)
+                    while left:
+                        left = left[os.write(self.fd, left):]
+                    self.size += len(data)
+                except OSError as exc:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(self.fd, self.size)
+                    self.failed = exc
+            if self.failed is not None:
+                raise OSError(self.failed.errno, self.failed.strerror, str(self.path))
 
     info = warning = error = exception = msg
 
     def close(self) -> None:
         with self.lock:
-            self.file.close()
+            os.close(self.fd)
 
 
 def _rendered(event: dict[str, Any]) -> str:
@@ -102,7 +141,8 @@ class _LibraryRecords(logging.Handler):
         event = {"event": record.getMessage(), **_TASK_FIELDS.get(), "level": record.levelname.lower(), "logger": record.name}
         if record.exc_info:
             event["exception"] = logging.Formatter().formatException(record.exc_info)
-        self.lines.msg(_rendered(event))
+        with contextlib.suppress(OSError):  # no room: the run's own next event says so, not the library's logging
+            self.lines.msg(_rendered(event))
 
 
 _ROUTER = _ToCurrentRun()

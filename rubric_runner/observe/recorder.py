@@ -19,9 +19,16 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from ..compat.deepagents import GRADER_METADATA_KEY
 from ..context import current_task
-from ..records import Evaluation, TaskRecord
+from ..models.replies import flags, unfinished
+from ..records import Evaluation, FlaggedReply, TaskRecord, ToolOutputCut
 from .console import Console
 from .otel import task_spans
+
+
+FLAG_EVENTS = {"incomplete": "reply_incomplete", "refusal": "model_refusal", "invalid_tool_call": "invalid_tool_call"}
+"""The event each kind of flagged reply (``models.replies.flags``) is logged as."""
+FLAG_LINES = {"incomplete": "reply cut before its finish, not taken", "refusal": "refused",
+              "invalid_tool_call": "tool call with arguments that do not parse"}
 
 
 class ToolError(Exception):
@@ -35,6 +42,16 @@ def preview(value: Any, limit: int) -> str:
         value = value.content
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else f"{text[:limit]}...(+{len(text) - limit} chars)"
+
+
+def capped(answer: Any, limit: int) -> tuple[Any, int | None]:
+    """``answer`` with its text cut to ``limit`` characters and a note saying how much was left out, and the
+    text's length when it was cut."""
+    if not isinstance(answer, ToolMessage) or not isinstance(answer.content, str) or len(answer.content) <= limit:
+        return answer, None
+    chars = len(answer.content)
+    note = f"\n[tool output cut: {chars - limit} of {chars} characters left out (run.tool_output_chars={limit})]"
+    return answer.model_copy(update={"content": answer.content[:limit] + note}), chars
 
 
 def _refusal(call: dict[str, Any], answer: Any) -> dict[str, Any]:
@@ -73,16 +90,19 @@ class TaskCallback(BaseCallbackHandler):
 class ToolCallWatch(AgentMiddleware):
     """Reports each tool call of its ``agent`` to the task's recorder, and has every call answered: a call
     to a tool the agent was not given is reported as refused, with what the model was told (the grading
-    pass reports a verdict that breaks its schema the same way).
+    pass reports a verdict that breaks its schema the same way). An answer longer than ``output_chars``
+    is cut (``capped``), and the cut recorded; a tool that raises is noted on the grading at hand, whose
+    ``grader_error`` then names it.
 
     Any ``wrap_tool_call`` gives an agent a tool node, even one without tools (a grader whose evidence
     tools were all removed), so a call to a missing tool is answered (``Error: X is not a valid tool,
     try one of [...]``) instead of being left unanswered.
     """
 
-    def __init__(self, agent: str) -> None:
+    def __init__(self, agent: str, output_chars: int) -> None:
         super().__init__()
         self.agent = agent
+        self.output_chars = output_chars
 
     def _started(self, request: Any) -> tuple[Recorder | None, Any]:
         task = current_task()
@@ -92,21 +112,31 @@ class ToolCallWatch(AgentMiddleware):
         return recorder, recorder.tool_started(self.agent, request.tool_call)
 
     def _ended(self, recorder: Recorder | None, call: Any, request: Any, answer: Any) -> Any:
+        answer, chars = capped(answer, self.output_chars)
         if recorder is None:
             return answer
         if call is None:
             recorder.refused(self.agent, _refusal(request.tool_call, answer))
-        else:
-            recorder.tool_ended(call, answer)
+            return answer
+        if chars is not None:
+            recorder.output_cut(call, chars, self.output_chars)
+        recorder.tool_ended(call, answer)
         return answer
+
+    def _failed(self, recorder: Recorder | None, call: Any, exc: Exception) -> None:
+        if call is None:
+            return
+        recorder.tool_failed(call, exc)
+        task = current_task()
+        if self.agent == "grader" and task is not None and task.grading is not None:
+            task.grading.tool_failed(call[1], exc)
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         recorder, call = self._started(request)
         try:
             answer = handler(request)
         except Exception as exc:
-            if call is not None:
-                recorder.tool_failed(call, exc)
+            self._failed(recorder, call, exc)
             raise
         return self._ended(recorder, call, request, answer)
 
@@ -115,8 +145,7 @@ class ToolCallWatch(AgentMiddleware):
         try:
             answer = await handler(request)
         except Exception as exc:
-            if call is not None:
-                recorder.tool_failed(call, exc)
+            self._failed(recorder, call, exc)
             raise
         return self._ended(recorder, call, request, answer)
 
@@ -175,9 +204,16 @@ class Recorder(BaseCallbackHandler):
             usage = getattr(message, "usage_metadata", None)
             cached = bool(getattr(message, "response_metadata", {}).get("cache_hit"))
             self.result.usage[agent].add(usage, cached=cached)
-            if agent == "worker" and isinstance(message, AIMessage) and not message.tool_calls:
+            flagged = flags(message)
+            for kind, detail in flagged:
+                self.result.flagged_replies.append(FlaggedReply(agent=agent, kind=kind, detail=preview(detail, self.preview_chars)))
+            if agent == "worker" and isinstance(message, AIMessage) and not message.tool_calls and not unfinished(message):
                 self.attempt = str(message.text)
         self.log.info("token_usage", agent=agent, cache_hit=cached, **(usage or {}))
+        for kind, detail in flagged:
+            shown = preview(detail, self.preview_chars)
+            self.log.warning(FLAG_EVENTS[kind], agent=agent, detail=shown)
+            self.console.line(f"   ! {agent} {FLAG_LINES[kind]}: {shown}")
         if self.spans is not None:
             self.spans.model_ended(run_id, message, usage, cached)
 
@@ -217,6 +253,14 @@ class Recorder(BaseCallbackHandler):
         self.console.tool(agent, name, shown)
         if self.spans is not None:
             self.spans.tool_ended(run_id)
+
+    def output_cut(self, call: tuple[UUID, str, str, float], chars: int, kept: int) -> None:
+        """The tool's answer of ``chars`` characters was cut to ``kept`` before its model read it."""
+        _, name, agent, _ = call
+        with self._lock:
+            self.result.tool_outputs_cut.append(ToolOutputCut(agent=agent, tool=name, chars=chars, kept=kept))
+        self.log.warning("tool_output_cut", agent=agent, tool=name, chars=chars, kept=kept)
+        self.console.line(f"   ! {name} answered {chars} characters: cut to {kept} (run.tool_output_chars)")
 
     def tool_failed(self, call: tuple[UUID, str, str, float], error: BaseException) -> None:
         """The tool raised ``error``, or was answered with it (``ToolError``)."""

@@ -60,13 +60,13 @@ def _callable(path: str, key: str, *args: str, **kwargs: Any) -> Callable[..., A
     return function
 
 
-def _schema(path: str | None, key: str, needs_messages: bool) -> type | None:
+def _state_schema(path: str | None, key: str) -> type | None:
     if path is None:
         return None
     schema = locate(path, key)
     if not isinstance(schema, type):
         raise UsageError(key, f"{path!r} is not a class", "name a TypedDict, dataclass or pydantic model")
-    if needs_messages and "messages" not in getattr(schema, "__annotations__", {}):
+    if "messages" not in getattr(schema, "__annotations__", {}):
         raise UsageError(key, f"{path!r} has no messages field", "extend langchain.agents.AgentState")
     return schema
 
@@ -136,11 +136,12 @@ class LoopExtensions:
                                  "name the state schema that declares the fields it sets")
             self.grader_arguments["build_grader_state"] = _callable(
                 grader.build_grader_state, "grader.build_grader_state", "state", "iteration")
-        for name, key, needs_messages in (("grader_state_schema", "state_schema", True),
-                                          ("grader_context_schema", "context_schema", False)):
-            schema = _schema(getattr(grader, key), f"grader.{key}", needs_messages)
-            if schema is not None:
-                self.grader_arguments[name] = schema
+        if grader.context_schema is not None:
+            raise UsageError("grader.context_schema", "removed: no runtime context reaches the grader, so a schema for it did nothing",
+                             "remove grader.context_schema from the config")
+        state_schema = _state_schema(grader.state_schema, "grader.state_schema")
+        if state_schema is not None:
+            self.grader_arguments["grader_state_schema"] = state_schema
 
     def notify(self, hook: str, event: Any, log: Any) -> None:
         """Hand ``event`` to every listener of ``hook``."""

@@ -19,6 +19,9 @@ ENTRY_POINT_GROUP = "rubric_runner"
 
 DEFAULT_PLUGINS = {"builtin_tools": "rubric_runner.plugins.builtin:TOOLS", "reports": "rubric_runner.plugins.builtin:REPORTS"}
 """The plugins that come with rubric_runner, by name (``module`` or ``module:object``): loaded like any other, always."""
+PACKAGED_PLUGINS = {"syllables": "rubric_runner.tools.syllables", "textstats": "rubric_runner.tools.textstats"}
+"""The tools of the bundled rubrics (haiku's, summary's), as plugins in the package: each loaded under its name
+unless an installed package's entry point has that name (``plugins/`` holds them as packages of their own)."""
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +105,10 @@ class Plugins:
                 self._add(entry_point.load(), info)
             except Exception as exc:  # a broken plugin must not stop runs that don't need it
                 self.fail(entry_point.name, f"{type(exc).__name__}: {exc}")
-        for name in sorted((allowed or set()) - installed):
+        for name, module in PACKAGED_PLUGINS.items():
+            if name not in installed and (allowed is None or name in allowed):
+                self._add(importlib.import_module(module), PluginInfo(name, "rubric_runner", _own_version()))
+        for name in sorted((allowed or set()) - installed - set(PACKAGED_PLUGINS)):
             self.fail(name, f"no installed plugin has that name (named in {PLUGINS_ENV})")
 
     @classmethod

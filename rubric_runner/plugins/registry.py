@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, Tool
 from langchain_core.tools import tool as as_tool
 from pydantic import TypeAdapter, ValidationError
 
@@ -77,11 +80,13 @@ class ToolRegistry:
             return matches[0]
         if matches:
             names = " or ".join(entry.qualified_name for entry in matches)
-            plugins = " and ".join(repr(entry.plugin) for entry in matches)
+            plugins = " and ".join(f"{entry.plugin!r} (package {entry.package} {entry.version})" for entry in matches)
             parent = key.rsplit(".", 1)[0]
             example = f"~{key} '+{parent}={{{matches[0].qualified_name}: {{...}}}}'"
             raise UsageError(
-                key, f"tool {name!r} is provided by plugins {plugins}", f"name it as {names}, e.g. {example}"
+                key, f"tool {name!r} is provided by plugins {plugins}",
+                f"uninstall the package you do not want (or leave its plugin out of {PLUGINS_ENV}), "
+                f"or name it as {names}, e.g. {example}",
             )
         known = ", ".join(sorted({entry.name for entry in self.entries.values()})) or "none"
         allowed = os.environ.get(PLUGINS_ENV)
@@ -90,15 +95,15 @@ class ToolRegistry:
             key, f"unknown tool {name!r}", f"available tools: {known}; install the plugin that provides it{hint}"
         )
 
-    def resolve(self, spec: Mapping[str, Any], role: str) -> list[BaseTool]:
-        """Tools for ``{name: settings}`` from config, each with its settings bound."""
+    def resolve(self, spec: Mapping[str, Any], role: str, rubric: str | None = None) -> list[BaseTool]:
+        """Tools for ``{name: settings}`` from config (of the rubric named ``rubric``), each with its settings bound."""
         tools: dict[str, BaseTool] = {}
         for name, settings in spec.items():
             key = f"{role}.tools.{name}"
             entry = self.find(name, key)
             if entry.name in tools:
                 raise UsageError(key, f"{role} already has a tool named {entry.name!r}", "give it only one of them")
-            tools[entry.name] = bind_settings(entry.tool, dict(settings or {}), key)
+            tools[entry.name] = bind_settings(entry.tool, dict(settings or {}), key, rubric)
         return list(tools.values())
 
 
@@ -135,8 +140,9 @@ def _adapter(annotation: Any) -> TypeAdapter:
     return TypeAdapter(annotation)
 
 
-def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> dict[str, Any]:
-    """``settings`` checked against the tool's setting fields; ``key`` names the config key."""
+def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str, rubric: str | None = None) -> dict[str, Any]:
+    """``settings`` checked against the tool's setting fields; ``key`` names the config key, ``rubric`` the
+    rubric whose tools they are."""
     fields = tool_settings(tool)
     checked = {}
     for name, value in settings.items():
@@ -148,22 +154,28 @@ def validate_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> dic
         try:
             checked[name] = _adapter(annotation).validate_python(value)
         except ValidationError as exc:
-            problem = exc.errors()[0]["msg"].removeprefix("Value error, ")
-            raise UsageError(f"{key}.{name}", f"{problem}, got {value!r}", "fix the setting's value") from None
+            error = exc.errors()[0]
+            if error["type"] == "value_error":  # the tool's own check, whose message names what is wrong
+                problem = error["msg"].removeprefix("Value error, ")
+                raise UsageError(f"{key}.{name}", f"rubric {rubric!r}: {problem}" if rubric else problem,
+                                 "fix the setting's value") from None
+            raise UsageError(f"{key}.{name}", f"{error['msg']}, got {value!r}", "fix the setting's value") from None
     return checked
 
 
-def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> BaseTool:
-    """A copy of ``tool`` whose hidden (injected) arguments take values from config.
+def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str, rubric: str | None = None) -> BaseTool:
+    """A copy of ``tool`` whose hidden (injected) arguments take values from config, and whose calls, when it
+    has no coroutine of its own, run on a daemon thread (``off_the_loop``).
 
-    The current task (``context.current_task()``) may override them per call.
+    The current task (``context.current_task()``) may override the settings per call.
     """
     fields = tool_settings(tool)
-    settings = validate_settings(tool, settings, key)
+    settings = validate_settings(tool, settings, key, rubric)
     missing = [name for name, field in fields.items() if field.is_required() and name not in settings]
     if missing:
         raise UsageError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
-    if not fields:
+    asynchronous = has_coroutine(tool)
+    if not fields and asynchronous:
         return tool
     # The wrapper is the tool callbacks see; the inner call stays silent so it is recorded once.
     silent = {"callbacks": []}
@@ -177,7 +189,9 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> BaseToo
         return tool.invoke(effective(arguments), config=silent)
 
     async def acall(**arguments: Any) -> Any:
-        return await tool.ainvoke(effective(arguments), config=silent)
+        if asynchronous:
+            return await tool.ainvoke(effective(arguments), config=silent)
+        return await off_the_loop(call, arguments, tool.name)
 
     return StructuredTool.from_function(
         func=call,
@@ -186,3 +200,39 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str) -> BaseToo
         description=tool.description,
         args_schema=tool.tool_call_schema,
     )
+
+
+def has_coroutine(tool: BaseTool) -> bool:
+    """Whether ``tool`` runs on the event loop when awaited (else LangChain runs it in the loop's thread pool)."""
+    if isinstance(tool, StructuredTool | Tool):
+        return tool.coroutine is not None
+    return type(tool)._arun is not BaseTool._arun
+
+
+async def off_the_loop(function: Any, arguments: dict[str, Any], name: str) -> Any:
+    """``function(**arguments)`` on a daemon thread of its own (named after the tool ``name``), in a copy of
+    this context, awaited.
+
+    A tool that never returns must not hold its run: a limit that cancels the await leaves the thread behind,
+    and the process never waits for a daemon thread at exit (it joins the threads of a thread pool).
+    """
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if not future.done():  # cancelled by a limit or a stop
+            future.set_exception(error) if error is not None else future.set_result(result)
+
+    def target() -> None:
+        try:
+            outcome: tuple[Any, BaseException | None] = (context.run(function, **arguments), None)
+        except BaseException as exc:
+            outcome = (None, exc)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop has closed: nobody waits for the call any more
+            pass
+
+    threading.Thread(target=target, name=f"tool {name}", daemon=True).start()
+    return await future

@@ -12,8 +12,9 @@ from typing import Any
 _NAMES = {
     "models": (
         "ATTEMPT_CHARS", "DID_NOT_RUN", "SCHEMA_VERSION", "USAGE_ERROR", "Aggregate", "AttemptVerification", "BudgetInfo", "CheckOutcome", "CheckResult",
-        "ConfigSources", "Coverage", "Criterion", "ErrorInfo", "Evaluation", "GraderInfo", "LimitHit", "ModelInfo", "Place",
-        "RubricInfo", "RunHeader", "RunKind", "RunRecord", "TaskRecord", "TaskRow", "TaskTally", "Unsupported", "Usage",
+        "ConfigSources", "Coverage", "Criterion", "CutMessage", "ErrorInfo", "Evaluation", "FlaggedReply", "GraderInfo", "GraderView",
+        "LimitHit", "ModelInfo", "Place", "RubricInfo", "RunHeader", "RunKind", "RunRecord", "TaskRecord", "TaskRow", "TaskTally",
+        "ToolOutputCut", "Unsupported", "Usage",
         "Verification", "Verifications", "now",
     ),
     "status": ("ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code"),

@@ -109,6 +109,56 @@ class Coverage(_Model):
     """Criteria that match no rubric line."""
 
 
+class CutMessage(_Model):
+    """A message the grader was shown cut short."""
+
+    index: int
+    """Its place in the transcript, from 0."""
+    chars: int
+    """Its length, as the grader's payload renders it."""
+    cut: int
+    """The characters past the library's per-message budget, which the grader never saw."""
+
+
+class GraderView(_Model):
+    """What the grader was shown in one grading pass: RubricMiddleware's window over the transcript (the
+    first user message and the last 30 messages, each cut to 4,000 characters)."""
+
+    messages: int
+    """Messages in the transcript the payload was built from."""
+    shown: int
+    """Messages the payload holds."""
+    dropped: int
+    """Messages left out of the window."""
+    cut: list[CutMessage] = Field(default_factory=list)
+    cut_chars: int = 0
+    """Characters cut, over every cut message."""
+    offloaded: list[str] = Field(default_factory=list)
+    """Files the transcript's large tool results were moved to (the grader saw only the path and a preview)."""
+    subagents: list[str] = Field(default_factory=list)
+    """The subagent of each ``task`` call: its inner work reaches the transcript only as its last message."""
+    payload_chars: int | None = None
+    """The length of the grader's first payload in the pass."""
+    payload_sha256: str | None = None
+    """Its sha256, with the library's random tag nonce blanked: the same view gives the same digest."""
+
+    @property
+    def is_cut(self) -> bool:
+        """Whether the grader saw less than the transcript holds: messages dropped or cut, results offloaded."""
+        return bool(self.dropped or self.cut_chars or self.offloaded)
+
+    def describe(self) -> str:
+        """``31 of 40 messages shown, 31 cut by 124,000 characters, 1 result in a file, 2 subagent calls``."""
+        parts = [f"{self.shown} of {self.messages} messages shown"]
+        if self.cut:
+            parts.append(f"{len(self.cut)} cut by {self.cut_chars:,} characters")
+        if self.offloaded:
+            parts.append(f"{len(self.offloaded)} tool result{'s' if len(self.offloaded) > 1 else ''} in files")
+        if self.subagents:
+            parts.append(f"{len(self.subagents)} subagent call{'s' if len(self.subagents) > 1 else ''} seen by their last message only")
+        return ", ".join(parts)
+
+
 class Evaluation(_Model):
     """One grading pass, as ``RubricMiddleware`` reports it, with what the runner noted about it."""
 
@@ -118,6 +168,16 @@ class Evaluation(_Model):
     """satisfied, needs_revision, failed, max_iterations_reached or grader_error."""
     explanation: str = ""
     criteria: list[Criterion] = Field(default_factory=list)
+    unverified: bool = False
+    """The library's flag: the grader reported fewer criteria than its checklist twice, so its ``satisfied``
+    was rewritten to ``needs_revision`` (``max_iterations_reached`` on the last pass): a revision the
+    grader, not the worker, caused. False in records that predate it."""
+    view: GraderView | None = Field(default=None, exclude_if=_omitted_when_none)
+    """What the grader was shown."""
+    grader_calls: int | None = Field(default=None, exclude_if=_omitted_when_none)
+    """The grader's model calls in the pass, its coverage retry's included."""
+    cut_view: bool = Field(default=False, exclude_if=_omitted_when_empty)
+    """Set when the verdict's failing criteria rest on a cut view (``grader.on_cut_view``)."""
     unsupported: Unsupported | None = Field(default=None, exclude_if=_omitted_when_none)
     """Set when the verdict came back, after being sent back once, still without its evidence."""
     coverage: Coverage | None = Field(default=None, exclude_if=_omitted_when_none)
@@ -126,6 +186,19 @@ class Evaluation(_Model):
     """On a grader_error: what the grader answered instead of a verdict (bounded)."""
     spent: dict[str, Usage] | None = Field(default=None, exclude_if=_omitted_when_none)
     """The task's tokens by role when this pass ended (this pass's and every earlier one's)."""
+
+
+class FlaggedReply(_Model):
+    """A model reply that was no plain answer."""
+
+    agent: str
+    """``worker`` or ``grader``."""
+    kind: str
+    """``incomplete`` (a stream that ended before its finish: never graded, never cached), ``refusal`` (the
+    model declined) or ``invalid_tool_call`` (a tool call whose arguments do not parse: never run)."""
+    detail: str = ""
+    """The text so far, what the model said in declining, or the tool and why its arguments do not parse
+    (bounded by ``run.preview_chars``)."""
 
 
 class ErrorInfo(_Model):
@@ -209,6 +282,18 @@ class LimitHit(_Model):
     limit: int | float
     value: int | float
     """Calls made, tokens billed, seconds taken, or USD spent (by the run or sweep, for a budget)."""
+
+
+class ToolOutputCut(_Model):
+    """A tool's answer cut to ``run.tool_output_chars`` before its model read it."""
+
+    agent: str
+    """``worker`` or ``grader``."""
+    tool: str
+    chars: int
+    """The answer's length in characters."""
+    kept: int
+    """The characters the model read (a note saying how much was left out follows them)."""
 
 
 class BudgetInfo(_Model):
@@ -367,6 +452,9 @@ class TaskRecord(_Ending):
     """On a follow-up turn: whether the rubric carried over from the turn before (not sent again)."""
     iterations: int = 0
     evaluations: list[Evaluation] = Field(default_factory=list)
+    checklist: list[str] | None = Field(default=None, exclude_if=_omitted_when_none)
+    """The criterion names RubricMiddleware froze from the first pass that reported some: every later pass
+    (and a regrade, unless it re-splits) grades that list."""
     final_answer: str | None = None
     attempts: list[str] = Field(default_factory=list)
     """The worker's answer at each grading pass, in order (the last one may be ungraded when the loop
@@ -378,10 +466,14 @@ class TaskRecord(_Ending):
     verified_attempts: list[AttemptVerification] = Field(default_factory=list, exclude_if=_omitted_when_empty)
     """Every attempt with its verdict and hidden checks, in order, when the rubric has ``verify`` checks."""
     usage: dict[str, Usage] = Field(default_factory=_usage)
+    flagged_replies: list[FlaggedReply] = Field(default_factory=list, exclude_if=_omitted_when_empty)
+    """Each model reply of the task that was cut short, a refusal, or had tool calls that do not parse, in order."""
     thread_id: str | None = None
     grading_run_id: str | None = None
     limit: LimitHit | None = None
     """The limit or budget that ended a ``limit_exceeded``, ``budget_exceeded`` or ``not_run`` task."""
+    tool_outputs_cut: list[ToolOutputCut] = Field(default_factory=list, exclude_if=_omitted_when_empty)
+    """Each tool answer cut to ``run.tool_output_chars``, in order."""
     regraded_from: str | None = Field(default=None, exclude_if=_omitted_when_none)
     """A regraded transcript: the record dir it came from."""
     schema_version: int = SCHEMA_VERSION

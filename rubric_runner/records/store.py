@@ -81,16 +81,28 @@ def _version(raw: bytes) -> int:
     return int(match.group(1)) if match else 1
 
 
+_JSON_KINDS = {type(None): "JSON null", bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list"}
+
+
+def _object(raw: bytes) -> dict[str, Any]:
+    """The JSON object in ``raw``; JSON of another kind (``null``, a string, a list) is a ValueError, as JSON
+    that does not parse is."""
+    data = json.loads(raw)
+    if not isinstance(data, dict):
+        raise ValueError(f"it holds {_JSON_KINDS.get(type(data), 'JSON')}, not a record (a JSON object)")
+    return data
+
+
 def _parsed_run(raw: bytes, run_dir: Path) -> RunRecord:
     if _version(raw) >= 2:
         return RunRecord.model_validate_json(raw)
-    return v1.run_record(json.loads(raw), run_dir)
+    return v1.run_record(_object(raw), run_dir)
 
 
 def _parsed_task(raw: bytes) -> TaskRecord:
     if _version(raw) >= 2:
         return TaskRecord.model_validate_json(raw)
-    return v1.task_record(json.loads(raw))
+    return v1.task_record(_object(raw))
 
 
 def read_record(path: Path) -> RunRecord | None:

@@ -57,6 +57,15 @@ def fmt_counts(counts: dict[Any, int]) -> str:
     return ", ".join(f"{key} {n}" for key, n in counts.items()) or "-"
 
 
+def fmt_verdicts(group: dict[str, Any]) -> str:
+    """``needs_revision 1, satisfied 1; unverified 1; cut view 1/2 (50.0%)``: a group's verdicts, those the
+    library marked unverified, and the passes graded on a cut view (of those with a view)."""
+    window = group["window"]
+    unverified = f"; unverified {group['unverified']}" if group["unverified"] else ""
+    cut = f"; cut view {fmt_rate(window.cut, window.viewed)}" if window.viewed else ""
+    return fmt_counts(group["verdicts"]) + unverified + cut
+
+
 def fmt_limit(hit: LimitHit | None) -> str:
     """``limits.worker_calls 50/50``: the limit or budget that stopped a run, and the figure reached."""
     return f"{hit.name} {hit.value:g}/{hit.limit:g}" if hit else ""
@@ -200,7 +209,7 @@ GROUP_COLUMNS = (
     Column("mean iterations to satisfy", lambda g: fmt_num(g["mean_iterations"]), sort=lambda g: _or(g["mean_iterations"], -1)),
     Column("runs by iterations to satisfy", lambda g: fmt_iterations(g["iterations"])),
     Column("statuses", lambda g: fmt_counts(g["outcomes"])),
-    Column("grading verdicts", lambda g: fmt_counts(g["verdicts"])),
+    Column("grading verdicts", lambda g: fmt_verdicts(g)),
     Column("worker tokens/run", lambda g: fmt_num(g["tokens_per_run"]["worker"], 0), sort=lambda g: g["tokens_per_run"]["worker"]),
     Column("grader tokens/run", lambda g: fmt_num(g["tokens_per_run"]["grader"], 0), sort=lambda g: g["tokens_per_run"]["grader"]),
     Column("est. USD/run", lambda g: fmt_num(g["cost_per_run"], 4), sort=lambda g: _or(g["cost_per_run"], -1)),
@@ -217,6 +226,12 @@ JOB_COLUMNS = (
     Column("overrides", lambda job: " ".join(job.record.header.sources.overrides)),
 )
 """The jobs that did not start: one row per job (a ``records.Job``), with its error; they have no run."""
+
+
+def fmt_passes(flags: tuple[bool, ...]) -> str:
+    """``pass 2, 3``: the grading passes a flag is set on; empty when none."""
+    on = [str(k) for k, flag in enumerate(flags, start=1) if flag]
+    return f"pass{'es' if len(on) > 1 else ''} {', '.join(on)}" if on else ""
 
 
 def hidden_check(run: Run) -> str:
@@ -237,7 +252,7 @@ def matrix_cell(run: Run) -> str:
         return ""
     if final is CheckOutcome.UNVERIFIABLE:
         return "unverifiable"
-    accepted = VERDICTS.get(run.status)
+    accepted = None if run.unverified and run.unverified[-1] else VERDICTS.get(run.status)
     return "outside" if accepted is None else f"{'satisfied' if accepted else 'rejected'}-{final.value}"
 
 
@@ -279,6 +294,8 @@ RUN_COLUMNS = (
     Column("repeat", lambda r: "-" if r.run.repeat is None else r.run.repeat, sort=lambda r: _or(r.run.repeat, -1), tasks_only=True),
     Column("configuration", lambda r: r.label, sort=lambda r: r.group),
     Column("status", lambda r: r.run.status.value, sort=lambda r: r.run.status.value, badge=lambda r: outcome(r.run.status.value)),
+    Column("unverified", lambda r: fmt_passes(r.run.unverified), sort=lambda r: sum(r.run.unverified)),
+    Column("cut view", lambda r: fmt_passes(tuple(bool(c) for c in r.run.cut)), sort=lambda r: sum(bool(c) for c in r.run.cut)),
     Column("hidden check", lambda r: hidden_check(r.run)),
     Column("iterations", lambda r: r.run.iterations, sort=lambda r: r.run.iterations),
     Column("worker tokens", lambda r: r.run.worker_tokens, sort=lambda r: r.run.worker_tokens,
@@ -313,6 +330,11 @@ def run_filters(row: RunRow) -> dict[str, Any]:
             "changed": "yes" if change in ("fixed", "broken") else ""}
 
 
+def _share(part: int, whole: int) -> float:
+    """``part / whole``; -1 when a criterion was not graded at that pass (an under-reporting grader left it out)."""
+    return part / whole if whole else -1
+
+
 def criteria_columns(group: int) -> tuple[Column, ...]:
     """A group's criteria table: one row per criterion name, met on the runs' first and final grading."""
     def link(criterion: dict[str, Any]) -> str:
@@ -320,8 +342,8 @@ def criteria_columns(group: int) -> tuple[Column, ...]:
 
     return (
         Column("criterion", lambda c: c["name"]),
-        Column("met at first grading", lambda c: fmt_rate(*c["first"]), sort=lambda c: c["first"][0] / c["first"][1], link=link),
-        Column("met at final grading", lambda c: fmt_rate(*c["final"]), sort=lambda c: c["final"][0] / c["final"][1], link=link),
+        Column("met at first grading", lambda c: fmt_rate(*c["first"]), sort=lambda c: _share(*c["first"]), link=link),
+        Column("met at final grading", lambda c: fmt_rate(*c["final"]), sort=lambda c: _share(*c["final"]), link=link),
     )
 
 
@@ -429,6 +451,22 @@ corrected for the grader's errors, the spend per verified success."""
 JUDGE_COLUMNS = (Column("configuration", lambda row: row["label"], link=lambda row: _runs_of(row)), *VERDICT_COLUMNS)
 """The judges table: one row per configuration with a verified run."""
 
+VIEW_COLUMNS = (
+    Column("configuration", lambda row: row["label"], link=lambda row: _runs_of(row)),
+    Column("passes on a cut view", lambda row: fmt_rate(row["window"].cut, row["window"].viewed), sort=lambda row: row["window"].cut),
+    Column("false rejection, cut view", lambda row: str(row["window"].false_rejection[0]),
+           sort=lambda row: _or(row["window"].false_rejection[0].value, -1)),
+    Column("false rejection, uncut view", lambda row: str(row["window"].false_rejection[1]),
+           sort=lambda row: _or(row["window"].false_rejection[1].value, -1)),
+    Column("false satisfied, cut view", lambda row: str(row["window"].false_satisfied[0]),
+           sort=lambda row: _or(row["window"].false_satisfied[0].value, -1)),
+    Column("false satisfied, uncut view", lambda row: str(row["window"].false_satisfied[1]),
+           sort=lambda row: _or(row["window"].false_satisfied[1].value, -1)),
+)
+"""The views table: one row per configuration with a verified run, its passes' verdicts on cut and uncut
+views against the checks of the attempts they judged (``analysis.views``)."""
+"""The judges table: one row per configuration with a verified run."""
+
 ANSWERS_COLUMNS = (Column("configuration", lambda row: row["label"], link=lambda row: _runs_of(row)), *ANSWER_COLUMNS)
 """The answers table: one row per configuration with a verified run."""
 
@@ -474,7 +512,7 @@ def unescaped(overrides: str) -> str:
 def judge_rows(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
     """The judges and answers tables' rows: one per configuration with a verified run."""
     judged = judge_groups(runs, lambda run: run.group, prices, Run.judged)
-    return [{"label": g["label"], "judgement": judged[g["key"]], "filter": "group", "number": g["group"]}
+    return [{"label": g["label"], "judgement": judged[g["key"]], "window": g["window"], "filter": "group", "number": g["group"]}
             for g in groups if g["key"] in judged]
 
 
@@ -510,6 +548,7 @@ LOOP_ARM_COLUMNS = (
     Column("tokens/success", lambda row: _spend(row["arm"].tokens_per_success, 0), sort=lambda row: _or(row["arm"].tokens_per_success, 10**18)),
     Column("est. USD/success", lambda row: _spend(row["arm"].cost_per_success, 4), sort=lambda row: _or(row["arm"].cost_per_success, 10**18)),
     Column("broken revisions", lambda row: "-" if row["broken"] is None else row["broken"], sort=lambda row: _or(row["broken"], -1)),
+    Column("revisions the grader caused", lambda row: row["arm"].grader_revisions, sort=lambda row: row["arm"].grader_revisions),
 )
 """Does the loop help: one row per configuration, its final pass rate and what a success cost."""
 

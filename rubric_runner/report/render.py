@@ -31,6 +31,7 @@ from .columns import (
     PEOPLE_COLUMNS,
     RUN_COLUMNS,
     SELF_COLUMNS,
+    VIEW_COLUMNS,
     Table,
     criteria_columns,
     fmt_iterations,
@@ -125,8 +126,8 @@ def loop_chart(curve: list[dict[str, Any]]) -> dict[str, Any]:
 
 def tables(jobs: list[Job], runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> dict[str, Table]:
     """The reports' tables: ``groups``, ``jobs`` (that did not start, when any), ``matrix`` (when there are
-    tasks or configurations to compare), ``runs``, and ``judges``, ``answers`` and ``graders`` (when
-    some run was verified)."""
+    tasks or configurations to compare), ``runs``, and ``judges``, ``answers``, ``views`` and ``graders``
+    (when some run was verified)."""
     has_tasks = any(run.task_id for run in runs) or len({run.task_key for run in runs}) > 1
     models, task_rows = matrix(runs, groups)
     graders = grader_numbers(runs)
@@ -154,6 +155,7 @@ def tables(jobs: list[Job], runs: list[Run], groups: list[dict[str, Any]], price
     judges = judge_rows(runs, groups, prices)
     if judges:
         found.update(judges=Table("judges", JUDGE_COLUMNS, judges), answers=Table("answers", ANSWERS_COLUMNS, judges),
+                     views=Table("views", VIEW_COLUMNS, judges),
                      graders=Table("graders", GRADER_COLUMNS, grader_rows(runs, prices)))
     people = people_rows(runs, groups)
     if people:

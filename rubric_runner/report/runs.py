@@ -132,6 +132,10 @@ class Run:
     """What the run was billed when each pass ended; empty when its record does not say."""
     pass_criteria: tuple[Criteria, ...] = ()
     """Each grading pass's criteria."""
+    unverified: tuple[bool, ...] = ()
+    """Each grading pass: whether the library marked its verdict unverified."""
+    cut: tuple[bool | None, ...] = ()
+    """Each grading pass: whether the grader saw a cut view of the transcript; None when its record does not say."""
 
     @property
     def finished(self) -> bool:
@@ -161,7 +165,7 @@ class Run:
         return Judged(
             status=self.status, verified_first=self.verified_first, verified_final=self.verified_final,
             verified_outcome=self.verified_outcome, tokens=tokens, cost=cost, task=self.task_key,
-            transcript=self.transcript,
+            transcript=self.transcript, unverified=bool(self.unverified) and self.unverified[-1],
         )
 
 
@@ -173,6 +177,7 @@ class Run:
             checked=self.checked, satisfied=tuple(verdict == Status.SATISFIED.value for verdict in self.verdicts),
             final_checked=self.verified_final, final_satisfied=self.status is Status.SATISFIED,
             tokens=self.worker_tokens + self.grader_tokens, cost=self.cost(prices), spent=spent, criteria=self.pass_criteria,
+            unverified=self.unverified,
         )
 
 
@@ -235,6 +240,8 @@ def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[str
         spent=_spent(header, record),
         pass_criteria=shared(tuple(shared(tuple(shared((shared(c.name.strip()), c.passed)) for c in e.criteria))
                                    for e in record.evaluations)),
+        unverified=shared(tuple(e.unverified for e in record.evaluations)),
+        cut=shared(tuple(None if e.view is None else e.view.is_cut for e in record.evaluations)),
     )
 
 

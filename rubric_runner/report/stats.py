@@ -4,8 +4,9 @@
 Per group: tasks and runs, the runs not finished (counted beside the rates, never in them), the
 satisfied rate over the finished runs, satisfied@1, satisfied@k and satisfied^k over the tasks
 (``analysis.passk``), iterations to satisfy (mean and distribution), final statuses and grading
-verdicts, per-criterion rates (criteria matched by name), tokens, an estimated cost from the price
-table, and the time the runs took (summed).
+verdicts (and those the library marked unverified), the grader's view (``analysis.views``: passes on a
+cut view, and its mistakes on cut and uncut views), per-criterion rates (criteria matched by name),
+tokens, an estimated cost from the price table, and the time the runs took (summed).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ..analysis.passk import pass_k
+from ..analysis.views import Pass, window
 from ..config.prices import price_of
 from ..records import Job, Status
 from . import configs
@@ -33,6 +35,12 @@ def _criteria(runs: list[Run]) -> list[dict[str, Any]]:
                 row[when][0] += passed
                 row[when][1] += 1
     return list(table.values())
+
+
+def _passes(run: Run) -> list[Pass]:
+    """Each grading pass of ``run``: its view, verdict, whether unverified, and its attempt's checks."""
+    checked = list(run.checked) + [None] * (len(run.verdicts) - len(run.checked))
+    return list(zip(run.cut, run.verdicts, run.unverified, checked))
 
 
 def _mean(values: list[float]) -> float | None:
@@ -76,6 +84,8 @@ def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any
         "max_iterations": max(r.max_iterations for r in runs),
         "outcomes": dict(Counter(r.status.value for r in runs).most_common()),
         "verdicts": dict(Counter(verdict for r in runs for verdict in r.verdicts).most_common()),
+        "unverified": sum(sum(r.unverified) for r in runs),
+        "window": window(p for r in runs for p in _passes(r)),
         "criteria": _criteria(runs),
         "tokens": {role: sum(values) for role, values in tokens.items()},
         "tokens_per_run": {role: _mean(values) for role, values in tokens.items()},

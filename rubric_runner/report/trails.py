@@ -24,13 +24,16 @@ def _cut(text: str | None, limit: int = TEXT_CHARS) -> str:
 
 
 def trail(header: RunHeader, record: TaskRecord) -> dict[str, Any]:
-    """A run's trail: ``passes`` (verdict, explanation, criteria passed of total, failing criteria with
-    their gaps), ``attempts`` (the answer each pass graded), ``error``, ``answer``, where it ran."""
+    """A run's trail: ``passes`` (verdict, whether the library marked it unverified, explanation, criteria
+    passed of total, failing criteria with their gaps, what the grader was shown when part of the transcript
+    was left out), ``attempts`` (the answer each pass graded), ``error``, ``answer``, where it ran."""
     passes = []
     for evaluation in record.evaluations:
         failing = [[c.name, _cut(c.gap)] for c in evaluation.criteria if not c.passed]
         passes.append({
             "result": evaluation.result,
+            "unverified": evaluation.unverified,
+            "view": evaluation.view.describe() if evaluation.view is not None and evaluation.view.is_cut else "",
             "explanation": _cut(evaluation.explanation),
             "passed": [len(evaluation.criteria) - len(failing), len(evaluation.criteria)],
             "failing": failing,

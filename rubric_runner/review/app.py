@@ -3,11 +3,17 @@
 ``GET /`` is the queue; ``GET /task/<key>`` one transcript (final answer, rubric, the grader's verdict,
 the revisions' diffs, the transcript with its tool calls and outputs) and its label form; ``POST
 /task/<key>/label`` saves the label (``labels.json``, written whole each time) and shows the task again;
-``GET /labels.json`` the labels. In blind mode the grader's verdict stays hidden until the task is labelled.
+``GET /labels.json`` the labels. In blind mode the grader's verdict and the hidden checks stay hidden until
+the task is labelled.
+
+The page answers only requests addressed to the address it is bound to (a ``Host`` of ``127.0.0.1:PORT``
+or ``localhost:PORT``), so a DNS-rebinding page cannot read it, and saves a label only from its own form:
+the form carries a token drawn when the page starts, and a post from another origin is refused.
 """
 
 from __future__ import annotations
 
+import secrets
 import socket
 from pathlib import Path
 from typing import Any
@@ -25,13 +31,31 @@ def _shown(value: bool | None, yes: str, no: str) -> str:
     return "-" if value is None else yes if value else no
 
 
-def create_app(run_dir: Path, blind: bool = False) -> Any:
-    """The review app of the run in ``run_dir``."""
+def _guarded(app: Any, port: int) -> Any:
+    """``app``, answering only requests whose ``Host`` is the bound address (anything else: 421)."""
+    from starlette.datastructures import Headers
+    from starlette.responses import PlainTextResponse
+
+    hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and Headers(scope=scope).get("host") not in hosts:
+            refused = PlainTextResponse(f"refused: this page answers only at http://127.0.0.1:{port}/", status_code=421)
+            await refused(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def create_app(run_dir: Path, port: int, blind: bool = False) -> Any:
+    """The review app of the run in ``run_dir``, served on 127.0.0.1:``port``."""
     try:
         from starlette.applications import Starlette
         from starlette.responses import (
             HTMLResponse,
             JSONResponse,
+            PlainTextResponse,
             RedirectResponse,
             Response,
         )
@@ -43,6 +67,8 @@ def create_app(run_dir: Path, blind: bool = False) -> Any:
     found = {item.key: item for item in items(run_dir)}
     if not found:
         raise UsageError("RUN_DIR", f"{run_dir} holds no saved transcript", "give the dir of a run that has run")
+    token = secrets.token_urlsafe(32)
+    origins = {f"http://127.0.0.1:{port}", f"http://localhost:{port}"}
 
     def name(item: Item) -> str:
         return item.record.task_id or item.key
@@ -52,7 +78,7 @@ def create_app(run_dir: Path, blind: bool = False) -> Any:
         rows = [{"key": item.key, "name": name(item),
                  "disagreement": "-" if blind and item.key not in labels else disagreement(item, labels.get(item.key)),
                  "verdict": "hidden" if blind and item.key not in labels else _shown(item.verdict, "satisfied", "rejected"),
-                 "checked": _shown(item.checked, "passed", "failed"),
+                 "checked": "hidden" if blind and item.key not in labels else _shown(item.checked, "passed", "failed"),
                  "label": _shown(labels[item.key].satisfied, "satisfactory", "not satisfactory") if item.key in labels else "-"}
                 for item in queue(list(found.values()), labels)]
         return HTMLResponse(render("queue.html", run=run_dir.name, items=rows, blind=blind,
@@ -71,7 +97,7 @@ def create_app(run_dir: Path, blind: bool = False) -> Any:
         after = order[order.index(item.key) + 1:]
         return HTMLResponse(render(
             "task.html", key=item.key, name=name(item), record=item.record, label=label, criteria=item.criteria,
-            hidden=blind and label is None, verdict=item.record.status.value,
+            hidden=blind and label is None, verdict=item.record.status.value, token=token,
             checked=_shown(item.checked, "passed", "failed") if item.checked is not None else None,
             revisions=item.revisions(), messages=item.messages, next=next(iter(after), None)))
 
@@ -80,6 +106,9 @@ def create_app(run_dir: Path, blind: bool = False) -> Any:
         if item is None:
             return HTMLResponse("no such task", status_code=404)
         form = {k: v[-1] for k, v in parse_qs((await request.body()).decode("utf-8")).items()}
+        origin = request.headers.get("origin")  # a browser's post says where its page came from
+        if (origin is not None and origin not in origins) or not secrets.compare_digest(form.get("token", ""), token):
+            return PlainTextResponse("refused: a label is saved only from this page's own form", status_code=403)
         satisfied = {"yes": True, "no": False}.get(form.get("satisfied", ""))
         criteria = {c: form[f"criterion-{i}"] == "pass" for i, c in enumerate(item.criteria) if form.get(f"criterion-{i}") in ("pass", "fail")}
         seen = not blind or item.key in read_labels(run_dir)
@@ -89,8 +118,9 @@ def create_app(run_dir: Path, blind: bool = False) -> Any:
     async def labels_json(request: Any) -> Response:
         return JSONResponse({key: vars(value) for key, value in read_labels(run_dir).items()})
 
-    return Starlette(routes=[Route("/", home), Route("/labels.json", labels_json),
-                             Route("/task/{key:path}/label", label, methods=["POST"]), Route("/task/{key:path}", task)])
+    return _guarded(Starlette(routes=[Route("/", home), Route("/labels.json", labels_json),
+                                      Route("/task/{key:path}/label", label, methods=["POST"]),
+                                      Route("/task/{key:path}", task)]), port)
 
 
 def bound_socket(port: int) -> socket.socket:
@@ -112,8 +142,12 @@ def serve(run_dir: Path, port: int, blind: bool = False) -> None:
         import uvicorn
     except ImportError:
         raise UsageError("review", "the review page needs starlette and uvicorn", EXTRA) from None
-    app = create_app(run_dir, blind)
     sock = bound_socket(port)
+    try:
+        app = create_app(run_dir, sock.getsockname()[1], blind)
+    except BaseException:
+        sock.close()
+        raise
     print(f"review page: http://127.0.0.1:{sock.getsockname()[1]}/ (labels go to {Path(run_dir) / 'labels.json'}; Ctrl-C stops)", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     try:

@@ -27,7 +27,7 @@ TASK = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ n
 <h2>Final answer</h2><pre id="final-answer">{{ record.final_answer or "(none)" }}</pre>
 <h2>Rubric</h2><pre id="rubric">{{ record.rubric or "(none)" }}</pre>
 <h2>Your label</h2>
-<form id="label" method="post" action="/task/{{ key }}/label">
+<form id="label" method="post" action="/task/{{ key }}/label"><input type="hidden" name="token" value="{{ token }}">
 <fieldset><legend>The final answer is</legend>
 <label><input type="radio" name="satisfied" value="yes" {% if label and label.satisfied %}checked{% endif %}> satisfactory</label>
 <label><input type="radio" name="satisfied" value="no" {% if label and label.satisfied == false %}checked{% endif %}> not satisfactory</label></fieldset>
@@ -39,7 +39,8 @@ TASK = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ n
 <h2>Grader</h2>
 {% if hidden %}<p id="verdict-hidden">Hidden until you label this answer (blind review).</p>{% else %}
 <p id="verdict">{{ verdict }}{% if checked %}; hidden checks: {{ checked }}{% endif %}</p>
-{% for e in record.evaluations %}<div class="msg"><b>pass {{ loop.index }}: {{ e.result }}</b> {{ e.explanation }}
+{% for e in record.evaluations %}<div class="msg"><b>pass {{ loop.index }}: {{ e.result }}{% if e.unverified %} (unverified){% endif %}</b> {{ e.explanation }}
+{% if e.view and e.view.is_cut %}<p class="view">cut view: {{ e.view.describe() }}</p>{% endif %}
 <ul>{% for c in e.criteria %}<li>{{ "pass" if c.passed else "fail" }}: {{ c.name }}{% if c.gap %} ({{ c.gap }}){% endif %}</li>{% endfor %}</ul></div>{% endfor %}{% endif %}
 <h2>Revisions</h2>{% for r in revisions %}<h3>answer {{ r.number }}</h3><pre class="diff">{% for line in r.diff %}<span class="{{ 'add' if line.startswith('+') else 'del' if line.startswith('-') else '' }}">{{ line }}</span>
 {% endfor %}</pre>{% else %}<p>One answer: no revision.</p>{% endfor %}

@@ -30,10 +30,11 @@ class Check:
     settings: dict[str, Any]
 
 
-def resolve_check(registry: ToolRegistry, name: str, settings: dict[str, Any], key: str) -> Check:
-    """The check ``name`` with ``settings``, validated as ``grader.tools`` settings are; ``key`` names the config key."""
+def resolve_check(registry: ToolRegistry, name: str, settings: dict[str, Any], key: str, rubric: str | None = None) -> Check:
+    """The check ``name`` with ``settings``, validated as ``grader.tools`` settings are; ``key`` names the config
+    key, ``rubric`` the rubric."""
     tool = registry.find(name, key).tool
-    settings = validate_settings(tool, settings, key)
+    settings = validate_settings(tool, settings, key, rubric)
     missing = [setting for setting, field in tool_settings(tool).items() if field.is_required() and setting not in settings]
     if missing:
         raise UsageError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
@@ -52,11 +53,11 @@ def resolve_checks(registry: ToolRegistry, rubric: RubricConfig, tasks: list[Tas
     """
     for name, settings in rubric.verify.items():
         key = f"rubric.verify.{name}"
-        validate_settings(registry.find(name, key).tool, dict(settings or {}), key)
+        validate_settings(registry.find(name, key).tool, dict(settings or {}), key, rubric.name)
     checks = {}
     for task in tasks:
         prefix = f"rubric.dataset[{task.index}].verify" if rubric.dataset else "rubric.verify"
-        checks[task.id] = [resolve_check(registry, name, settings, f"{prefix}.{name}") for name, settings in task.verify.items()]
+        checks[task.id] = [resolve_check(registry, name, settings, f"{prefix}.{name}", rubric.name) for name, settings in task.verify.items()]
     return checks
 
 

@@ -30,14 +30,35 @@ def strip_fences(code: str) -> str:
     return match.group(1) if match else code
 
 
+CASE_KEYS = ("name", "args", "kwargs", "expected")
+
+
 def check_cases(data: Any, source: str) -> tuple[str, list[dict[str, Any]]]:
     """A case table: ``function:`` and ``cases:`` of ``{name, args, kwargs, expected}``."""
     if not isinstance(data, dict) or not isinstance(data.get("function"), str):
         raise ValueError(f"{source}: a suite needs 'function: <name>'")
-    cases = data.get("cases")
-    if not isinstance(cases, list) or not all(isinstance(c, dict) and "name" in c and "expected" in c for c in cases):
-        raise ValueError(f"{source}: 'cases' must be a list of mappings with name and expected")
-    return data["function"], cases
+    return data["function"], checked_cases(data.get("cases"), source)
+
+
+def checked_cases(cases: Any, source: str) -> list[dict[str, Any]]:
+    """``cases`` if each is ``{name, args, kwargs, expected}`` with a name, an expected value, ``args`` a list
+    and ``kwargs`` a mapping; else a ``ValueError`` naming the case and its key."""
+    if not isinstance(cases, list):
+        raise ValueError(f"{source}: 'cases' must be a list of {{name, args, kwargs, expected}}")
+    for index, case in enumerate(cases):
+        if not isinstance(case, dict) or not isinstance(case.get("name"), str):
+            raise ValueError(f"{source}: case {index + 1} must be a mapping with a name, e.g. {{name: test_basic, args: [...], expected: ...}}")
+        where = f"{source}: case {case['name']!r}"
+        unknown = sorted(set(case) - set(CASE_KEYS))
+        if unknown:
+            raise ValueError(f"{where} has a key {unknown[0]!r} a case does not take (its keys: {', '.join(CASE_KEYS)})")
+        if "expected" not in case:
+            raise ValueError(f"{where} has no 'expected', the value the function must return")
+        if not isinstance(case.get("args", []), list | tuple):
+            raise ValueError(f"{where}: 'args' must be a list of the arguments, got {case['args']!r}; for one argument: [{case['args']!r}]")
+        if not isinstance(case.get("kwargs", {}), dict):
+            raise ValueError(f"{where}: 'kwargs' must be a mapping of argument names to values, got {case['kwargs']!r}")
+    return cases
 
 
 def load_suite(path: Path) -> tuple[str, list[dict[str, Any]]]:
@@ -68,6 +89,7 @@ def run_test_suite(
     function: Annotated[str | None, InjectedToolArg, Field(description="with cases: the function the cases call")] = None,
     cases: Annotated[
         list[dict[str, Any]] | None,
+        AfterValidator(lambda cases: cases and checked_cases(cases, "inline cases")),  # None passes: a suite instead
         InjectedToolArg,
         Field(description="inline case table, instead of a suite file: [{name, args, kwargs, expected}]"),
     ] = None,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.helpers import ROOT, run_cli
+from support.helpers import ROOT, SCRIPTED_EVIDENCE, run_cli
 from support.many_runs import write_task_job, write_task_sweep
 
 import rubric_runner
@@ -161,6 +161,21 @@ def test_the_figures_are_mcnemar_and_newcombe_on_the_cases():
     assert Gate(alpha=0.05).failed(result) and not Gate(alpha=0.01).failed(result)
     assert Gate(count=5).failed(result) and not Gate(count=6).failed(result)
     assert not Gate(alpha=0.05).failed(compare(new, base, {"c": "x"}, {"c": "x"}))  # improvements never fail it
+
+
+def test_a_comparison_that_paired_nothing_fails_every_gate():
+    result = compare([_case("a")], [_case("b")], {"c": "x"}, {"c": "x"})
+    assert not result.cases and len(result.only_base) == len(result.only_new) == 1
+    assert Gate().failed(result) and Gate(count=5).failed(result) and Gate(alpha=0.05).failed(result)
+
+
+def test_compare_of_runs_with_no_task_in_common_fails_the_gate(runs, tmp_path):
+    other = tmp_path / "other"
+    rubric_runner.run(["worker=scripted", "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE], other)
+    proc = run_cli("compare", str(runs[0]), str(other), "--fail-on-regression", cwd=tmp_path)
+    assert proc.returncode == 4, proc.stderr
+    assert "nothing was compared" in proc.stdout
+    assert proc.stdout.rstrip().endswith("gate failed (nothing paired) -> exit 4")
 
 
 def test_with_repeats_the_p_counts_tasks_not_cases():

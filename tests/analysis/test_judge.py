@@ -349,8 +349,9 @@ def test_a_sweep_dir_is_regraded_job_by_job_and_its_regrades_are_not_its_runs(tm
     # each transcript is its own thread: a scripted grader replays its script from the top for each;
     # a satisfied verdict runs the suite first, as rubric=code's criteria ask
     run_suite = {"tool_calls": [{"name": "run_test_suite", "args": {"code": "def find_duplicates(lst):\n    return []\n"}}]}
-    ok = write_script(tmp_path / "ok.yaml", worker=[], grader=[run_suite, verdict("satisfied", ("c", True))])
-    revise = write_script(tmp_path / "revise.yaml", worker=[], grader=[verdict("needs_revision", ("c", False))])
+    # as many criteria as the runs' frozen checklist (rubric=code's two lines), which a regrade grades again
+    ok = write_script(tmp_path / "ok.yaml", worker=[], grader=[run_suite, verdict("satisfied", ("c", True), ("d", True))])
+    revise = write_script(tmp_path / "revise.yaml", worker=[], grader=[verdict("needs_revision", ("c", False), ("d", True))])
     sweep_dir = tmp_path / "sweep"
     proc = run_cli("-m", "worker=scripted", "grader=scripted", "rubric=code", "grader.max_iterations=3,4",
                    "run.console=false", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path)

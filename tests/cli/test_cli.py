@@ -14,6 +14,8 @@ from support.helpers import (
     write_script,
 )
 
+import rubric_runner
+
 
 def test_offline_demo(tmp_path):
     run_dir = tmp_path / "demo"
@@ -76,6 +78,11 @@ def test_help_lists_groups_and_options(tmp_path):
     assert "sonnet" in proc.stdout and "model " not in proc.stdout
 
 
+def test_version_is_rubric_runners(tmp_path):
+    proc = run_cli("--version", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == f"rubric_runner {rubric_runner.__version__}\n", proc.stdout
+
+
 def test_runs_started_at_once_never_share_a_dir(tmp_path):
     """By default each gets a dir of its own; given one dir, the second refuses in one line and leaves the first's record."""
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "latency": 0.5}], grader=[verdict("satisfied", ("c", True))])
@@ -97,7 +104,7 @@ def test_runs_started_at_once_never_share_a_dir(tmp_path):
     refused = next(err for proc, (_, err) in zip((one, two), outputs) if proc.returncode == 2)
     holder = next(proc.pid for proc in (one, two) if proc.returncode == 0)
     assert re.fullmatch(rf"error: hydra.run.dir: {re.escape(str(shared))} is in use by pid {holder} on \S+ \(rubric-runner "
-                        r"worker=scripted .*\) \(wait for it to end, or stop it; one process at a time works in a run dir\)\n",
+                        r"worker=scripted .*\) \(wait for it to end, or stop it; one process at a time works in a run or sweep dir\)\n",
                         refused), refused
     events = [json.loads(line)["event"] for line in (shared / "events.jsonl").read_text().splitlines()]
     assert events.count("run_start") == 1 and json.loads((shared / "result.json").read_text())["status"] == "satisfied"

@@ -50,9 +50,9 @@ def test_help_and_bad_arguments(capsys):
 
 
 def test_usage_lines_show_the_overrides_as_optional(capsys):
-    usages = {"resume": "[-h] [--config-dir DIR] RUN_DIR [OVERRIDE ...]",
-              "continue": "[-h] [--task ID] [--repeat K] [--config-dir DIR] RUN_DIR MESSAGE [OVERRIDE ...]",
-              "regrade": "[-h] [-m] [--repeats N] [--min-agreement RATE] [--config-dir DIR] RUN_DIR [OVERRIDE ...]"}
+    usages = {"resume": "[-h] [--config-dir DIR] [--trust-run-dir] RUN_DIR [OVERRIDE ...]",
+              "continue": "[-h] [--task ID] [--repeat K] [--config-dir DIR] [--trust-run-dir] RUN_DIR MESSAGE [OVERRIDE ...]",
+              "regrade": "[-h] [-m] [--repeats N] [--min-agreement RATE] [--config-dir DIR] [--trust-run-dir] RUN_DIR [OVERRIDE ...]"}
     for command, usage in usages.items():
         with pytest.raises(SystemExit):
             run_command([command, "--help"])

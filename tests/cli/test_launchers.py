@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from support.helpers import SCRIPTED_EVIDENCE, free_port, run_cli, write_script
+from support.helpers import SCRIPTED_EVIDENCE, cli_process, free_port, run_cli, write_script
 from support.sweeps import SCRIPTED, STATUSES, read_rows, run_six_job_sweep
 from support.wire import FAKE_KEYS, FakeServer, model_overrides, text
 
@@ -143,6 +144,39 @@ def test_ray_workers_get_keys_from_the_submitting_shell(ray_cluster, tmp_path, m
     assert [row["status"] for row in read_rows(sweep_dir)] == ["satisfied"]
     assert files_holding(tmp_path, FAKE_KEYS["ANTHROPIC_API_KEY"]) == []
     assert list(head_cwd.iterdir()) == []
+
+
+def test_ctrl_c_of_a_ray_sweep_records_its_running_jobs_interrupted_and_the_summary_partial(ray_cluster, tmp_path, monkeypatch):
+    """Ctrl-C reaches the driver alone (Ray's workers run under the cluster's processes): the jobs read the sweep
+    dir's stop marker at their next checkpoint, as the basic launcher's job would stop."""
+    address, _, cluster_env = ray_cluster
+    for name, value in cluster_env.items():
+        monkeypatch.setenv(name, value)
+    slow = write_script(tmp_path / "slow.yaml", [{"content": "slow", "latency": 4}], [])
+    sweep_dir = tmp_path / "sweep"
+    with cli_process("-m", "hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address={address}", *SCRIPTED,
+                     f"worker.script={slow}", "grader.script=${worker.script}", "tags=[a],[b]",
+                     f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path) as proc:
+        deadline = time.monotonic() + 120
+        while not all('"model_call_start"' in _text(sweep_dir / job / "events.jsonl") for job in ("0", "1")):
+            assert time.monotonic() < deadline and proc.poll() is None, "the jobs never began their worker call"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    statuses = [json.loads((sweep_dir / job / "result.json").read_text())["status"] for job in ("0", "1")]
+    assert statuses == ["interrupted", "interrupted"]
+    partial = "partial: 0 of 2 runs finished"
+    assert f"sweep: {partial}; 2 runs: 2 interrupted" in stdout, stdout
+    assert [(r["status"], r["partial"]) for r in read_rows(sweep_dir)] == [("interrupted", partial)] * 2
+    assert not (sweep_dir / ".stop").exists()
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
 
 
 def test_submitit_local_sweep_matches_the_basic_launcher(basic, tmp_path, monkeypatch):

@@ -16,8 +16,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support.helpers import ROOT, cli_process, compose_config, run_cli, write_script
-from support.sweeps import SCRIPTED, STATUSES, read_rows, write_scripts
+from support.helpers import ROOT, cli_process, compose_config, run_cli, verdict, write_script
+from support.sweeps import A, SCRIPTED, STATUSES, read_rows, write_scripts
 
 from rubric_runner.config.validate import validate
 from rubric_runner.errors import UsageError
@@ -112,7 +112,7 @@ def test_joblib_sweep_runs_jobs_in_parallel_and_gates_on_fail_under(tmp_path):
         ("scripted:alpha", "satisfied"), ("scripted:beta", "satisfied"),
         ("scripted:alpha", "error"), ("scripted:beta", "error"),
     ]
-    assert rows[2]["error"] == "ScriptError: provider is down"
+    assert rows[2]["error"] == "ScriptedFault: provider is down"
     records = [json.loads((sweep_dir / r["job"] / "result.json").read_text()) for r in rows]
     assert records[0]["task"]["evaluations"][-1]["explanation"] == "count_syllables reports three lines of 5-7-5, and the theme is spring."
     start = [datetime.fromisoformat(r["started_at"]) for r in records]
@@ -204,6 +204,74 @@ def test_ctrl_c_stops_the_sweep_and_keeps_its_summary_marked_partial(tmp_path):
         assert "Partial: 0 of 1 runs finished, 1 job not started." in (sweep_dir / name).read_text(), name
     again = run_cli("report", str(sweep_dir), cwd=tmp_path)  # later, from the records and the sweep's multirun.yaml
     assert f"report: {partial}; 1 run: 1 interrupted" in again.stdout
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    import hashlib
+
+    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_two_sweeps_started_at_once_into_one_dir_are_refused_but_one(tmp_path):
+    good, _, _ = write_scripts(tmp_path / "scripts")
+    slow = write_script(tmp_path / "slow.yaml", [{"content": "final", "latency": 2}], [verdict("satisfied", (A, True))])
+    sweep_dir = tmp_path / "sweep"
+    args = ("-m", *SCRIPTED, f"worker.script={slow},{good}", "grader.script=${worker.script}", f"hydra.sweep.dir={sweep_dir}")
+    with cli_process(*args, cwd=tmp_path) as first, cli_process(*args, cwd=tmp_path) as second:
+        ended = [(proc.pid, proc.wait(timeout=120), *proc.communicate()) for proc in (first, second)]
+    codes = sorted(code for _, code, _, _ in ended)
+    assert codes == [0, 2], ended
+    refused = next(stderr for _, code, _, stderr in ended if code == 2)
+    assert len(refused.splitlines()) == 1 and refused.startswith(f"error: hydra.sweep.dir: {sweep_dir} "), refused
+    assert len(read_rows(sweep_dir)) == 2
+    with cli_process(*args, "run.resume=true", cwd=tmp_path) as third:  # a resume, while a sweep works there
+        wait_for(third, lambda: status_of(sweep_dir / "0") == "running", "job 0 running again")
+        fourth = run_cli(*args, "run.resume=true", cwd=tmp_path)
+        third.communicate(timeout=120)
+    assert fourth.returncode == 2 and third.returncode == 0, fourth.stderr
+    assert re.fullmatch(rf"error: hydra.sweep.dir: {re.escape(str(sweep_dir))} is in use by pid {third.pid} on \S+ "
+                        r"\(rubric-runner -m .*\) \(wait for it to end, or stop it; one process at a time works in a run "
+                        r"or sweep dir\)\n", fourth.stderr), fourth.stderr
+
+
+def test_a_run_into_a_sweep_dir_is_refused_and_leaves_the_sweep_as_it_was(tmp_path):
+    good, _, _ = write_scripts(tmp_path / "scripts")
+    sweep_dir = tmp_path / "sweep"
+    done = run_cli("-m", *SCRIPTED, f"worker.script={good}", "grader.script=${worker.script}", "grader.max_iterations=1,2",
+                   f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    before = _digests(sweep_dir)
+    for extra in ((), ("run.resume=true",)):
+        proc = run_cli(*SCRIPTED, f"worker.script={good}", f"grader.script={good}", f"hydra.run.dir={sweep_dir}", *extra,
+                       cwd=tmp_path)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stderr.splitlines() == [
+            f"error: hydra.run.dir: {sweep_dir} is a sweep's dir, which holds its jobs' runs and its summaries "
+            "(leave hydra.run.dir unset for a new dir, or give one of its jobs' dirs)"]
+        assert _digests(sweep_dir) == before
+
+
+def test_ctrl_c_of_a_joblib_sweep_records_its_running_jobs_interrupted_and_the_summary_partial(tmp_path):
+    """Ctrl-C reaches the sweep's process and its loky workers (one process group): each running job stops at its
+    checkpoint, recorded ``interrupted``, and the sweep ends as the basic launcher's does."""
+    slow = write_script(tmp_path / "slow.yaml", [{"content": "slow", "latency": 3}], [])
+    sweep_dir = tmp_path / "sweep"
+    with cli_process("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *SCRIPTED, f"worker.script={slow}",
+                     "grader.script=${worker.script}", "tags=[a],[b],[c]", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path,
+                     group=True) as proc:
+        wait_for(proc, lambda: all(worker_call_began(sweep_dir / job) for job in ("0", "1")), "jobs 0 and 1 running")
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "SIGINT: stopping the sweep's jobs at their next checkpoint" in stdout
+    # the two running jobs stopped at their checkpoint; the third began after the stop, and stopped at once
+    assert [status_of(sweep_dir / job) for job in ("0", "1", "2")] == ["interrupted"] * 3
+    partial = "partial: 0 of 3 runs finished"
+    assert f"sweep: {partial}; 3 runs: 3 interrupted; satisfied rate - of the 0 finished, 3 unfinished -> exit 130" in stdout
+    assert [(r["status"], r["partial"]) for r in read_rows(sweep_dir)] == [("interrupted", partial)] * 3
+    assert "Traceback" not in stderr, stderr
+    assert not (sweep_dir / ".stop").exists()
 
 
 def test_sweep_rejected_by_hydra_exits_2_without_summary(tmp_path):

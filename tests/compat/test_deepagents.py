@@ -51,3 +51,48 @@ def test_deepagents_after_agent_grades_a_transcript_once():
     state = compat_deepagents.grade_once(middleware, [HumanMessage("Write it."), AIMessage("final")], "- c", events.append, {})
     assert (state.status, state.iterations, len(state.evaluations)) == ("max_iterations_reached", 1, 1)
     assert [e["type"] for e in events] == ["rubric_evaluation_start", "rubric_evaluation_end"]
+
+
+def test_deepagents_state_keeps_the_frozen_checklist(loop):
+    values, _ = loop
+    assert compat_deepagents.LoopState.of(values).checklist == ["c"]
+
+
+def test_deepagents_grades_a_seeded_checklist_as_a_later_pass_does():
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    seen = []
+
+    class Grader(ScriptedChatModel):
+        async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+            seen.append(messages[-1].text)
+            return await super()._agenerate(messages, stop, run_manager, **kwargs)
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            seen.append(messages[-1].text)
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    grader = Grader(model="scripted:g", turns=[verdict("satisfied", ("First", True), ("Second", True))])
+    middleware = compat_deepagents.rubric_middleware(model=grader, max_iterations=1)
+    state = compat_deepagents.grade_once(middleware, [HumanMessage("Write it."), AIMessage("final")], "- a\n- b",
+                                         lambda event: None, {}, checklist=["First", "Second"])
+    assert "1. First\n2. Second" in seen[0] and "Return exactly 2 entries" in seen[0]
+    assert state.checklist == ["First", "Second"]
+
+
+def test_deepagents_grader_window_is_the_one_grader_view_counts():
+    from deepagents.middleware import _message_eviction, rubric
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    # the notice a large tool result leaves (its template made private after 0.7.11)
+    template = getattr(_message_eviction, "_TOO_LARGE_TOOL_MSG", None) or _message_eviction.TOO_LARGE_TOOL_MSG
+    notice = template.format(tool_call_id="t1", file_path="/large_tool_results/t1", preview_note="", content_sample="")
+    messages = [HumanMessage("q" * 4500)]
+    for k in range(20):
+        messages += [AIMessage("a" * (3000 + 100 * k), tool_calls=[{"name": "task", "args": {"subagent_type": "researcher"}, "id": f"c{k}"}]),
+                     ToolMessage(notice if k == 0 else "r" * 5000, tool_call_id=f"c{k}")]
+    view = compat_deepagents.grader_view(messages, "payload")
+    shown = rubric._build_grader_transcript(messages).split("\n\n[")
+    assert (view["messages"], view["shown"], view["dropped"]) == (41, len(shown), 41 - len(shown))
+    assert len(view["cut"]) == sum(chunk.endswith("...(truncated)") for chunk in shown)
+    assert view["offloaded"] == ["/large_tool_results/t1"] and view["subagents"] == ["researcher"] * 20

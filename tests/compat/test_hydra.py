@@ -9,7 +9,7 @@ from rubric_runner.compat import hydra as compat_hydra
 from rubric_runner.paths import CONF_DIR
 
 
-def test_hydra_composes_with_config_dirs_searched_as_its_config_dir_flag_does(tmp_path):
+def test_hydra_composes_with_config_dirs_searched_before_the_packages_own(tmp_path):
     from rubric_runner.config.compose import register_configs
 
     (tmp_path / "rubric").mkdir()
@@ -17,9 +17,10 @@ def test_hydra_composes_with_config_dirs_searched_as_its_config_dir_flag_does(tm
         (tmp_path / "rubric" / f"{name}.yaml").write_text(f"# @package _global_\nrubric: {{name: {name}-of-mine, text: '- c', task: t}}\n")
     register_configs()
     assert compat_hydra.load([str(tmp_path)], ["rubric=mine"]).rubric.name == "mine-of-mine"  # a preset of the user's
-    assert compat_hydra.load([str(tmp_path)], ["rubric=code"]).rubric.name == "code"  # the package's own comes first
+    assert compat_hydra.load([str(tmp_path)], ["rubric=code"]).rubric.name == "code-of-mine"  # the user's comes first
+    assert compat_hydra.load([], ["rubric=code"]).rubric.name == "code"
     search = [(entry.provider, entry.path) for entry in compat_hydra.search_path([str(tmp_path)]).get_path()]
-    assert search[-2:] == [("command-line", f"file://{tmp_path}"), ("schema", "structured://")]
+    assert search[1:3] == [("command-line", f"file://{tmp_path}"), ("main", str(CONF_DIR))]
 
 
 def test_hydra_reports_the_command_lines_config_dirs(tmp_path):

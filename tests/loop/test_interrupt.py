@@ -167,3 +167,55 @@ def test_a_killed_runs_lock_is_taken_over_by_its_resume(tmp_path):
     record = json.loads((run_dir / "result.json").read_text())
     assert record["status"] == "satisfied" and record["task"]["usage"]["worker"]["calls"] == 2
     assert json.loads((run_dir / ".lock").read_text())["pid"] != holder["pid"]
+
+
+def test_ctrl_c_in_a_regrade_stops_it_recording_the_ungraded_transcripts_interrupted(tmp_path):
+    from support.helpers import run_scripted, write_dataset
+
+    ids = ["t1", "t2", "t3", "t4"]
+    fast = write_script(tmp_path / "fast.yaml", worker=[{"content": "x"}], grader=[verdict("satisfied", ("c", True))])
+    _, run_dir = run_scripted(tmp_path, fast, f"rubric.dataset={write_dataset(tmp_path / 'tasks.jsonl', ids)}")
+    slow = write_script(tmp_path / "slow.yaml", worker=[], grader=[{**verdict("satisfied", ("c", True)), "latency": 1.5}])
+    with cli_process("regrade", str(run_dir), f"grader.script={slow}", cwd=tmp_path) as proc:
+        deadline = time.monotonic() + 60
+        while not [e for path in run_dir.glob("regrades/*") for e in _events(path) if e["event"] == "regrade_end"]:
+            assert time.monotonic() < deadline, "no transcript was regraded"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    (regrade_dir,) = run_dir.glob("regrades/*")
+    statuses = {path.parent.name: json.loads(path.read_text())["status"] for path in regrade_dir.glob("tasks/*/result.json")}
+    assert len(statuses) == 4 and statuses["t1-r0"] == "satisfied" and statuses["t4-r0"] == "interrupted", statuses
+    record = json.loads((regrade_dir / "result.json").read_text())
+    assert (record["status"], record["exit_code"]) == ("interrupted", 130)
+    assert "partial:" in out, out
+
+
+def test_ctrl_c_in_a_follow_up_turn_records_the_turn_interrupted(tmp_path):
+    from support.helpers import run_scripted
+
+    answer = [verdict("satisfied", ("c", True))]
+    _, run_dir = run_scripted(tmp_path, write_script(tmp_path / "fast.yaml", worker=[{"content": "x"}], grader=answer))
+    slow = write_script(tmp_path / "slow.yaml", worker=[{"content": "x"}, {"content": "y", "latency": 4}], grader=answer)
+    with cli_process("continue", str(run_dir), "more, please", f"worker.script={slow}", cwd=tmp_path) as proc:
+        _wait_for(run_dir / "turns" / "2", "model_call_start")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    record = json.loads((run_dir / "turns" / "2" / "result.json").read_text())
+    assert (record["status"], record["error"]["message"]) == ("interrupted", "SIGINT: stopped at a checkpoint")
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "satisfied"  # the turn before is as it was
+
+
+def test_ctrl_c_stops_the_review_page_with_exit_130(tmp_path):
+    from support.helpers import run_scripted
+
+    _, run_dir = run_scripted(tmp_path, write_script(tmp_path / "s.yaml", worker=[{"content": "x"}],
+                                                     grader=[verdict("satisfied", ("c", True))]))
+    with cli_process("review", "--port", "0", str(run_dir), cwd=tmp_path) as proc:
+        assert proc.stdout.readline().startswith("review page: http://127.0.0.1:")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err

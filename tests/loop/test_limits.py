@@ -112,6 +112,37 @@ def test_a_task_over_its_wall_clock_limit_ends_so_and_the_others_finish(tmp_path
     assert [row[1] for row in stopped] == ["slow"]
 
 
+HANGING_TOOL = """
+import time
+from langchain_core.tools import tool
+
+@tool
+def wait_forever(text: str) -> str:
+    \"\"\"Never answers.\"\"\"
+    while True:
+        time.sleep(1)
+"""
+
+
+@pytest.mark.parametrize("role", ["worker", "grader"])
+def test_a_tool_that_never_returns_ends_at_the_wall_clock_limit_and_the_process_exits(tmp_path, role):
+    (tmp_path / "hanging_tools.py").write_text(HANGING_TOOL)
+    call = {"tool_calls": [{"name": "wait_forever", "args": {"text": "hi"}}]}
+    worker, grader = ([call], [OK]) if role == "worker" else ([{"content": "answer"}], [call])
+    script = write_script(tmp_path / "s.yaml", worker=worker, grader=grader)
+    run_dir = tmp_path / "run"
+    started = time.monotonic()
+    done = run_cli(*scripted_overrides(script), f"+{role}.tools={{hanging_tools.wait_forever: {{}}}}",
+                   "limits.wall_seconds=2", f"hydra.run.dir={run_dir}", cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)},
+                   timeout=60)
+    assert time.monotonic() - started < 20, "the process waited for the tool's thread"
+    assert done.returncode == ExitCode.UNSATISFIED, done.stderr
+    assert "Traceback" not in done.stderr
+    record = read_record(run_dir / "result.json")
+    assert record.status is Status.LIMIT_EXCEEDED and record.task.limit.name == "limits.wall_seconds"
+    assert [e["tool"] for e in read_events(run_dir) if e["event"] == "tool_call_start"] == ["wait_forever"]
+
+
 def test_a_budget_for_eight_of_twenty_tasks_then_resume_with_a_larger_one(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "usage": HUNDRED}], grader=[{**OK, "usage": HUNDRED}])
     data = write_dataset(tmp_path / "tasks.jsonl", [f"t{i:02}" for i in range(20)])

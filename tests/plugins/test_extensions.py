@@ -210,7 +210,7 @@ BAD = [
      "cannot be called as copy(messages)"),
     ("grader.build_grader_state=my_loop.log_pass", "grader.build_grader_state", "needs grader.state_schema"),
     ("grader.state_schema=rubric_runner.context.TaskRef", "grader.state_schema", "has no messages field"),
-    ("grader.context_schema=my_loop.log_pass", "grader.context_schema", "is not a class"),
+    ("grader.context_schema=rubric_runner.context.TaskRef", "grader.context_schema", "removed: no runtime context reaches the grader"),
     ("+grader.tools={my_loop.shout: {suffix: '????'}}", "grader.tools.my_loop.shout.suffix",
      "String should have at most 3 characters, got '????'"),
     ("+grader.tools={my_loop.json: {}}", "grader.tools.my_loop.json", "'my_loop.json' is not a tool"),

@@ -17,6 +17,7 @@ from support.helpers import (
 
 from rubric_runner import hookimpl
 from rubric_runner.cli import run_command
+from rubric_runner.plugins import manager
 from rubric_runner.plugins.manager import PluginInfo, Plugins
 from rubric_runner.plugins.registry import ToolRegistry
 
@@ -43,6 +44,18 @@ def test_bundled_plugins_load_from_their_packages():
     assert sorted(registry.entries) == [
         "builtin_tools/run_check", "builtin_tools/run_test_suite", "syllables/count_syllables", "textstats/text_stats"
     ]
+
+
+def test_without_the_plugin_packages_the_bundled_rubrics_tools_come_with_rubric_runner(monkeypatch):
+    monkeypatch.setattr(manager.metadata, "entry_points", lambda group: [])  # a plain install: no plugin package
+    plugins = Plugins()
+    assert plugins.failures == []
+    assert {name: info.package for name, info in plugins.info.items()} == dict.fromkeys(
+        ("builtin_tools", "reports", "syllables", "textstats"), "rubric_runner")
+    registry = ToolRegistry(plugins)
+    assert {"syllables/count_syllables", "textstats/text_stats"} <= set(registry.entries)
+    monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "textstats")
+    assert set(Plugins().info) == {"builtin_tools", "reports", "textstats"}  # chosen like any other plugin
 
 
 def test_env_var_naming_a_missing_plugin_warns_and_goes_on(monkeypatch, caplog):
@@ -188,3 +201,81 @@ def test_a_plugin_may_not_register_a_dotted_name_which_config_reads_as_an_import
     assert [(f.name, f.error) for f in plugins.failures] == [
         ("dotted", "register_tools failed: ValueError: tool name 'my.echo' has a dot (a dotted name in config is an import path)")]
     assert list(registry.entries) == ["builtin_tools/run_test_suite", "builtin_tools/run_check"]
+
+
+UNRULY_TOOLS = '''
+from langchain_core.tools import tool
+
+@tool
+def explode(text: str) -> str:
+    """Raises."""
+    raise ValueError("the disk is on fire")
+
+@tool
+def flood(text: str) -> str:
+    """Answers 200,000 characters."""
+    return "x" * 200_000
+'''
+
+
+def test_an_answer_over_the_cap_is_cut_with_a_note_the_model_reads_and_the_cut_recorded(tmp_path, monkeypatch):
+    (tmp_path / "unruly_tools.py").write_text(UNRULY_TOOLS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    flood = {"tool_calls": [{"name": "flood", "args": {"text": "hi"}}]}
+    script = write_script(tmp_path / "s.yaml", worker=[flood, {"content": "done"}],
+                          grader=[flood, verdict("satisfied", ("c", True))])
+    tools = ["+worker.tools={unruly_tools.flood: {}}", "+grader.tools={unruly_tools.flood: {}}"]
+    result, run_dir = run_scripted(tmp_path, script, *tools, "run.tool_output_chars=1000")
+    assert result.status == "satisfied", result.error
+    cut = [c.model_dump() for c in result.task.tool_outputs_cut]
+    assert cut == [{"agent": agent, "tool": "flood", "chars": 200_000, "kept": 1000} for agent in ("worker", "grader")]
+    events = [{k: e[k] for k in ("agent", "tool", "chars", "kept")} for e in read_events(run_dir) if e["event"] == "tool_output_cut"]
+    assert events == cut
+    told = [m for m in json.loads((run_dir / "transcript.json").read_text())["messages"] if m["type"] == "tool"]
+    note = "\n[tool output cut: 199000 of 200000 characters left out (run.tool_output_chars=1000)]"
+    assert [m["data"]["content"] for m in told] == ["x" * 1000 + note]
+    assert result.task.usage["grader"].input_tokens < 5000  # the grader was sent the cut answer, not 50,000 tokens
+    assert compose_config().run.tool_output_chars == 40000
+
+
+def test_a_grader_tool_that_raises_is_named_with_its_error_in_the_grader_error(tmp_path, monkeypatch):
+    (tmp_path / "unruly_tools.py").write_text(UNRULY_TOOLS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "done"}],
+                          grader=[{"tool_calls": [{"name": "explode", "args": {"text": "hi"}}]}])
+    result, _ = run_scripted(tmp_path, script, "+grader.tools={unruly_tools.explode: {}}")
+    assert result.status == "grader_error"
+    assert result.error.message == ("grader scripted:demo: its tool 'explode' raised ValueError: the disk is on fire "
+                                    "(fix: fix the tool 'explode', or take it out of grader.tools)")
+    assert "structured_output" not in result.task.evaluations[-1].explanation
+
+
+def _override(value) -> str:
+    """``value`` as a Hydra override's value (keys unquoted)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {_override(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_override(item) for item in value) + "]"
+    return json.dumps(value)
+
+
+@pytest.mark.parametrize(("case", "problem"), [
+    ({"name": "test_basic", "args": [[1, 1]]}, "case 'test_basic' has no 'expected', the value the function must return"),
+    ({"name": "test_basic", "args": "hello", "expected": []},
+     "case 'test_basic': 'args' must be a list of the arguments, got 'hello'; for one argument: ['hello']"),
+    ({"name": "test_basic", "args": [[1]], "expect": []}, "case 'test_basic' has a key 'expect' a case does not take"),
+])
+def test_a_bad_case_table_is_one_line_naming_the_rubric_the_case_and_the_key_before_any_model_call(tmp_path, case, problem):
+    table = tmp_path / "cases.yaml"
+    table.write_text(json.dumps({"function": "find_duplicates", "cases": [case]}))
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[verdict("satisfied", ("c", True))])
+    from_file, run_dir = run_scripted(tmp_path / "file", script, "rubric=code", f"grader.tools.run_test_suite.suite={table}")
+    inline, _ = run_scripted(tmp_path / "inline", script, "rubric=code", "~grader.tools.run_test_suite",
+                             f"+grader.tools.run_test_suite={_override({'function': 'find_duplicates', 'cases': [case]})}")
+    for result, key, source in ((from_file, "grader.tools.run_test_suite.suite", str(table)),
+                                (inline, "grader.tools.run_test_suite.cases", "inline cases")):
+        assert (result.status, result.exit_code, result.error.key) == ("error", 2, key)
+        assert result.error.message.startswith(f"{key}: rubric 'code': {source}: {problem}")
+        assert "\n" not in result.error.message
+        assert result.task is None or result.task.usage["worker"].calls == 0
+    assert not [e for e in read_events(run_dir) if e["event"] == "model_call_start"]

@@ -81,7 +81,9 @@ def test_report_md_numbers_match_the_records(sweep):
             "unfinished": "-", "satisfied": expected[script][0],
             **dict.fromkeys(("satisfied@1", "satisfied@k", "satisfied^k"), expected[script][0].split("(")[1].rstrip(")")),
             "k": "1", "mean iterations to satisfy": expected[script][1], "runs by iterations to satisfy": expected[script][2],
-            "statuses": expected[script][3], "grading verdicts": expected[script][4],
+            "statuses": expected[script][3],
+            # haikus fit the grader's window: no pass saw a cut view
+            "grading verdicts": f"{expected[script][4]}; cut view 0/{record['task']['iterations']} (0.0%)",
             "worker tokens/run": fmt_num(usage["worker"]["total_tokens"], 0), "grader tokens/run": fmt_num(usage["grader"]["total_tokens"], 0),
             "est. USD/run": fmt_num(total, 4), "est. USD": fmt_num(total, 4), "task s/run": fmt_num(record["task"]["wall_seconds"]),
         }

@@ -4,9 +4,13 @@ tasks, reloads and sees the labels kept, and the labels reach report.md as a gra
 from __future__ import annotations
 
 import contextlib
+import http.server
+import shutil
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -57,7 +61,8 @@ def server(run_dir):
 
 @pytest.fixture(scope="module")
 def browser():
-    with headless_chromium() as launched:
+    """Chromium in which attacker.test and rebind.test resolve to 127.0.0.1 (as a DNS-rebinding page's would)."""
+    with headless_chromium("--host-resolver-rules=MAP attacker.test 127.0.0.1, MAP rebind.test 127.0.0.1") as launched:
         yield launched
 
 
@@ -71,6 +76,7 @@ def test_a_person_labels_two_tasks_reloads_and_the_labels_reach_the_report(run_d
     assert {rows.nth(0).get_attribute("data-key"), rows.nth(1).get_attribute("data-key")} == {
         "tasks/HumanEval-2-r0", "tasks/HumanEval-3-r0"}
     assert page.locator("#queue tbody tr td:nth-child(3)").all_inner_texts() == ["hidden"] * 5
+    assert page.locator("#queue tbody tr td:nth-child(4)").all_inner_texts() == ["hidden"] * 5  # the checks too
 
     page.click("a[href='/task/tasks/HumanEval-3-r0']")
     assert "def below_zero" in page.locator("#final-answer").inner_text()
@@ -165,3 +171,69 @@ def test_the_queue_puts_disagreements_first_then_the_unlabelled():
     # label-wrong: grader and checks say no, the person yes (2 disagreements); grader-wrong: 1
     assert [i.key for i in queue(found, labels)] == ["label-wrong", "grader-wrong", "agree", "agree-labelled"]
     assert found[0].criteria == ["a", "b"]  # no graded pass: the rubric's lines
+
+
+ATTACKER = """<!doctype html><html><body><form method="post" action="{action}">
+<input name="satisfied" value="yes"><input name="note" value="posted from another site"></form>
+<script>document.forms[0].submit()</script></body></html>"""
+
+
+@contextlib.contextmanager
+def attacker_site(action):
+    """Another origin's page that posts a label to ``action`` as soon as it opens: its URL's port."""
+    page = ATTACKER.format(action=action).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args):
+            pass
+
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    try:
+        yield site.server_address[1]
+    finally:
+        site.shutdown()
+        site.server_close()
+
+
+def test_a_label_posted_from_another_sites_page_is_refused_and_the_pages_own_form_saves(run_dir, tmp_path, browser):
+    own = tmp_path / "run"
+    shutil.copytree(run_dir, own)
+    (own / "labels.json").unlink(missing_ok=True)
+    key = "tasks/HumanEval-0-r0"
+    with serving(own) as (url, _):
+        with attacker_site(f"{url}task/{key}/label") as port:
+            page = browser.new_page()
+            answers = []
+            page.on("response", lambda response: answers.append((response.url, response.status)))
+            page.goto(f"http://attacker.test:{port}/")
+            page.wait_for_url(f"{url}task/{key}/label")
+            assert (f"{url}task/{key}/label", 403) in answers
+            assert "refused" in page.content()
+        assert key not in read_labels(own)
+        page.goto(f"{url}task/{key}")  # the page's own form, in the same browser
+        page.check("input[name=satisfied][value=yes]")
+        page.click("button[type=submit]")
+        page.wait_for_selector("#saved")
+        page.close()
+    assert read_labels(own)[key].satisfied is True
+
+
+def test_a_request_for_another_host_is_refused_so_a_rebinding_page_reads_nothing(run_dir, browser):
+    with serving(run_dir) as (url, _):
+        port = url.rsplit(":", 1)[1].strip("/")
+        page = browser.new_page()
+        answer = page.goto(f"http://rebind.test:{port}/")
+        assert answer.status == 421 and "HumanEval" not in page.content()
+        page.close()
+        request = urllib.request.Request(url + "labels.json", headers={"Host": f"evil.example:{port}"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request)
+        assert refused.value.code == 421
+        assert urllib.request.urlopen(f"http://localhost:{port}/").status == 200

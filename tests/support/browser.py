@@ -112,9 +112,9 @@ class Page(HTMLParser):
 
 
 @contextlib.contextmanager
-def headless_chromium() -> Iterator[Any]:
-    """Debian's chromium, headless, through Playwright (skipped without Playwright; a failure under CI,
-    whose set-up installs it); closed on the way out."""
+def headless_chromium(*args: str) -> Iterator[Any]:
+    """Debian's chromium, headless, through Playwright, with chromium's flags ``args`` (skipped without
+    Playwright; a failure under CI, whose set-up installs it); closed on the way out."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -122,7 +122,7 @@ def headless_chromium() -> Iterator[Any]:
             pytest.fail("playwright is missing: scripts/setup installs the test extra, which has it")
         pytest.skip("playwright is not installed (the test extra has it: pip install -e '.[test]')")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+        browser = playwright.chromium.launch(executable_path=chromium(), args=["--no-sandbox", *args])
         try:
             yield browser
         finally:

@@ -100,11 +100,12 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: f
 
 
 @contextlib.contextmanager
-def cli_process(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
+def cli_process(*args: str, cwd: Path, env: dict[str, str] | None = None, group: bool = False) -> Iterator[subprocess.Popen]:
     """``python -m rubric_runner ARGS`` in the background (``env``: added to this one's), output piped; killed
-    on the way out if still running."""
+    on the way out if still running. ``group``: in a process group of its own, which ``os.killpg(proc.pid, ...)``
+    signals whole, as a terminal's Ctrl-C does."""
     proc = subprocess.Popen([sys.executable, "-m", "rubric_runner", *args], cwd=cwd, env={**os.environ, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, process_group=0 if group else None)
     try:
         yield proc
     finally:

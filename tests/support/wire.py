@@ -6,17 +6,24 @@ A server answers each request with the next scripted turn and records every requ
         ... worker.base_url=server.base_url ...
     assert server.remaining == 0 and server.requests[1].json["tool_choice"] == "required"
 
-Turns: ``text``, ``call`` (tool calls), ``verdict`` (a ``GraderResponse``, sent as the tool call or as
-JSON content, whichever the request asked for), ``fault`` (an HTTP error status), ``hang`` (no reply
-until the client gives up), ``raw`` (any body) and ``cut`` (a body shorter than its Content-Length).
+Turns: ``text``, ``call`` (tool calls; arguments given as a string go as they are, JSON or not),
+``verdict`` (a ``GraderResponse``, sent as the tool call or as JSON content, whichever the request asked
+for), ``refusal`` (OpenAI's ``refusal`` field, Anthropic's ``stop_reason: refusal``), ``fault`` (an HTTP
+error status), ``hang`` (no reply until the client gives up), ``raw`` (any body), ``cut`` (a body shorter
+than its Content-Length) and ``unfinished`` (a stream that ends before its finish).
 ``FakeServer(..., refuse=True)`` gives an address where connections are refused.
+
+A request that asks to stream (``stream: true``) is answered with the turn as server-sent events, as each
+protocol streams: OpenAI's ``chat.completion.chunk`` lines, the last with ``finish_reason``, then
+``[DONE]``; Anthropic's ``message_start`` ... ``message_delta`` (with ``stop_reason``), ``message_stop``.
 
 An OpenAI server's ``behaviour`` is how it treats structured-output requests, as measured on real
 servers: ``FULL`` (every shape works, as vLLM), ``LLAMA_CPP`` (llama-cpp-python 0.3 with the model's
 own chat template) and ``LLAMA_CPP_FUNCTIONS`` (the same with ``--chat_format chatml-function-calling``);
 ``NO_STRUCTURE`` honours none.
-It answers ``auto``'s probes itself (no turn is used; they are kept in ``probes``) and lists its
-models at ``/v1/models`` (``model_overrides`` adds the model it points a role at).
+It answers ``auto``'s probes itself (no turn is used; they are kept in ``probes``), from ``probe_turns``
+while any are left, and lists its models at ``/v1/models`` (``model_overrides`` adds the model it points
+a role at).
 """
 
 from __future__ import annotations
@@ -82,6 +89,8 @@ class Turn:
     body: bytes | None = None
     hang: float = 0.0
     cut: bool = False
+    refusal: str | None = None
+    unfinished: bool = False
 
 
 def text(content: str) -> Turn:
@@ -89,9 +98,20 @@ def text(content: str) -> Turn:
     return Turn(content=content)
 
 
-def call(name: str, **args: Any) -> Turn:
-    """An assistant message calling one tool."""
-    return Turn(calls=[(name, args)])
+def call(name: str, arguments: str | None = None, **args: Any) -> Turn:
+    """An assistant message calling one tool with ``args``, or with the ``arguments`` text as it is."""
+    return Turn(calls=[(name, args if arguments is None else arguments)])
+
+
+def refusal(said: str) -> Turn:
+    """The model declines: OpenAI's ``refusal`` (no content), Anthropic's ``stop_reason: refusal``."""
+    return Turn(refusal=said)
+
+
+def unfinished(content: str) -> Turn:
+    """Stream ``content``, then end the stream without its finish (OpenAI: no ``finish_reason``, no
+    ``[DONE]``; Anthropic: no ``message_delta``, no ``message_stop``), closing the connection cleanly."""
+    return Turn(content=content, unfinished=True)
 
 
 def verdict(result: str, *criteria: tuple[str, bool], explanation: str | None = "graded") -> Turn:
@@ -141,9 +161,10 @@ class FakeServer:
     """A scripted provider on 127.0.0.1; ``protocol`` is ``"openai"`` or ``"anthropic"``."""
 
     def __init__(self, protocol: str, turns: list[Turn] | None = None, echo_key: bool = False, refuse: bool = False,
-                 behaviour: Behaviour = FULL):
+                 behaviour: Behaviour = FULL, probe_turns: list[Turn] | None = None):
         self.protocol = protocol
         self.turns = list(turns or [])
+        self.probe_turns = list(probe_turns or [])
         self.behaviour = behaviour
         self.models = {DEFAULT_MODELS[protocol]}
         self.probes: list[Request] = []
@@ -213,11 +234,16 @@ class FakeServer:
                     server._record(request)
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 probe = _is_probe(request.json)
+                if probe and server.probe_turns:
+                    server.probes.append(request)
+                    return self._answer(server.probe_turns.pop(0), request)
                 refused = server._refused(request)
                 if probe or refused is not None:
                     server.probes.append(request) if probe else server._record(request)
                     return self._send(500, refused) if refused is not None else self._send(200, server._probe_reply(request.json))
-                turn = server._next(request)
+                return self._answer(server._next(request), request)
+
+            def _answer(self, turn: Turn, request: Request) -> None:
                 if turn.hang:
                     server._stop.wait(turn.hang)
                     self.close_connection = True
@@ -228,7 +254,22 @@ class FakeServer:
                     return self._send(turn.status, turn.body, turn.headers)
                 if turn.status != 200:
                     return self._send(turn.status, server._error(turn, request), turn.headers)
+                if (request.json or {}).get("stream"):
+                    return self._stream(server._events(turn, request))
                 return self._send(200, server._reply(turn, request), turn.headers)
+
+            def _stream(self, events: list[Any]) -> None:
+                """Server-sent events, the body ended by closing the connection."""
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                for event in events:
+                    name = f"event: {event['type']}\n" if isinstance(event, dict) and server.protocol == "anthropic" else ""
+                    data = event if isinstance(event, str) else json.dumps(event)
+                    self.wfile.write(f"{name}data: {data}\n\n".encode())
+                self.wfile.flush()
+                self.close_connection = True
 
             def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
@@ -292,7 +333,7 @@ class FakeServer:
             else:
                 content = json.dumps(turn.verdict)
         forced = _forced_name(body, self.behaviour) if self.protocol == "openai" else None
-        if forced not in (None, True) and [name for name, _ in calls] != [forced]:
+        if forced not in (None, True) and [name for name, _ in calls] != [forced] and turn.refusal is None:
             content, calls = f"fake server: the scripted turn does not fit tool_choice {forced!r}: {turn}", []
         if forced is None and calls and self.behaviour.text_tool_calls and self.protocol == "openai":
             content = "\n".join(f"```json\n{json.dumps({'name': name, 'arguments': args}, indent=2)}\n```" for name, args in calls)
@@ -303,18 +344,88 @@ class FakeServer:
             blocks = [{"type": "text", "text": content}] if content else []
             blocks += [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": args}
                        for i, (name, args) in enumerate(calls)]
+            if turn.refusal is not None:
+                blocks, stop = [{"type": "text", "text": turn.refusal}], "refusal"
+            else:
+                stop = "tool_use" if calls else "end_turn"
             return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model"),
-                    "content": blocks, "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
+                    "content": blocks, "stop_reason": stop, "stop_sequence": None,
                     "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}}
         message: dict[str, Any] = {"role": "assistant", "content": content or None}
+        if turn.refusal is not None:
+            message["refusal"] = turn.refusal
         if calls:
             message["tool_calls"] = [
-                {"id": f"call_{n}_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                {"id": f"call_{n}_{i}", "type": "function", "function": {"name": name, "arguments": _arguments(args)}}
                 for i, (name, args) in enumerate(calls)
             ]
         return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model"),
                 "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
                 "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}}
+
+
+    def _events(self, turn: Turn, request: Request) -> list[Any]:
+        """The turn's reply as its protocol's stream events; an ``unfinished`` turn stops after its text."""
+        reply = self._reply(turn, request)
+        if self.protocol == "anthropic":
+            return _anthropic_events(reply, turn.unfinished)
+        return _openai_events(reply, turn.unfinished, bool(((request.json or {}).get("stream_options") or {}).get("include_usage")))
+
+
+def _arguments(args: dict[str, Any] | str) -> str:
+    return args if isinstance(args, str) else json.dumps(args)
+
+
+def _halves(content: str) -> list[str]:
+    return [part for part in (content[: len(content) // 2], content[len(content) // 2:]) if part]
+
+
+def _openai_events(reply: dict[str, Any], unfinished: bool, usage: bool) -> list[Any]:
+    """A chat completion as ``chat.completion.chunk`` events."""
+    choice = reply["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": reply["id"], "object": "chat.completion.chunk", "created": 0, "model": reply["model"],
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": part}) for part in _halves(message.get("content") or "")]
+    if message.get("refusal"):
+        events.append(chunk({"refusal": message["refusal"]}))
+    for i, tool_call in enumerate(message.get("tool_calls") or []):
+        function = tool_call["function"]
+        events.append(chunk({"tool_calls": [{"index": i, "id": tool_call["id"], "type": "function",
+                                             "function": {"name": function["name"], "arguments": ""}}]}))
+        events += [chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}) for part in _halves(function["arguments"])]
+    if unfinished:
+        return events
+    events.append(chunk({}, choice["finish_reason"]))
+    if usage:
+        events.append({**chunk({}), "choices": [], "usage": reply["usage"]})
+    return [*events, "[DONE]"]
+
+
+def _anthropic_events(reply: dict[str, Any], unfinished: bool) -> list[Any]:
+    """A message as Anthropic's stream events."""
+    usage = reply["usage"]
+    start = {**reply, "content": [], "stop_reason": None, "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 0}}
+    events: list[Any] = [{"type": "message_start", "message": start}]
+    for i, block in enumerate(reply["content"]):
+        if block["type"] == "text":
+            events.append({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})
+            events += [{"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": part}}
+                       for part in _halves(block["text"])]
+        else:
+            events.append({"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}})
+            events += [{"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": part}}
+                       for part in _halves(_arguments(block["input"]))]
+        if unfinished:
+            return events
+        events.append({"type": "content_block_stop", "index": i})
+    events.append({"type": "message_delta", "delta": {"stop_reason": reply["stop_reason"], "stop_sequence": None},
+                   "usage": {"output_tokens": usage["output_tokens"]}})
+    return [*events, {"type": "message_stop"}]
 
 
 def _is_probe(body: Any) -> bool:

@@ -77,8 +77,10 @@
         var item = make("li"), side = make("div", "passes");
         var verdict = make("div");
         verdict.appendChild(badge(pass.result));
+        if (pass.unverified) verdict.appendChild(make("strong", "unverified", " unverified: the grader's satisfied covered fewer criteria than its checklist;"));
         verdict.appendChild(document.createTextNode(" " + pass.explanation +
           (pass.passed[1] ? " (" + pass.passed[0] + " of " + pass.passed[1] + " criteria passed)" : "")));
+        if (pass.view) verdict.appendChild(make("div", "view", "cut view: " + pass.view));
         var gaps = make("ul");
         pass.failing.forEach(function (c) { gaps.appendChild(make("li", "gap", "\u2717 " + c[0] + ": " + c[1])); });
         verdict.appendChild(gaps);
