@@ -17,10 +17,11 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 WINGS = (
     "errors", "paths", "environment", "compat", "runtime", "context", "redaction", "records", "config", "analysis",
-    "sandbox", "tools", "models", "observe", "grader", "review", "report", "plugins", "tasks", "loop", "api", "cli",
-    "__main__", "__init__",
+    "sandbox", "tools", "models", "observe", "grader", "review", "report", "plugins", "tasks", "loop", "api",
+    "__init__", "cli", "__main__",
 )
-"""The wings from the bottom up: each may import only those before it (``__init__`` is the package itself)."""
+"""The wings from the bottom up: each may import only those before it (``__init__`` is the package itself, the
+API's face, whose version the command line prints)."""
 
 MODULE_STRING = re.compile(r"(rubric_runner(?:\.\w+)+)(?::[\w.]+)?")
 
