@@ -95,7 +95,7 @@ def dataset(path: Path, tasks: int) -> Path:
 def run_as_cli(overrides: list[str], run_dir: Path):
     """``rubric_runner.run(overrides, run_dir)`` with the process-wide tweaks the command line opts in to."""
     import rubric_runner
-    from rubric_runner.runtime import process_tweaks
+    from rubric_runner.environment import process_tweaks
 
     with process_tweaks():
         return rubric_runner.run(overrides, run_dir)

@@ -16,7 +16,7 @@ from ..errors import UsageError
 from ..models.errors import OUTAGE_STATUSES, ProviderFault, describe_model, failure, fix_for
 from ..models.quirks import compatible_server
 from ..models.replies import UNREADABLE, ReplyError
-from ..runtime import PROBES_SEEN, remembered
+from ..environment import PROBES_SEEN, remembered
 
 PROBE_NAME = "structured_output_probe"
 PROBE_PROMPT = f"Call the {PROBE_NAME} tool with ok=true, or answer with the JSON object {{\"ok\": true}}."
@@ -35,7 +35,7 @@ PROBES = {
 def probe_server(model: Any, node: GraderConfig) -> tuple[str | None, dict[str, str]]:
     """Ask an OpenAI-compatible server for each strategy's request shape, once each, in order of
     preference; the first that works is chosen. Returns ``(strategy or None, what each probe found)``;
-    with the process's tweaks on (``runtime``), remembered by base URL and model. A server that is
+    with the process's tweaks on (``environment``), remembered by base URL and model. A server that is
     down, overloaded or answers with no chat completion is a ``ProviderFault`` (no shape is to blame)."""
     key = (str(model.openai_api_base or ""), str(model.model_name))
     strategy, found = remembered(PROBES_SEEN, key, lambda: _probe(model, node))

@@ -27,7 +27,7 @@ from .budgets import Budgets
 from .plan import Plan, connect, prepare
 from .request import Launch
 from .run import TaskSet
-from ..runtime import run_coroutine
+from ..environment import run_coroutine
 
 
 class Execution:

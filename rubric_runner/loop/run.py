@@ -32,7 +32,7 @@ from ..redaction import scrub_sqlite
 from .agent import build_agent
 from .budgets import Budgets
 from .plan import Plan
-from ..runtime import tasks_running
+from ..environment import tasks_running
 from .task import Shared, TaskRun
 
 POSTGRES_SETUP_LOCK = 0x7275_6272
