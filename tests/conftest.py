@@ -1,6 +1,7 @@
 """Shared fixtures: the offline environment, fake provider keys, one six-job sweep to read; how the xdist
-workers share the modules out; the markers of what a test needs beyond this process (``NEEDS``). The helpers the tests import are in the ``support`` package (``tests/`` is
-on the path, ``pythonpath`` in pyproject.toml)."""
+workers share the modules out; the markers of what a test needs beyond this process (``NEEDS``). The
+helpers the tests import are in the ``support`` package (``tests/`` is on the path, ``pythonpath`` in
+pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -20,14 +21,17 @@ CLUSTER_MODULES = ("tests/cli/test_clusters.py", "tests/cli/test_launchers.py")
 
 
 NEEDS = {
-    "bwrap": re.compile(r"\b(matrix_here|matrix_as_user|installed_for_user)\b|which\(\"bwrap\"\)"),
+    "bwrap": re.compile(r"\b(matrix_here|matrix_as_user|installed_for_user|setpriv)\b|which\(\"bwrap\"\)"
+                        r"|parametrize\(\"isolation\", \[[^\]]*\"namespaces\""),
     "browser": re.compile(r"\b(browser|headless_chromium|browse|timed_dom|layout|chromium)\("),
-    "cli": re.compile(r"\b(run_cli|cli_process|on_terminal|run_six_job_sweep|six_job_sweep)\b|\bsubprocess\.(run|Popen|check_output)\("),
+    "cli": re.compile(r"\b(run_cli|cli_process|on_terminal|run_six_job_sweep|six_job_sweep|Forks)\b"
+                      r"|\bsubprocess\.(run|Popen|check_output)\("),
 }
 """Each marker, and what in a test's code (its own, its fixtures', the module's functions they name) says the
-test needs it: bubblewrap, a browser, a subprocess (the command line's, or another program's). ``postgres``
-marks the tests that use a ``POSTGRES_FIXTURES``, ``cluster`` the ``CLUSTER_MODULES``; ``slow`` (a long
-run) is set where the test is."""
+test needs it: bubblewrap, the namespace backend (a test run under each ``isolation``, ``namespaces`` among
+them) or an ordinary user (``setpriv``); a browser; a subprocess (the command line's, the joints' fork
+server's, or another program's). ``postgres`` marks the tests that use a ``POSTGRES_FIXTURES``, ``cluster``
+the ``CLUSTER_MODULES``; ``slow`` (a long run) is set where the test is."""
 POSTGRES_FIXTURES = {"postgres", "pg_env"}
 
 

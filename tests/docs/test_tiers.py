@@ -47,6 +47,18 @@ def test_each_test_is_marked_with_what_it_needs(tmp_path):
     assert found["tests/docs/test_layout.py::test_no_import_circles"] == set()
 
 
+def test_ordinary_users_namespaces_forks_and_installs_are_marked(tmp_path):
+    found = marks(tmp_path, "tests/loop/test_trust.py", "tests/sandbox/test_sandbox.py", "tests/loop/test_joints.py",
+                  "tests/cli/test_wheel.py")
+    # an ordinary user through setpriv; a test run under the namespace backend; the joints' fork server; a wheel
+    # installed with its dependencies
+    assert found["tests/loop/test_trust.py::test_an_ordinary_users_files_are_safe_from_a_tampered_run_dir"] == {"bwrap", "cli"}
+    assert found["tests/sandbox/test_sandbox.py::test_pytest_in_a_hidden_place_is_exposed_and_nothing_else_there[home-namespaces]"] == {"bwrap"}
+    assert found["tests/sandbox/test_sandbox.py::test_cannot_write_outside_its_temp_dir[cases]"] == set()
+    assert found["tests/loop/test_joints.py::test_joint[preset-regrade]"] == {"cli", "slow"}
+    assert found["tests/cli/test_wheel.py::test_the_wheels_version_and_plugins_are_its_own"] == {"cli", "slow"}
+
+
 def test_a_marker_pyproject_does_not_register_is_refused(tmp_path):
     (tmp_path / "test_typo.py").write_text("import pytest\n\n\n@pytest.mark.clusterr\ndef test_x():\n    pass\n")
     proc = collect(tmp_path, "-c", str(ROOT / "pyproject.toml"), str(tmp_path / "test_typo.py"))
