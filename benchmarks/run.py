@@ -112,8 +112,8 @@ def bench_overhead(tmp: Path, repeats: int) -> dict:
 
     from rubric_runner.models.scripted import ScriptedChatModel, load_script
     from rubric_runner.paths import DATA_DIR
-    from rubric_runner.tools.builtin import run_test_suite
     from rubric_runner.plugins.registry import bind_settings
+    from rubric_runner.tools.builtin import run_test_suite
 
     warnings.simplefilter("ignore")
     from deepagents import RubricMiddleware, create_deep_agent

@@ -12,11 +12,11 @@ from typing import Any
 
 from ..compat.langchain import supports_provider_strategy
 from ..config.schema import GraderConfig, StructuredOutput
+from ..environment import PROBES_SEEN, remembered
 from ..errors import UsageError
 from ..models.errors import OUTAGE_STATUSES, ProviderFault, describe_model, failure, fix_for
 from ..models.quirks import compatible_server
 from ..models.replies import UNREADABLE, ReplyError
-from ..environment import PROBES_SEEN, remembered
 
 PROBE_NAME = "structured_output_probe"
 PROBE_PROMPT = f"Call the {PROBE_NAME} tool with ok=true, or answer with the JSON object {{\"ok\": true}}."

@@ -15,8 +15,8 @@ from langchain_core.tools import BaseTool
 
 from ..config.schema import RubricConfig
 from ..errors import UsageError
-from ..records import CheckOutcome, CheckResult, Verification
 from ..plugins.registry import ToolRegistry, tool_settings, validate_settings
+from ..records import CheckOutcome, CheckResult, Verification
 from .sets import Task
 
 

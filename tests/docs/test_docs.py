@@ -45,8 +45,8 @@ from support import readme
 from support.browser import headless_chromium
 from support.helpers import BUNDLED_PLUGINS, ROOT
 
-from rubric_runner.environment import API_KEY_ENV
 from rubric_runner.config.schema import Config
+from rubric_runner.environment import API_KEY_ENV
 from rubric_runner.paths import CONF_DIR
 from rubric_runner.plugins import events, hookspecs
 from rubric_runner.sandbox import choose
