@@ -92,7 +92,7 @@ def _warm_up() -> None:
     with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stdout(sys.stderr):
         rubric_runner.run(["worker=scripted", "grader=scripted", "rubric=code", "run.console=false"], Path(scratch) / "run")
     environment._LOOPS.runner.close()
-    del runtime._LOOPS.runner
+    del environment._LOOPS.runner
     assert threading.active_count() == 1, threading.enumerate()
 
 
