@@ -209,7 +209,7 @@ GROUP_COLUMNS = (
     Column("mean iterations to satisfy", lambda g: fmt_num(g["mean_iterations"]), sort=lambda g: _or(g["mean_iterations"], -1)),
     Column("runs by iterations to satisfy", lambda g: fmt_iterations(g["iterations"])),
     Column("statuses", lambda g: fmt_counts(g["outcomes"])),
-    Column("grading verdicts", lambda g: fmt_verdicts(g)),
+    Column("grading verdicts", lambda g: fmt_verdicts(g), link=_group_link()),
     Column("worker tokens/run", lambda g: fmt_num(g["tokens_per_run"]["worker"], 0), sort=lambda g: g["tokens_per_run"]["worker"]),
     Column("grader tokens/run", lambda g: fmt_num(g["tokens_per_run"]["grader"], 0), sort=lambda g: g["tokens_per_run"]["grader"]),
     Column("est. USD/run", lambda g: fmt_num(g["cost_per_run"], 4), sort=lambda g: _or(g["cost_per_run"], -1)),
