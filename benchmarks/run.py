@@ -95,7 +95,7 @@ def dataset(path: Path, tasks: int) -> Path:
 def run_as_cli(overrides: list[str], run_dir: Path):
     """``rubric_runner.run(overrides, run_dir)`` with the process-wide tweaks the command line opts in to."""
     import rubric_runner
-    from rubric_runner.loop.runtime import process_tweaks
+    from rubric_runner.environment import process_tweaks
 
     with process_tweaks():
         return rubric_runner.run(overrides, run_dir)
@@ -112,8 +112,8 @@ def bench_overhead(tmp: Path, repeats: int) -> dict:
 
     from rubric_runner.models.scripted import ScriptedChatModel, load_script
     from rubric_runner.paths import DATA_DIR
+    from rubric_runner.plugins.registry import bind_settings
     from rubric_runner.tools.builtin import run_test_suite
-    from rubric_runner.tools.registry import bind_settings
 
     warnings.simplefilter("ignore")
     from deepagents import RubricMiddleware, create_deep_agent

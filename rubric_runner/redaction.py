@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .config.environment import POSTGRES_URL_ENV
+from .environment import POSTGRES_URL_ENV
 
 SECRET_ENV = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD)$")
 MIN_SECRET_CHARS = 8

@@ -1,20 +1,72 @@
 """Shared fixtures: the offline environment, fake provider keys, one six-job sweep to read; how the xdist
-workers share the modules out. The helpers the tests import are in the ``support`` package (``tests/`` is
-on the path, ``pythonpath`` in pyproject.toml)."""
+workers share the modules out; the markers of what a test needs beyond this process (``NEEDS``). The
+helpers the tests import are in the ``support`` package (``tests/`` is on the path, ``pythonpath`` in
+pyproject.toml)."""
 
 from __future__ import annotations
 
+import inspect
+import re
 import sys
 
 import pytest
 from support.helpers import BUNDLED_PLUGINS, DATA
 
-from rubric_runner.config.environment import API_KEY_ENV
+from rubric_runner.environment import API_KEY_ENV
 
 sys.path.insert(0, str(DATA))
 
 CLUSTER_MODULES = ("tests/cli/test_clusters.py", "tests/cli/test_launchers.py")
 """They start Ray and SLURM clusters, whose daemons take fixed ports (Ray's 10001 and 52365) and the CPUs."""
+
+
+NEEDS = {
+    "bwrap": re.compile(r"\b(matrix_here|matrix_as_user|installed_for_user|setpriv)\b|which\(\"bwrap\"\)"
+                        r"|parametrize\(\"isolation\", \[[^\]]*\"namespaces\""),
+    "browser": re.compile(r"\b(browser|headless_chromium|browse|timed_dom|layout|chromium)\("),
+    "cli": re.compile(r"\b(run_cli|cli_process|on_terminal|run_six_job_sweep|six_job_sweep|Forks)\b"
+                      r"|\bsubprocess\.(run|Popen|check_output)\("),
+}
+"""Each marker, and what in a test's code (its own, its fixtures', the module's functions they name) says the
+test needs it: bubblewrap, the namespace backend (a test run under each ``isolation``, ``namespaces`` among
+them) or an ordinary user (``setpriv``); a browser; a subprocess (the command line's, the joints' fork
+server's, or another program's). ``postgres`` marks the tests that use a ``POSTGRES_FIXTURES``, ``cluster``
+the ``CLUSTER_MODULES``; ``slow`` (a long run) is set where the test is."""
+POSTGRES_FIXTURES = {"postgres", "pg_env"}
+
+
+def _source(function) -> str:
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
+
+
+def _code_of(item: pytest.Item) -> str:
+    """The test's source, its fixtures' and that of the module's functions they name (called, or handed on)."""
+    fixtures = [defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values()]
+    text = "\n".join(_source(function) for function in [item.function, *fixtures])
+    helpers = {name: value for name, value in vars(item.module).items() if inspect.isfunction(value)
+               and value.__module__ == item.module.__name__}
+    seen: set[str] = set()
+    while called := {name for name in helpers if name not in seen and re.search(rf"\b{name}\b", text)}:
+        seen |= called
+        text += "\n" + "\n".join(_source(helpers[name]) for name in called)
+    return text
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with what it needs (``NEEDS``), so that ``-m "not ..."`` leaves it out."""
+    for item in items:
+        if not isinstance(item, pytest.Function):
+            continue
+        path = item.nodeid.split("::")[0]
+        code = _code_of(item)
+        needs = {name for name, pattern in NEEDS.items() if pattern.search(code)}
+        needs |= {"postgres"} if POSTGRES_FIXTURES & set(item.fixturenames) else set()
+        needs |= {"cluster"} if path in CLUSTER_MODULES else set()
+        for name in sorted(needs):
+            item.add_marker(name)
 
 
 @pytest.hookimpl(optionalhook=True)

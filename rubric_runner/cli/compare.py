@@ -172,7 +172,7 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
 
 def main(args: argparse.Namespace) -> int:
     """Compare BASE and NEW; exit 4 when the gate fails."""
-    from ..analysis.prices import PriceError, load_prices
+    from ..config.prices import PriceError, load_prices
 
     try:
         prices = load_prices(args.prices)

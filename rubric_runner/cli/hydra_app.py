@@ -27,8 +27,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ..compat import hydra as compat_hydra
 from ..config.compose import check_group_choices, register_configs
 from ..config.hydra_errors import usage_error
+from ..environment import process_tweaks
 from ..errors import UsageError, unwritable
-from ..loop.runtime import process_tweaks
 from ..observe.console import write_line
 from ..records.status import ExitCode, Status
 from ..redaction import config_secrets, redact, scrub_text_file, secret_values

@@ -24,7 +24,7 @@ def _type_name(annotation: Any) -> str:
 def tools(args: argparse.Namespace) -> int:
     """Print every available tool, with its settings (the config keys it takes)."""
     from ..plugins.manager import Plugins
-    from ..tools.registry import ToolRegistry, tool_settings
+    from ..plugins.registry import ToolRegistry, tool_settings
 
     registry = ToolRegistry(Plugins())
     entries = sorted(registry.entries.values(), key=lambda entry: (entry.name, entry.plugin))
@@ -50,7 +50,7 @@ def tools(args: argparse.Namespace) -> int:
 def plugins(args: argparse.Namespace) -> int:
     """Print the loaded plugins with their packages and versions, then any that failed."""
     from ..plugins.manager import Plugins
-    from ..tools.registry import ToolRegistry
+    from ..plugins.registry import ToolRegistry
 
     loaded = Plugins()
     ToolRegistry(loaded)  # a plugin whose register_tools fails shows up among the failures

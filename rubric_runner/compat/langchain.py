@@ -2,7 +2,7 @@
 
 ``auto`` takes LangChain's own pick of a structured-output strategy from a model's profile, which only
 its agent factory's private helper makes; a process that opts in runs LangSmith's run set-up in place
-while tracing is off (``loop.runtime``); a transcript leaves each message for pydantic-core to serialize,
+while tracing is off (``environment``); a transcript leaves each message for pydantic-core to serialize,
 as ``messages_to_dict`` would give it. Each assumption is pinned by ``tests/compat/test_langchain.py``.
 """
 

@@ -12,9 +12,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Glob
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ..environment import job_env
 from ..errors import UsageError
 from ..paths import DATA_DIR
-from .environment import job_env
 from .schema import Config
 
 if TYPE_CHECKING:

@@ -10,10 +10,10 @@ from urllib.parse import urlsplit
 
 from omegaconf import DictConfig, OmegaConf
 
-from ..analysis.prices import PRICES_FILE, PriceError, load_prices, price_of
+from ..environment import POSTGRES_URL_ENV
 from ..errors import UsageError
 from ..redaction import secret_entries
-from .environment import POSTGRES_URL_ENV
+from .prices import PRICES_FILE, PriceError, load_prices, price_of
 from .schema import Checkpointer, Config, ModelConfig
 
 

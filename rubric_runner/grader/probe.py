@@ -12,8 +12,8 @@ from typing import Any
 
 from ..compat.langchain import supports_provider_strategy
 from ..config.schema import GraderConfig, StructuredOutput
+from ..environment import PROBES_SEEN, remembered
 from ..errors import UsageError
-from ..loop.runtime import PROBES_SEEN, remembered
 from ..models.errors import OUTAGE_STATUSES, ProviderFault, describe_model, failure, fix_for
 from ..models.quirks import compatible_server
 from ..models.replies import UNREADABLE, ReplyError
@@ -35,7 +35,7 @@ PROBES = {
 def probe_server(model: Any, node: GraderConfig) -> tuple[str | None, dict[str, str]]:
     """Ask an OpenAI-compatible server for each strategy's request shape, once each, in order of
     preference; the first that works is chosen. Returns ``(strategy or None, what each probe found)``;
-    with the process's tweaks on (``loop.runtime``), remembered by base URL and model. A server that is
+    with the process's tweaks on (``environment``), remembered by base URL and model. A server that is
     down, overloaded or answers with no chat completion is a ``ProviderFault`` (no shape is to blame)."""
     key = (str(model.openai_api_base or ""), str(model.model_name))
     strategy, found = remembered(PROBES_SEEN, key, lambda: _probe(model, node))

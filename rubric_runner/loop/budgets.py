@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis.prices import billed, cost_of, load_prices
+from ..analysis.prices import billed, cost_of
+from ..config.prices import load_prices
 from ..config.schema import Config
 from ..records import BudgetInfo, LimitHit, RunHeader, TaskRecord
 

@@ -14,6 +14,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ..analysis.spend import spend_lines
+from ..environment import run_coroutine
 from ..errors import NoSpace, UsageError, out_of_space
 from ..observe.console import Console
 from ..observe.events import event_log
@@ -27,7 +28,6 @@ from .budgets import Budgets
 from .plan import Plan, connect, prepare
 from .request import Launch
 from .run import TaskSet
-from .runtime import run_coroutine
 
 
 class Execution:

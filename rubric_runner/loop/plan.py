@@ -29,11 +29,11 @@ from ..models.replies import ReplyCheck, ReplyRetry
 from ..observe.recorder import TaskCallback, ToolCallWatch
 from ..plugins.extensions import LoopExtensions
 from ..plugins.manager import Plugins
+from ..plugins.registry import ToolRegistry, validate_settings
 from ..records import CHECKPOINT_FILE, TASKS_DIR, GraderInfo, ModelInfo, RubricInfo, RunHeader
 from ..redaction import redact_config
 from ..tasks.checks import Check, resolve_checks
 from ..tasks.sets import Task, load_tasks
-from ..tools.registry import ToolRegistry, validate_settings
 from .arms import grading_passes
 from .followup import FollowUp, check_thread_kept
 

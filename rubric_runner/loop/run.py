@@ -16,6 +16,7 @@ from typing import Any
 from ..config.schema import Checkpointer
 from ..config.validate import postgres_url
 from ..context import TaskRef
+from ..environment import tasks_running
 from ..plugins.events import TaskEnded
 from ..records import (
     CHECKPOINT_FILE,
@@ -32,7 +33,6 @@ from ..redaction import scrub_sqlite
 from .agent import build_agent
 from .budgets import Budgets
 from .plan import Plan
-from .runtime import tasks_running
 from .task import Shared, TaskRun
 
 POSTGRES_SETUP_LOCK = 0x7275_6272

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..config.environment import API_KEY_ENV
 from ..config.schema import ModelConfig
+from ..environment import API_KEY_ENV
 from .build import split_model
 from .replies import ReplyError
 

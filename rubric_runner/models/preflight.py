@@ -8,8 +8,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from ..config.environment import API_KEY_ENV
 from ..config.schema import Config, ModelConfig
+from ..environment import API_KEY_ENV
 from ..errors import UsageError
 from .build import OFFLINE_HINT, OLLAMA_DEFAULT_URL, is_scripted, split_model
 

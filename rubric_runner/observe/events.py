@@ -21,7 +21,7 @@ from typing import Any
 import structlog
 from pydantic_core import to_json
 
-from ..loop.runtime import ProcessWide
+from ..environment import ProcessWide
 from ..redaction import redact, run_secrets
 
 _RUN_HANDLER: ContextVar[logging.Handler | None] = ContextVar("rubric_runner_events", default=None)

@@ -12,14 +12,14 @@ from typing import Any
 
 import pluggy
 
-from ..config.environment import PLUGINS_ENV
+from ..environment import PLUGINS_ENV
 from . import hookspecs
 
 ENTRY_POINT_GROUP = "rubric_runner"
 
-DEFAULT_PLUGINS = {"builtin_tools": "rubric_runner.tools.builtin", "reports": "rubric_runner.report.live:PLUGIN"}
+DEFAULT_PLUGINS = {"builtin_tools": "rubric_runner.plugins.builtin:TOOLS", "reports": "rubric_runner.plugins.builtin:REPORTS"}
 """The plugins that come with rubric_runner, by name (``module`` or ``module:object``): loaded like any other, always."""
-PACKAGED_PLUGINS = {"syllables": "rubric_runner.tools.syllables", "textstats": "rubric_runner.tools.textstats"}
+PACKAGED_PLUGINS = {"syllables": "rubric_runner.plugins.syllables", "textstats": "rubric_runner.plugins.textstats"}
 """The tools of the bundled rubrics (haiku's, summary's), as plugins in the package: each loaded under its name
 unless an installed package's entry point has that name (``plugins/`` holds them as packages of their own)."""
 

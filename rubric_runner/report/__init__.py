@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..analysis.prices import PRICES_FILE, PriceError, load_prices
+from ..config.prices import PRICES_FILE, PriceError, load_prices
 from ..records import Job, write_atomic
 from ..records.store import gc_paused
 from .columns import ranking_lines

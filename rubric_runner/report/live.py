@@ -22,8 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..paths import PACKAGE_DIR
-from ..plugins.events import RunEnded, TaskEnded
-from ..plugins.hookspecs import hookimpl
 from ..records import collect
 from . import Live, write_all
 
@@ -121,27 +119,3 @@ def write_run(run_dir: Path, prices: str | None, live: Live | None) -> None:
 if __name__ == "__main__":
     write_run(Path(sys.argv[1]), sys.argv[3] if len(sys.argv) > 3 else None, Live(jobs=1, runs=int(sys.argv[2])))
 
-
-class OwnReports:
-    """The built-in plugin that keeps each task set's own reports (``RunReports``), from the hooks: a run of
-    more than one task gets its reports as its first task ends, and their final form as it ends."""
-
-    def __init__(self) -> None:
-        self.runs: dict[str, RunReports] = {}
-
-    @hookimpl
-    def on_task_end(self, event: TaskEnded) -> None:
-        if event.total > 1:
-            if event.run_dir not in self.runs:
-                prices = (event.run.config.get("sweep") or {}).get("prices")
-                self.runs[event.run_dir] = RunReports(Path(event.run_dir), event.total, prices)
-            self.runs[event.run_dir].task_ended()
-
-    @hookimpl
-    def on_run_end(self, event: RunEnded) -> None:
-        reports = self.runs.pop(str(event.record.run_dir), None)
-        if reports is not None:
-            reports.close()
-
-
-PLUGIN = OwnReports()

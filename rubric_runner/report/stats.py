@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from ..analysis.passk import pass_k
-from ..analysis.prices import price_of
 from ..analysis.views import Pass, window
+from ..config.prices import price_of
 from ..records import Job, Status
 from . import configs
 from .runs import Run

@@ -19,7 +19,7 @@ from typing import Any
 from ..analysis.judge import SUMMARY_FIELDS as JUDGE_FIELDS
 from ..analysis.judge import summary_fields
 from ..analysis.numbers import fmt_pct, rounded
-from ..analysis.prices import load_prices
+from ..config.prices import load_prices
 from ..records import Job, Place, Status, satisfied_rate, write_atomic
 from . import configs
 from .partial import Completion, completion

@@ -15,8 +15,8 @@ from langchain_core.tools import BaseTool
 
 from ..config.schema import RubricConfig
 from ..errors import UsageError
+from ..plugins.registry import ToolRegistry, tool_settings, validate_settings
 from ..records import CheckOutcome, CheckResult, Verification
-from ..tools.registry import ToolRegistry, tool_settings, validate_settings
 from .sets import Task
 
 

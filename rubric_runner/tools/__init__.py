@@ -1,1 +1,1 @@
-"""Evidence tools: the registry that finds them by name, and the built-in ones."""
+"""The evidence tools that come with rubric_runner (``plugins.builtin`` registers them)."""

@@ -1,4 +1,4 @@
-"""Built-in evidence tools, registered through the same hook as any plugin's."""
+"""Built-in evidence tools, registered through the same hook as any plugin's (``plugins.builtin``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import yaml
 from langchain_core.tools import InjectedToolArg, tool
 from pydantic import AfterValidator, Field, FilePath, PositiveFloat, PositiveInt
 
-from ..plugins.hookspecs import hookimpl
 from ..sandbox import Limits, pytest_path, run_cases, run_pytest
 
 TIMING = ("duration_s",)
@@ -150,9 +149,3 @@ def run_check(
     )
     limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
     return steady(run_cases(program, CHECK_RUNNER, [{"name": "check", "args": [], "expected": True}], limits))
-
-
-@hookimpl
-def register_tools(register):
-    register(run_test_suite)
-    register(run_check)

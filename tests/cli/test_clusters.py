@@ -29,7 +29,7 @@ from support.helpers import (
     write_script,
 )
 
-from rubric_runner.config.environment import JOB_ENV
+from rubric_runner.environment import JOB_ENV
 
 SLURM_BINARIES = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "scancel")
 SLURM_CONF = """\

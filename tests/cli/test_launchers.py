@@ -23,7 +23,7 @@ from support.sweeps import SCRIPTED, STATUSES, read_rows, run_six_job_sweep
 from support.wire import FAKE_KEYS, FakeServer, model_overrides, text
 
 from rubric_runner.cli.sweep import Sweep, SweepSummary
-from rubric_runner.config.environment import JOB_ENV
+from rubric_runner.environment import JOB_ENV
 
 DETERMINISTIC = (
     "job", "overrides", "worker", "grader", "rubric", "status", "exit_code", "mean_iterations",

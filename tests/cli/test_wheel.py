@@ -14,6 +14,8 @@ from support.helpers import ROOT
 
 import rubric_runner
 
+pytestmark = pytest.mark.slow  # a wheel built and installed, with its dependencies from pip's index, into a fresh venv
+
 RUBRICS = {"the default (haiku)": [], "summary": ["rubric=summary"], "code": ["rubric=code"], "code_tasks": ["rubric=code_tasks"]}
 
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from support.helpers import compose_config
 
-from rubric_runner.config.environment import API_KEY_ENV
 from rubric_runner.config.validate import validate
+from rubric_runner.environment import API_KEY_ENV
 from rubric_runner.errors import UsageError
 from rubric_runner.models.build import build_chat_model
 

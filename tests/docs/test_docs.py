@@ -45,8 +45,8 @@ from support import readme
 from support.browser import headless_chromium
 from support.helpers import BUNDLED_PLUGINS, ROOT
 
-from rubric_runner.config.environment import API_KEY_ENV
 from rubric_runner.config.schema import Config
+from rubric_runner.environment import API_KEY_ENV
 from rubric_runner.paths import CONF_DIR
 from rubric_runner.plugins import events, hookspecs
 from rubric_runner.sandbox import choose
@@ -103,6 +103,10 @@ COMMANDS: dict[str, dict[str, Runs | StopsAtKey | Composes | Skipped]] = {
     "README.md > Real use": {
         "export ANTHROPIC_API_KEY=...": Skipped("sets a provider key"),
         "python -m rubric_runner grader=haiku rubric=code": Composes(KEY),
+    },
+    "README.md > Testing": {
+        'python -m pytest -m "not (cluster or postgres or bwrap or browser or cli or slow)"': Skipped(
+            "a tier of the test suite, of which this test is a part; tests/docs/test_tiers.py checks its markers"),
     },
     "README.md > Documentation": {
         ".venv/bin/mkdocs build --strict": Skipped(BUILT),

@@ -1,12 +1,33 @@
-"""The package's modules import one another without circles (imports inside functions count too)."""
+"""The package's layering: modules import one another without circles, and each wing (a subpackage or a
+top-level module of ``rubric_runner/``) imports only the wings below it in ``WINGS``, the order that
+docs/architecture.md states. Imports inside functions count, and so does a string that names a module of
+the package whole (``"rubric_runner.plugins.builtin:TOOLS"``, what ``importlib`` loads: the default plugins,
+the commands' handlers)."""
 
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
 
 from support.helpers import ROOT
 
 PACKAGE = ROOT / "rubric_runner"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+WINGS = (
+    "errors", "paths", "compat", "environment", "context", "redaction", "records", "config", "analysis",
+    "sandbox", "tools", "models", "observe", "grader", "review", "report", "plugins", "tasks", "loop", "api",
+    "__init__", "cli", "__main__",
+)
+"""The wings from the bottom up: each may import only those before it (``__init__`` is the package itself, the
+API's face, whose version the command line prints)."""
+
+TOP_LEVEL_MODULES = 8
+"""At most this many modules sit at the top of the package, ``__init__`` and ``__main__`` included: a new
+module joins a wing (docs/architecture.md says so)."""
+
+MODULE_STRING = re.compile(r"(rubric_runner(?:\.\w+)+)(?::[\w.]+)?")
 
 
 def _module(path) -> str:
@@ -14,9 +35,15 @@ def _module(path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def wing(module: str) -> str:
+    """The wing of a module of the package: ``rubric_runner.loop.plan`` is in ``loop``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
 def imports() -> dict[str, set[str]]:
-    """For each module of the package, the package's modules it imports."""
-    modules = {_module(path): path for path in PACKAGE.rglob("*.py")}
+    """For each module of the package, the package's modules it imports (``data/``'s files are data)."""
+    modules = {_module(path): path for path in PACKAGE.rglob("*.py") if (path.parent / "__init__.py").exists()}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -29,6 +56,8 @@ def imports() -> dict[str, set[str]]:
                 candidates = [f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target for alias in node.names]
             elif isinstance(node, ast.Import):
                 candidates = [alias.name for alias in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_STRING.fullmatch(node.value):
+                candidates = [MODULE_STRING.fullmatch(node.value).group(1)]
             else:
                 continue
             found |= {candidate for candidate in candidates if candidate in modules and candidate != name}
@@ -55,10 +84,24 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def against_the_order(graph: dict[str, set[str]], order: tuple[str, ...] = WINGS) -> list[str]:
+    """Each import of a wing by a wing at or below it in ``order``, as ``importer -> imported``."""
+    rank = {name: index for index, name in enumerate(order)}
+    return sorted(f"{module} -> {target}" for module, targets in graph.items() for target in targets
+                  if wing(module) != wing(target) and rank[wing(module)] <= rank[wing(target)])
+
+
+def stated_order() -> tuple[str, ...]:
+    """The wings as docs/architecture.md's table lists them, from the bottom up."""
+    section = ARCHITECTURE.read_text(encoding="utf-8").split("## Wings", 1)[1].split("\n## ", 1)[0]
+    return tuple(re.findall(r"^\| `(?:rubric_runner/)?([\w]+)(?:/|\.py)?` \|", section, re.MULTILINE))
+
+
 def test_the_graph_sees_the_imports():
     graph = imports()
     assert "rubric_runner.records.models" in graph["rubric_runner.records.store"]
     assert "rubric_runner.records" in graph["rubric_runner.loop.task"]
+    assert "rubric_runner.plugins.builtin" in graph["rubric_runner.plugins.manager"]  # DEFAULT_PLUGINS, by name
 
 
 def test_no_import_circles():
@@ -67,3 +110,35 @@ def test_no_import_circles():
 
 def test_a_circle_is_found():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+def test_every_wing_imports_only_wings_below_it():
+    graph = imports()
+    assert {wing(module) for module in graph} == set(WINGS)
+    assert against_the_order(graph) == []
+
+
+def test_the_package_has_at_most_eight_top_level_modules():
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(top) <= TOP_LEVEL_MODULES, top
+
+
+def test_an_import_against_the_order_is_found():
+    graph = {"p.low.a": {"p.high.b"}, "p.high.b": {"p.low.a"}, "p.low.c": {"p.low.a"}}
+    assert against_the_order(graph, ("low", "high")) == ["p.low.a -> p.high.b"]
+
+
+def test_a_string_naming_a_module_is_an_import():
+    assert MODULE_STRING.fullmatch("rubric_runner.report.live:PLUGIN").group(1) == "rubric_runner.report.live"
+    assert not MODULE_STRING.fullmatch("python -m rubric_runner.report.live")
+
+
+def test_the_architecture_page_states_the_order():
+    assert stated_order() == WINGS
+
+
+def test_the_architecture_page_names_every_top_level_dir():
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    dirs = {path.split("/")[0] for path in tracked if "/" in path}
+    section = ARCHITECTURE.read_text(encoding="utf-8").split("## The repository", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"^\| `([\w.]+)/` \|", section, re.MULTILINE)) == dirs

@@ -25,7 +25,7 @@ from support.wire import (
     verdict,
 )
 
-from rubric_runner.loop.runtime import process_tweaks
+from rubric_runner.environment import process_tweaks
 
 GOOD = inspect.getsource(code_task_solutions.find_duplicates)  # passes the code rubric's test suite
 CODE = ("All tests pass in run_test_suite", "The function is named find_duplicates and accepts a single list argument")

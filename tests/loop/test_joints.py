@@ -35,9 +35,11 @@ from support.helpers import BUNDLED_PLUGINS
 
 import rubric_runner
 from rubric_runner.cli import run_command
-from rubric_runner.config.environment import API_KEY_ENV
+from rubric_runner.environment import API_KEY_ENV
 from rubric_runner.paths import DATA_DIR
 from rubric_runner.records import RESULT_FILE, TASKS_DIR, read_record, read_task_at
+
+pytestmark = pytest.mark.slow  # 49 cells, each a run and what follows it: minutes in all
 
 ROWS = ("preset", "config_dir", "dataset", "sweep_basic", "sweep_joblib", "api", "follow_up")
 COLUMNS = ("resume_after_sigint", "resume_after_sigkill", "regrade", "regrade_m", "continue", "report", "cache")

@@ -24,8 +24,8 @@ from support.helpers import (
 )
 from test_interrupt import _script, _wait_for
 
-from rubric_runner.config.environment import POSTGRES_URL_ENV
 from rubric_runner.config.validate import validate
+from rubric_runner.environment import POSTGRES_URL_ENV
 from rubric_runner.errors import UsageError
 
 psycopg = pytest.importorskip("psycopg", reason="pip install 'rubric_runner[postgres]'")

@@ -12,7 +12,7 @@ from support.helpers import SCRIPTED_EVIDENCE, run_cli, scripted_overrides, verd
 from support.wire import FakeServer, model_overrides, text
 
 import rubric_runner
-from rubric_runner.config.environment import PLUGINS_ENV
+from rubric_runner.environment import PLUGINS_ENV
 from rubric_runner.errors import UsageError
 
 OK = verdict("satisfied", ("c", True))

@@ -12,8 +12,8 @@ import pytest
 from support.helpers import scripted_overrides, verdict, write_script
 
 import rubric_runner
+from rubric_runner import environment
 from rubric_runner.compat.langchain import _inline_unless_tracing
-from rubric_runner.loop import runtime
 from rubric_runner.loop.checkpoints import InlineSqliteSaver
 
 OK = verdict("satisfied", ("c", True))
@@ -103,7 +103,7 @@ def test_a_run_sends_nothing_to_the_thread_pool_and_leaves_the_process_as_it_fou
 
     monkeypatch.setattr(_aiter, "_default_aio_to_thread", counted)
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK])
-    with runtime.process_tweaks():  # what the command line opts in to
+    with environment.process_tweaks():  # what the command line opts in to
         record, _ = _run(tmp_path, script)
     assert record.status == "satisfied"
     assert hops == []

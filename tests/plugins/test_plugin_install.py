@@ -260,7 +260,7 @@ def test_a_shared_tool_name_needs_the_qualified_name(tmp_path):
 
 def test_without_the_env_var_every_installed_plugin_loads(installed, monkeypatch):
     from rubric_runner.plugins.manager import Plugins
-    from rubric_runner.tools.registry import ToolRegistry
+    from rubric_runner.plugins.registry import ToolRegistry
 
     monkeypatch.delenv("RUBRIC_RUNNER_PLUGINS")
     plugins = Plugins()

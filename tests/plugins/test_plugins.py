@@ -19,7 +19,7 @@ from rubric_runner import hookimpl
 from rubric_runner.cli import run_command
 from rubric_runner.plugins import manager
 from rubric_runner.plugins.manager import PluginInfo, Plugins
-from rubric_runner.tools.registry import ToolRegistry
+from rubric_runner.plugins.registry import ToolRegistry
 
 
 def test_builtin_tools_come_through_the_same_hook(monkeypatch):

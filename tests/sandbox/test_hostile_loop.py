@@ -10,6 +10,8 @@ import pytest
 from support.helpers import read_events, run_scripted, verdict, write_script
 from support.hostile import adopting, left_behind
 
+pytestmark = pytest.mark.slow  # each run waits out a hostile program's limits
+
 FLAG = "/tmp/rubric-runner-hostile-flag"
 HOSTILE = {
     "infinite loop": ("def find_duplicates(lst):\n    while True:\n        pass\n", "CPU time limit exceeded"),

@@ -37,6 +37,7 @@ from support.helpers import (
     write_script,
 )
 
+from rubric_runner.plugins.registry import bind_settings
 from rubric_runner.sandbox import (
     Limits,
     choose,
@@ -47,7 +48,6 @@ from rubric_runner.sandbox import (
 )
 from rubric_runner.sandbox.isolation import INSTALL_FIX, NAMESPACES_FIX, UNISOLATED
 from rubric_runner.tools.builtin import run_test_suite
-from rubric_runner.tools.registry import bind_settings
 
 BOUND_SECONDS = 6.0  # the wall limit (3 s), plus the interpreter's start and teardown, with room to spare
 USER = "rubric-sandbox-test"

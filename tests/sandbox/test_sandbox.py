@@ -19,9 +19,9 @@ from support.helpers import ROOT, copy_pytest
 from support.hostile import adopting, left_behind
 
 from rubric_runner.errors import UsageError
+from rubric_runner.plugins.registry import bind_settings
 from rubric_runner.sandbox import Limits, choose, isolation_setting, run_cases
 from rubric_runner.tools.builtin import load_suite, run_test_suite, strip_fences
-from rubric_runner.tools.registry import bind_settings
 
 KEY = "grader.tools.run_test_suite"
 SUITES = ROOT / "rubric_runner" / "data" / "suites"

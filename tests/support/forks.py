@@ -87,12 +87,12 @@ def _warm_up() -> None:
     import contextlib
 
     import rubric_runner
-    from rubric_runner.loop import runtime
+    from rubric_runner import environment
 
     with tempfile.TemporaryDirectory() as scratch, contextlib.redirect_stdout(sys.stderr):
         rubric_runner.run(["worker=scripted", "grader=scripted", "rubric=code", "run.console=false"], Path(scratch) / "run")
-    runtime._LOOPS.runner.close()
-    del runtime._LOOPS.runner
+    environment._LOOPS.runner.close()
+    del environment._LOOPS.runner
     assert threading.active_count() == 1, threading.enumerate()
 
 

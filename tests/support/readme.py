@@ -61,10 +61,16 @@ def generator():
     return module
 
 
+@cache
+def _expanded(markdown: str) -> str:
+    """``markdown`` with its generated parts filled in, made once for each text: making them runs the CLI's help."""
+    return generator().expand(markdown)
+
+
 def text(page: str = README.name, expanded: bool = False) -> str:
     """A page's text (the README's by default), its generated parts filled in when ``expanded``."""
     markdown = page_path(page).read_text(encoding="utf-8")
-    return generator().expand(markdown) if expanded else markdown
+    return _expanded(markdown) if expanded else markdown
 
 
 def all_text() -> str:

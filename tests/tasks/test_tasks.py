@@ -270,6 +270,7 @@ def test_resume_starts_only_the_tasks_that_did_not_finish(tmp_path, monkeypatch)
     assert _counted_in_record(half) == _counted_from_disk(run_dir, ids, 2)
 
 
+@pytest.mark.slow  # a scan of the whole heap at each of its 16 tasks
 def test_a_multi_task_run_lets_go_of_each_task_record_once_counted(tmp_path, monkeypatch):
     alive: list[int] = []
     task_ended = RunReports.task_ended

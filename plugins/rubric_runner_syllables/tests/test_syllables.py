@@ -51,7 +51,7 @@ def test_estimated_hyphenated_curly_and_numeric_tokens():
 
 def test_registered_through_the_entry_point(monkeypatch):
     from rubric_runner.plugins.manager import Plugins
-    from rubric_runner.tools.registry import ToolRegistry, bind_settings
+    from rubric_runner.plugins.registry import ToolRegistry, bind_settings
 
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "syllables")
     entry = ToolRegistry(Plugins()).find("count_syllables", "grader.tools.count_syllables")

@@ -79,7 +79,7 @@ def test_headings_are_markdown_or_colon_lines():
 def test_registered_through_the_entry_point_with_checked_settings(monkeypatch):
     from rubric_runner.errors import UsageError
     from rubric_runner.plugins.manager import Plugins
-    from rubric_runner.tools.registry import ToolRegistry, bind_settings
+    from rubric_runner.plugins.registry import ToolRegistry, bind_settings
 
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "textstats")
     entry = ToolRegistry(Plugins()).find("text_stats", "grader.tools.text_stats")

@@ -8,7 +8,7 @@ from typing import Annotated
 from langchain_core.tools import InjectedToolArg, tool
 from pydantic import Field, StringConstraints
 
-from ..plugins.hookspecs import hookimpl
+from .hookspecs import hookimpl
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 WORD = re.compile(r"[^\W_]+(?:(?:['\u2019-]|(?<=\d)[.,](?=\d))[^\W_]+)*")

@@ -17,7 +17,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..context import current_task
 from ..errors import UsageError
-from ..plugins.manager import PLUGINS_ENV, Plugins
+from .extensions import locate
+from .manager import PLUGINS_ENV, Plugins
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,6 @@ def langchain_tool(value: Any) -> BaseTool:
 
 def local_tool(path: str, key: str) -> ToolEntry:
     """The tool at the import path ``module.tool``, for config that names a tool no plugin registers."""
-    from ..plugins.extensions import locate
-
     found = locate(path, key)
     try:
         tool = langchain_tool(found)

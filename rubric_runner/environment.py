@@ -1,4 +1,5 @@
-"""What a run needs of its process: one event loop per thread, and tweaks a process may opt in to.
+"""The process's environment: what rubric_runner reads of it (provider keys, what jobs elsewhere need),
+and what a run needs of its process (one event loop per thread, and tweaks a process may opt in to).
 
 A process that runs many tasks (the command line opts in with ``process_tweaks()``; a Python program may
 too) changes three process-wide settings while tasks run, each for a reason below. Runs may go on at once
@@ -13,13 +14,41 @@ import atexit
 import contextlib
 import contextvars
 import gc
+import os
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from ..compat.langchain import inline_langsmith, langsmith_defaults
+from .compat.langchain import inline_langsmith, langsmith_defaults
 
 T = TypeVar("T")
+
+API_KEY_ENV = {
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "google_genai": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "baseten": ("BASETEN_API_KEY",),
+}
+"""Environment variables that hold each provider's key (the first is the one to set)."""
+
+POSTGRES_URL_ENV = "RUBRIC_RUNNER_POSTGRES_URL"
+"""The PostgreSQL URL for ``run.checkpointer=postgres`` when ``run.checkpoint_url`` is null."""
+
+PLUGINS_ENV = "RUBRIC_RUNNER_PLUGINS"
+"""Comma-separated entry-point plugin names to load; unset loads all, empty loads none."""
+
+JOB_ENV = (
+    *(name for names in API_KEY_ENV.values() for name in names),
+    "OLLAMA_HOST", POSTGRES_URL_ENV, "PGPASSWORD", PLUGINS_ENV,
+)
+"""What a job run on another machine takes from the submitting shell (Ray: ``${job_env:}``)."""
+
+
+def job_env() -> dict[str, str]:
+    """The variables of ``JOB_ENV`` set in this environment, by name."""
+    return {name: os.environ[name] for name in JOB_ENV if name in os.environ}
 
 
 class ProcessWide:

@@ -9,7 +9,7 @@ from typing import Annotated
 from langchain_core.tools import InjectedToolArg, tool
 from pydantic import Field, PositiveInt
 
-from ..plugins.hookspecs import hookimpl
+from .hookspecs import hookimpl
 
 WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*|\d+")
 VOWEL_RUN = re.compile(r"[aeiouy]+")
