@@ -25,7 +25,7 @@ import time
 import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -702,7 +702,7 @@ def main() -> None:
     args = parser.parse_args()
     chosen = [name for name in args.only.split(",") if name]
     results = {
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "repeats": args.repeats,
         "benchmarks": {},
@@ -734,7 +734,7 @@ def main() -> None:
                 results["benchmarks"][name] = bench_report(tmp, max(3, args.repeats // 2))
             elif name == "attempt_checks":
                 results["benchmarks"][name] = bench_attempt_checks(tmp, args.repeats)
-            results["benchmarks"][name]["measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            results["benchmarks"][name]["measured_at"] = datetime.now(UTC).isoformat(timespec="seconds")
             print(f"done: {name}", file=sys.stderr, flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     latest = RESULTS / "latest.json"

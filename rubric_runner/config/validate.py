@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from dataclasses import is_dataclass
-from typing import Any, Optional, get_type_hints
+from typing import Any, get_type_hints
 from urllib.parse import urlsplit
 
 from omegaconf import DictConfig, OmegaConf
@@ -30,7 +30,7 @@ def _unknown_keys(node: DictConfig, schema: type, prefix: str = "") -> list[tupl
     return unknown
 
 
-def _check_base_url(url: Optional[str], key: str) -> None:
+def _check_base_url(url: str | None, key: str) -> None:
     parts = urlsplit(url or "")
     if url is not None and (parts.scheme not in ("http", "https") or not parts.hostname):
         raise UsageError(key, f"{url!r} is not an http(s) URL", f"e.g. {key}=http://127.0.0.1:8000/v1, or null")
@@ -44,12 +44,12 @@ def _check_tool_settings(spec: dict[str, Any], key: str) -> None:
                               f"e.g. {key}.{name}={{}}")
 
 
-def postgres_url(configured: Optional[str]) -> Optional[str]:
+def postgres_url(configured: str | None) -> str | None:
     """The checkpoint database: ``run.checkpoint_url``, else ``$RUBRIC_RUNNER_POSTGRES_URL``."""
     return configured or os.environ.get(POSTGRES_URL_ENV) or None
 
 
-def _check_postgres(configured: Optional[str]) -> None:
+def _check_postgres(configured: str | None) -> None:
     if importlib.util.find_spec("langgraph.checkpoint.postgres") is None:
         raise UsageError(
             "run.checkpointer", "postgres needs langgraph-checkpoint-postgres", "pip install 'rubric_runner[postgres]'"

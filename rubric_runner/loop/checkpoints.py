@@ -4,7 +4,7 @@ state, or dropped whole from memory."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -86,7 +86,7 @@ async def keep_latest(saver: Any, graph: Any, thread_id: str, values: dict[str, 
     if any(name not in values for name in deltas):
         return False
     bumped = {name: saver.get_next_version(versions[name], None) for name in deltas}  # a snapshot goes in a new version
-    checkpoint = {**latest.checkpoint, "id": str(uuid6(clock_seq=-2)), "ts": datetime.now(timezone.utc).isoformat(),
+    checkpoint = {**latest.checkpoint, "id": str(uuid6(clock_seq=-2)), "ts": datetime.now(UTC).isoformat(),
                   "channel_values": {**latest.checkpoint["channel_values"], **{name: snapshot(values[name]) for name in deltas}},
                   "channel_versions": {**versions, **bumped}}
     metadata = {key: value for key, value in latest.metadata.items() if key != "counters_since_delta_snapshot"}

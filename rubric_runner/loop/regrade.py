@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ def new_regrade_dir(parent: Path) -> Path:
     """A new dir in ``parent`` named by the time, ``-2``, ``-3``, ... added when another regrade made one in
     the same second (making it is atomic, so regrades started at once never share one)."""
     parent.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     out_dir, number = parent / stamp, 1
     while True:
         try:

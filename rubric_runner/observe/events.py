@@ -12,10 +12,11 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar, Token
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import structlog
@@ -26,7 +27,7 @@ from ..redaction import redact, run_secrets
 
 _RUN_HANDLER: ContextVar[logging.Handler | None] = ContextVar("rubric_runner_events", default=None)
 
-_TASK_FIELDS: ContextVar[dict[str, Any]] = ContextVar("rubric_runner_task_fields", default={})
+_TASK_FIELDS: ContextVar[Mapping[str, Any]] = ContextVar("rubric_runner_task_fields", default=MappingProxyType({}))
 TAIL_CHUNK = 65536
 """How much of a file's end is read at a time, looking for its last whole line."""
 _LEVELS = {"warn": "warning", "exception": "error"}
@@ -101,7 +102,7 @@ class _Lines:
 def _rendered(event: dict[str, Any]) -> str:
     """The event as one JSON line, stamped with the UTC time (pydantic-core: a few times faster than the json
     module), secrets redacted; a value JSON has no type for as its ``str``."""
-    event["timestamp"] = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+    event["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     return redact(to_json(event, fallback=str, inf_nan_mode="constants").decode())
 
 

@@ -24,7 +24,6 @@ from ..records import Evaluation, FlaggedReply, TaskRecord, ToolOutputCut
 from .console import Console
 from .otel import task_spans
 
-
 FLAG_EVENTS = {"incomplete": "reply_incomplete", "refusal": "model_refusal", "invalid_tool_call": "invalid_tool_call"}
 """The event each kind of flagged reply (``models.replies.flags``) is logged as."""
 FLAG_LINES = {"incomplete": "reply cut before its finish, not taken", "refusal": "refused",

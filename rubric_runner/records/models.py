@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -34,7 +34,7 @@ ATTEMPT_CHARS = 8000
 
 def now() -> str:
     """The current UTC time, ISO 8601 with milliseconds."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _omitted_when_none(value: Any) -> bool:

@@ -83,7 +83,7 @@ def version(bwrap: str) -> str:
     return completed.stdout.strip() or completed.stderr.strip()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _probe(bwrap: str, uid: int) -> str | None:
     """Start the interpreter under the real command line once: why it fails, or None."""
     try:

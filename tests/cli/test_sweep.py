@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.helpers import ROOT, cli_process, compose_config, run_cli, verdict, write_script
-from support.sweeps import A, SCRIPTED, STATUSES, read_rows, write_scripts
+from support.sweeps import SCRIPTED, STATUSES, A, read_rows, write_scripts
 
 from rubric_runner.config.validate import validate
 from rubric_runner.errors import UsageError

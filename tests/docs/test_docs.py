@@ -703,7 +703,7 @@ def test_the_errors_reference_has_every_usage_error():
     found = readme.generator().usage_errors()
     assert len(found) >= 60
     page = readme.text("errors.md", expanded=True)
-    for where, line, text in found:
+    for where, line, _ in found:
         assert f"(line {line})" in page and where in page
     raised = str(UsageError("grader.max_iterations", "must be a positive integer, got 0", "e.g. grader.max_iterations=3"))
     assert f"error: {raised}" in readme.text("errors.md")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from typing import NotRequired
 
 import pytest
 from langchain.agents import AgentState
@@ -22,7 +23,6 @@ from support.helpers import (
     verdict,
     write_script,
 )
-from typing_extensions import NotRequired
 
 from rubric_runner.models.scripted import ScriptedChatModel
 
