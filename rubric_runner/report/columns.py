@@ -527,12 +527,12 @@ def _spend(value: float | None, digits: int) -> str:
 
 
 def _difference(c: loop_value.Comparison) -> str:
-    """``+20.0 pts (95% CI -25.2 to 54.6)``: the rubric loop's pass rate minus the control's."""
+    """``+20.0 pts (95% CI -25.2 to 54.6)``: the rubric loop's pass rate minus the control's, or why it has no interval."""
     if c.difference is None:
         return "-"
     interval = c.interval
-    span = f" (95% CI {fmt_num(100 * interval[0], 1)} to {fmt_num(100 * interval[1], 1)})" if interval else ""
-    return fmt_pts(c.difference) + span
+    span = f"95% CI {fmt_num(100 * interval[0], 1)} to {fmt_num(100 * interval[1], 1)}" if interval else c.why
+    return fmt_pts(c.difference) + (f" ({span})" if span else "")
 
 
 def _passes(checked: tuple[bool | None, ...]) -> str:

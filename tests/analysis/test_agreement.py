@@ -41,7 +41,7 @@ def test_fleiss_kappa_matches_the_worked_example():
 
 def test_fleiss_is_undefined_when_every_rating_is_one_category_and_perfect_when_each_item_agrees():
     same = fleiss([[True, True, True]] * 4)
-    assert same.kappa.value is None and same.percent.value == 1.0 and str(same.kappa) == "-"
+    assert same.kappa.value is None and same.percent.value == 1.0 and str(same.kappa) == "n/a"
     agreeing = fleiss([[True] * 3, [False] * 3, [True] * 3])
     assert agreeing.kappa.value == pytest.approx(1.0) and agreeing.split == 0
     assert fleiss([[True]]).items == 0  # one rating is nothing to agree with
@@ -66,6 +66,8 @@ def test_krippendorff_alpha_matches_the_package_on_binary_data_with_missing_valu
     expected = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
     found = krippendorff_alpha(units)
     assert found.value == pytest.approx(expected)
+    assert (found.interval, found.why) == (None, "no interval: 6 transcripts, fewer than 10")  # too few to resample
+    found = krippendorff_alpha(units * 2)
     assert found.interval[0] <= found.value <= found.interval[1]
     assert krippendorff_alpha([[True, True], [True, True]]).value is None  # no variation: undefined
 
