@@ -52,11 +52,12 @@ class Attempts:
     repeat: int | None
     checked: tuple[bool | None, ...]
     """Each attempt's hidden checks: passed, failed, or None (not checked, or unverifiable)."""
-    satisfied: tuple[bool, ...]
-    """Each grading pass: whether its verdict was ``satisfied``."""
+    satisfied: tuple[bool | None, ...]
+    """Each grading pass: whether its verdict was ``satisfied``; None for a ``grader_error``, no verdict."""
     final_checked: bool | None
     """The final answer's hidden checks; None when not checked or unverifiable."""
-    final_satisfied: bool
+    final_satisfied: bool | None
+    """Whether the run ended ``satisfied``; None when it was not decided (a crash, unfinished)."""
     tokens: int
     cost: float | None
     spent: tuple[tuple[int, float | None], ...] = ()

@@ -199,8 +199,8 @@ GROUP_COLUMNS = (
     Column("worker / grader / rubric", lambda g: f"{g['worker']} / {g['grader']} / {g['rubric']}"),
     Column("tasks", lambda g: g["tasks"], sort=lambda g: g["tasks"]),
     Column("runs", lambda g: g["runs"], sort=lambda g: g["runs"], link=_group_link()),
-    Column("unfinished", lambda g: fmt_counts(g["unfinished"]), sort=lambda g: g["runs"] - g["finished"]),
-    Column("satisfied", lambda g: fmt_rate(g["satisfied"], g["finished"]), sort=lambda g: _or(g["satisfied_rate"], -1),
+    Column("outside the rates", lambda g: fmt_counts(g["outside"]), sort=lambda g: g["runs"] - g["decided"]),
+    Column("satisfied", lambda g: fmt_rate(g["satisfied"], g["decided"]), sort=lambda g: _or(g["satisfied_rate"], -1),
            link=_group_link(status=Status.SATISFIED.value)),
     _pct("satisfied_at_1"),
     _pct("satisfied_at_k"),
@@ -217,7 +217,7 @@ GROUP_COLUMNS = (
     Column("task s/run", lambda g: fmt_num(g["task_seconds_per_run"]), sort=lambda g: _or(g["task_seconds_per_run"], -1)),
 )
 """The groups table: one row per configuration, a ``stats.by_group`` entry; a run is a task x repeat.
-The rates count the finished runs; ``unfinished`` the others."""
+The rates count the decided runs; ``outside the rates`` the others (unfinished or crashed), by status."""
 
 JOB_COLUMNS = (
     Column("job", lambda job: job.job),
@@ -378,8 +378,8 @@ def matrix_columns(models: list[str]) -> tuple[Column, ...]:
 
 
 def fmt_share(cell: dict[str, Any] | None) -> str:
-    """``2/3``: satisfied runs of a task by a configuration (``1/3, 2 undone``: two not finished), or
-    ``-`` where it has no run."""
+    """``2/3``: satisfied runs of a task by a configuration (``1/3, 2 undone``: two not decided, unfinished
+    or crashed), or ``-`` where it has no run."""
     if not cell:
         return "-"
     return f"{cell['satisfied']}/{cell['runs']}" + (f", {cell['undone']} undone" if cell["undone"] else "")

@@ -176,8 +176,9 @@ class Run:
         spent = tuple((sum(i + o for _, i, o in bill), cost_of(bill, prices)) for bill in self.spent)
         return Attempts(
             index=self.index, group=self.group, arm=self.arm, pairing=self.pairing, task=self.task_key, repeat=self.repeat,
-            checked=self.checked, satisfied=tuple(verdict == Status.SATISFIED.value for verdict in self.verdicts),
-            final_checked=self.verified_final, final_satisfied=self.status is Status.SATISFIED,
+            checked=self.checked, final_checked=self.verified_final,
+            satisfied=tuple(None if verdict == Status.GRADER_ERROR else verdict == Status.SATISFIED for verdict in self.verdicts),
+            final_satisfied=self.status is Status.SATISFIED if self.status.decided else None,
             tokens=self.worker_tokens + self.grader_tokens, cost=self.cost(prices), spent=spent, criteria=self.pass_criteria,
             unverified=self.unverified,
         )
