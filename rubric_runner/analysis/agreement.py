@@ -77,6 +77,11 @@ class Agreement:
     split: int = 0
     """Items whose ratings were not all the same."""
 
+    @property
+    def changed(self) -> str:
+        """``3 of 5``: the items whose ratings were not all the same; ``n/a`` when no item was rated twice."""
+        return f"{self.split} of {self.items}" if self.items else "n/a"
+
 
 def _fleiss_vector(ratings: Sequence[Hashable], categories: Sequence[Hashable]) -> tuple[float, ...]:
     """One item's part of Fleiss' sums: (1, P_i, n_i, n_i1 ... n_ic)."""
@@ -234,13 +239,33 @@ class SelfAgreement:
     criteria: dict[str, Agreement]
     unstable: list[str]
     """Criteria whose κ is below ``UNSTABLE_KAPPA``."""
+    without_verdict: dict[str, int] = field(default_factory=dict)
+    """Gradings that ended without a verdict (``grader_error``, ...), by status: in no figure."""
+
+    def stable(self, name: str) -> str:
+        """``yes``, ``no`` (κ below ``UNSTABLE_KAPPA``), or ``n/a`` when no transcript has two ratings of it."""
+        return "n/a" if not self.criteria[name].items else "no" if name in self.unstable else "yes"
+
+    @property
+    def unstable_text(self) -> str:
+        """The unstable criteria, ``none``, or ``n/a`` when no criterion was rated twice on a transcript."""
+        return "; ".join(self.unstable) or ("none" if any(a.items for a in self.criteria.values()) else "n/a")
+
+    @property
+    def dropped(self) -> str:
+        """``2 (grader_error 2)``: the gradings without a verdict, by status; ``0`` when none."""
+        total = sum(self.without_verdict.values())
+        return f"{total} ({', '.join(f'{status} {n}' for status, n in self.without_verdict.items())})" if total else "0"
 
 
 def self_agreement(ratings: Sequence[Rating]) -> SelfAgreement:
-    """A grader's self-agreement on verdicts and on each criterion (``ratings`` all its own)."""
+    """A grader's self-agreement on verdicts and on each criterion (``ratings`` all its own), and the
+    gradings it left out for want of a verdict."""
     criteria = {name: fleiss(_by_item(ratings, _criterion(name)).values()) for name in criteria_of(ratings)}
     unstable = [name for name, a in criteria.items() if a.kappa.value is not None and a.kappa.value < UNSTABLE_KAPPA]
-    return SelfAgreement(fleiss(_by_item(ratings, lambda r: r.verdict).values()), criteria, unstable)
+    without = Counter((r.status.value if r.status else "no verdict") for r in ratings if r.verdict is None)
+    return SelfAgreement(fleiss(_by_item(ratings, lambda r: r.verdict).values()), criteria, unstable,
+                         dict(without.most_common()))
 
 
 def graders_of(ratings: Iterable[Rating]) -> dict[str, list[Rating]]:

@@ -629,8 +629,9 @@ def loop_tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str,
 
 def _rating(run: Run, resolved: Resolver) -> Rating:
     criteria = run.criteria[1] if run.criteria else ()
-    return Rating("", resolved(run.transcript) if run.transcript else "", VERDICTS.get(run.status), criteria,
-                  run.verified_final, run.task_key)
+    verdict = VERDICTS.get(run.status)
+    return Rating("", resolved(run.transcript) if run.transcript else "", verdict, criteria,
+                  run.verified_final, run.task_key, status=None if verdict is not None else run.status)
 
 
 def people_rows(runs: list[Run], groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -696,8 +697,10 @@ SELF_COLUMNS = (
     Column("gradings", lambda row: row["self"].verdict.ratings),
     Column("verdict agreement", lambda row: row["self"].verdict.percent, sort=lambda row: _or(row["self"].verdict.percent.value, -1)),
     Column("verdict κ", lambda row: row["self"].verdict.kappa, sort=lambda row: _or(row["self"].verdict.kappa.value, -2)),
-    Column("changed its verdict on", lambda row: f"{row['self'].verdict.split} of {row['self'].verdict.items}"),
+    Column("changed its verdict on", lambda row: row["self"].verdict.changed),
     Column("unstable criteria (κ)", lambda row: "; ".join(f"{name} ({row['self'].criteria[name].kappa.value:.2f})"
-                                                          for name in row["self"].unstable) or "none"),
+                                                          for name in row["self"].unstable) or row["self"].unstable_text),
+    Column("without a verdict", lambda row: row["self"].dropped),
 )
-"""The graders-against-themselves table: each grader's agreement with itself over repeat gradings."""
+"""The graders-against-themselves table: each grader's agreement with itself over repeat gradings, and
+the gradings without a verdict, which are in none of its figures."""
