@@ -295,6 +295,24 @@ def test_bad_price_table_stops_the_sweep_before_any_job(tmp_path):
     assert not any(p.is_dir() for p in sweep_dir.glob("*"))
 
 
+def test_overlapping_task_slices_of_one_configuration_stop_the_sweep_before_any_job(tmp_path):
+    """Issue 44, case 8: ``rubric.tasks=[0:3],[2:5]`` ran HumanEval-2 twice in one configuration, and the
+    reports counted the two runs as repeats (``0/2`` in the matrix). Slices that do not overlap within a
+    configuration run, whatever other configurations pick."""
+    demo = ("-m", "worker=scripted", "grader=scripted", "rubric=humaneval", "run.console=false")
+    sweep_dir = tmp_path / "sweep"
+    proc = run_cli(*demo, "rubric.tasks=[0:3],[2:5]", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert [line for line in proc.stderr.splitlines() if line.startswith("error: ")] == [
+        "error: rubric.tasks: rubric.tasks=[0:3] and rubric.tasks=[2:5] both pick task HumanEval-2 of one configuration: it "
+        "would run twice, and the reports would count the two runs as repeats (give the jobs slices that do not overlap, "
+        "e.g. 'rubric.tasks=[0:50]','rubric.tasks=[50:100]'; for repeats, run.repeats=N)"]
+    assert "Traceback" not in proc.stderr and not sweep_dir.exists()
+    proc = run_cli(*demo, "rubric.tasks=[0:1],[1:2]", "grader.max_iterations=1,2", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr  # HumanEval-1 fails its one pass
+    assert len(read_rows(sweep_dir)) == 4
+
+
 def test_exit_codes():
     def records(*statuses):
         return [Status(s) for s in statuses]
