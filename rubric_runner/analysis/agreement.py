@@ -4,7 +4,9 @@ Pure arithmetic on ratings, no records read. Each item (a transcript) has a list
 a criterion's pass or fail); the figures are percent agreement, Fleiss' κ (any number of ratings an
 item), Cohen's κ (two raters, two categories), Krippendorff's α (nominal; the ``krippendorff`` package)
 and the majority vote. Every interval is a seeded percentile bootstrap that resamples whole items
-(``intervals.cluster_bootstrap``), so the same ratings always give the same interval.
+(``intervals.cluster_bootstrap``), so the same ratings always give the same interval; under the
+bootstrap's rule (at least ``intervals.MIN_TASKS`` items, not all alike), else none, its reason said.
+Ratings without a value (a grading that ended without a verdict) are in no figure, and counted.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import CheckOutcome, Status
-from .intervals import RESAMPLES, SEED, Interval, cluster_bootstrap
+from .intervals import MIN_TASKS, RESAMPLES, SEED, Interval, cluster_bootstrap, no_interval, percentiles
 from .judge import Judged, Judgement, judge_all
 from .numbers import fmt_num, fmt_pct
 
@@ -27,32 +29,40 @@ UNSTABLE_KAPPA = 0.6
 
 @dataclass(frozen=True)
 class Coefficient:
-    """A κ or α with its 95% interval; ``value`` None when undefined (every rating the same category)."""
+    """A κ or α with its 95% interval, or why it has none; ``value`` None when undefined (every rating
+    the same category, or no item rated twice)."""
 
     value: float | None
     interval: Interval | None = None
+    why: str = ""
 
     def __str__(self) -> str:
-        """``0.62 (95% CI 0.31 to 0.88)``; ``-`` when undefined."""
+        """``0.62 (95% CI 0.31 to 0.88)``, ``0.62 (no interval: 5 transcripts, fewer than 10)``; ``n/a`` when undefined."""
         if self.value is None:
-            return "-"
-        span = f" (95% CI {fmt_num(self.interval[0])} to {fmt_num(self.interval[1])})" if self.interval else ""
-        return f"{fmt_num(self.value)}{span}"
+            return "n/a"
+        span = f"95% CI {fmt_num(self.interval[0])} to {fmt_num(self.interval[1])}" if self.interval else self.why
+        return fmt_num(self.value) + (f" ({span})" if span else "")
 
 
 @dataclass(frozen=True)
 class Share:
-    """A proportion (percent agreement) with its 95% interval."""
+    """A proportion (percent agreement) with its 95% interval, or why it has none."""
 
     value: float | None
     interval: Interval | None = None
+    why: str = ""
 
     def __str__(self) -> str:
-        """``86.7% (95% CI 66.7-100.0%)``; ``-`` when there is nothing to count."""
+        """``86.7% (95% CI 66.7-100.0%)``; ``n/a`` when there is nothing to count."""
         if self.value is None:
-            return "-"
-        span = f" (95% CI {fmt_pct(self.interval[0])[:-1]}-{fmt_pct(self.interval[1])})" if self.interval else ""
-        return f"{fmt_pct(self.value)}{span}"
+            return "n/a"
+        span = f"95% CI {fmt_pct(self.interval[0])[:-1]}-{fmt_pct(self.interval[1])}" if self.interval else self.why
+        return fmt_pct(self.value) + (f" ({span})" if span else "")
+
+
+def _why(interval: Interval | None, items: int) -> str:
+    """Why a figure over ``items`` transcripts has no interval; empty when it has one."""
+    return "" if interval else no_interval(items, "transcript")
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,11 @@ class Agreement:
     kappa: Coefficient
     split: int = 0
     """Items whose ratings were not all the same."""
+
+    @property
+    def changed(self) -> str:
+        """``3 of 5``: the items whose ratings were not all the same; ``n/a`` when no item was rated twice."""
+        return f"{self.split} of {self.items}" if self.items else "n/a"
 
 
 def _fleiss_vector(ratings: Sequence[Hashable], categories: Sequence[Hashable]) -> tuple[float, ...]:
@@ -93,10 +108,10 @@ def fleiss(items: Iterable[Sequence[Hashable]], resamples: int = RESAMPLES, seed
     vectors = [_fleiss_vector(ratings, categories) for ratings in rated]
     summed = [sum(column) for column in zip(*vectors)]
     percent_of = lambda s: s[1] / s[0]  # noqa: E731
-    found = cluster_bootstrap(vectors, [percent_of, _fleiss_kappa], resamples, seed) if len(rated) > 1 else [None, None]
+    found = cluster_bootstrap(vectors, [percent_of, _fleiss_kappa], resamples, seed)
     kappa = _fleiss_kappa(summed)
-    return Agreement(len(rated), int(summed[2]), Share(percent_of(summed), found[0]),
-                     Coefficient(kappa, found[1] if kappa is not None else None),
+    return Agreement(len(rated), int(summed[2]), Share(percent_of(summed), found[0], _why(found[0], len(rated))),
+                     Coefficient(kappa, found[1], _why(found[1], len(rated))) if kappa is not None else Coefficient(None),
                      split=sum(len(set(ratings)) > 1 for ratings in rated))
 
 
@@ -127,10 +142,11 @@ def cohen(pairs: Iterable[tuple[bool, bool]], resamples: int = RESAMPLES, seed: 
         return Paired(0, Share(None), Coefficient(None), 0)
     summed = [sum(column) for column in zip(*vectors)]
     percent_of = lambda s: s[1] / s[0]  # noqa: E731
-    found = cluster_bootstrap(vectors, [percent_of, _cohen_kappa], resamples, seed) if len(vectors) > 1 else [None, None]
+    found = cluster_bootstrap(vectors, [percent_of, _cohen_kappa], resamples, seed)
     kappa = _cohen_kappa(summed)
-    return Paired(len(vectors), Share(percent_of(summed), found[0]),
-                  Coefficient(kappa, found[1] if kappa is not None else None), int(summed[1]))
+    return Paired(len(vectors), Share(percent_of(summed), found[0], _why(found[0], len(vectors))),
+                  Coefficient(kappa, found[1], _why(found[1], len(vectors))) if kappa is not None else Coefficient(None),
+                  int(summed[1]))
 
 
 def _alpha(data: list[list[float]]) -> float | None:
@@ -159,16 +175,15 @@ def krippendorff_alpha(units: Sequence[Sequence[bool | None]], resamples: int = 
     if not usable:
         return Coefficient(None)
     value = _alpha(as_rows(usable))
-    if value is None or len(usable) < 2:
-        return Coefficient(value)
+    if value is None or len(usable) < MIN_TASKS:
+        return Coefficient(value, None, _why(None, len(usable)) if value is not None else "")
     rng, found = random.Random(seed), []
     for _ in range(resamples):
         drawn = _alpha(as_rows([usable[rng.randrange(len(usable))] for _ in usable]))
         if drawn is not None:
             found.append(drawn)
-    found.sort()
-    last = len(found) - 1
-    return Coefficient(value, (found[round(0.025 * last)], found[round(0.975 * last)]) if found else None)
+    interval = percentiles(found)
+    return Coefficient(value, interval, _why(interval, len(usable)))
 
 
 def majority(values: Iterable[Hashable | None]) -> Hashable | None:
@@ -224,13 +239,33 @@ class SelfAgreement:
     criteria: dict[str, Agreement]
     unstable: list[str]
     """Criteria whose κ is below ``UNSTABLE_KAPPA``."""
+    without_verdict: dict[str, int] = field(default_factory=dict)
+    """Gradings that ended without a verdict (``grader_error``, ...), by status: in no figure."""
+
+    def stable(self, name: str) -> str:
+        """``yes``, ``no`` (κ below ``UNSTABLE_KAPPA``), or ``n/a`` when no transcript has two ratings of it."""
+        return "n/a" if not self.criteria[name].items else "no" if name in self.unstable else "yes"
+
+    @property
+    def unstable_text(self) -> str:
+        """The unstable criteria, ``none``, or ``n/a`` when no criterion was rated twice on a transcript."""
+        return "; ".join(self.unstable) or ("none" if any(a.items for a in self.criteria.values()) else "n/a")
+
+    @property
+    def dropped(self) -> str:
+        """``2 (grader_error 2)``: the gradings without a verdict, by status; ``0`` when none."""
+        total = sum(self.without_verdict.values())
+        return f"{total} ({', '.join(f'{status} {n}' for status, n in self.without_verdict.items())})" if total else "0"
 
 
 def self_agreement(ratings: Sequence[Rating]) -> SelfAgreement:
-    """A grader's self-agreement on verdicts and on each criterion (``ratings`` all its own)."""
+    """A grader's self-agreement on verdicts and on each criterion (``ratings`` all its own), and the
+    gradings it left out for want of a verdict."""
     criteria = {name: fleiss(_by_item(ratings, _criterion(name)).values()) for name in criteria_of(ratings)}
     unstable = [name for name, a in criteria.items() if a.kappa.value is not None and a.kappa.value < UNSTABLE_KAPPA]
-    return SelfAgreement(fleiss(_by_item(ratings, lambda r: r.verdict).values()), criteria, unstable)
+    without = Counter((r.status.value if r.status else "no verdict") for r in ratings if r.verdict is None)
+    return SelfAgreement(fleiss(_by_item(ratings, lambda r: r.verdict).values()), criteria, unstable,
+                         dict(without.most_common()))
 
 
 def graders_of(ratings: Iterable[Rating]) -> dict[str, list[Rating]]:

@@ -4,6 +4,12 @@ bootstrap that resamples whole tasks when tasks repeat (runs of one task are not
 
 Every interval is a two-sided 95% one; all of them are exact arithmetic on counts, but the bootstrap,
 whose resamples come from a fixed seed (the same records always give the same interval).
+
+The bootstrap's rule: it gives an interval only from at least ``MIN_TASKS`` tasks (or items) whose
+resamples do not all agree; fewer tasks, or tasks all alike, give zero-width or meaningless percentiles
+(one task resampled is that task every time). Where it gives none, a rate falls back to Wilson's
+interval counting each task once (``task_wilson``), and any other figure has no interval, its reason
+said (``no_interval``).
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ Z95 = 1.959963984540054
 RESAMPLES = 2000
 SEED = 20240601
 """The bootstrap's resamples and the seed of their draws."""
+MIN_TASKS = 10
+"""The fewest tasks (or items) the bootstrap resamples into an interval."""
 
 Interval = tuple[float, float]
 
 
-def wilson(part: int, whole: int) -> Interval | None:
+def wilson(part: float, whole: float) -> Interval | None:
     """The Wilson score interval of ``part/whole`` (sound for small samples and at 0 or 100%)."""
     if not whole:
         return None
@@ -32,13 +40,30 @@ def wilson(part: int, whole: int) -> Interval | None:
     return max(0.0, center - half), min(1.0, center + half)
 
 
-def mean_of_two(a: tuple[int, int], b: tuple[int, int]) -> Interval | None:
-    """The interval of the mean of two independent rates ``a`` and ``b`` (each ``(part, whole)``), by
-    combining their Wilson intervals (Zou and Donner's MOVER, "square and add")."""
-    ia, ib = wilson(*a), wilson(*b)
+def task_wilson(part: int, whole: int, sizes: Iterable[int]) -> Interval | None:
+    """Wilson's interval of ``part/whole`` when the runs come from tasks of ``sizes`` runs each, every task
+    counted once: n is the tasks' effective number ``(Σm)² / Σm²`` (the number of tasks when they have
+    as many runs each), the interval when a task's runs all end alike, the most the clustering can cost."""
+    squares = sum(m * m for m in sizes)
+    if not whole or not squares:
+        return None
+    n = whole * whole / squares
+    return wilson(part / whole * n, n)
+
+
+def no_interval(tasks: int, unit: str = "task") -> str:
+    """Why the bootstrap gave no interval from ``tasks`` tasks (or items): too few, or all alike."""
+    if tasks < MIN_TASKS:
+        return f"no interval: {tasks} {unit}{'' if tasks == 1 else 's'}, fewer than {MIN_TASKS}"
+    return f"no interval: every {unit} alike"
+
+
+def mean_of_two(a: tuple[float, Interval | None], b: tuple[float, Interval | None]) -> Interval | None:
+    """The interval of the mean of two independent rates ``a`` and ``b`` (each its value and its interval),
+    by combining their intervals (Zou and Donner's MOVER, "square and add")."""
+    (pa, ia), (pb, ib) = a, b
     if ia is None or ib is None:
         return None
-    pa, pb = a[0] / a[1], b[0] / b[1]
     low = (pa + pb) / 2 - math.hypot(pa - ia[0], pb - ib[0]) / 2
     high = (pa + pb) / 2 + math.hypot(ia[1] - pa, ib[1] - pb) / 2
     return max(0.0, low), min(1.0, high)
@@ -96,8 +121,12 @@ Counts = tuple[int, ...]
 def cluster_bootstrap(tasks: Sequence[Counts], statistics: Sequence[Callable[[Counts], float | None]],
                       resamples: int = RESAMPLES, seed: int = SEED) -> list[Interval | None]:
     """Percentile intervals of ``statistics`` (each a function of the summed counts) over resamples of
-    whole tasks drawn with replacement: the runs of one task stay together. None for a statistic that
-    no resample defines. Tasks with equal counts are drawn together, as one multinomial draw a resample."""
+    whole tasks drawn with replacement: the runs of one task stay together. None for every statistic
+    with fewer than ``MIN_TASKS`` tasks, and for one that no resample defines or whose interval has no
+    width (its tasks all alike). Tasks with equal counts are drawn together, as one multinomial draw a
+    resample."""
+    if len(tasks) < MIN_TASKS:
+        return [None for _ in statistics]
     kinds = Counter(tasks)
     vectors, weights = list(kinds), list(kinds.values())
     rng = random.Random(seed)
@@ -109,7 +138,7 @@ def cluster_bootstrap(tasks: Sequence[Counts], statistics: Sequence[Callable[[Co
             value = statistic(summed)
             if value is not None:
                 found.append(value)
-    return [_percentiles(found) if found else None for found in values]
+    return [percentiles(found) for found in values]
 
 
 def _multinomial(rng: random.Random, n: int, weights: list[int]) -> list[int]:
@@ -138,7 +167,11 @@ def _binomial(rng: random.Random, n: int, p: float) -> int:
     return count + sum(rng.random() < p for _ in range(n))
 
 
-def _percentiles(values: list[float]) -> Interval:
+def percentiles(values: list[float]) -> Interval | None:
+    """The 2.5th and 97.5th percentiles of ``values``; None when there are none, or they are one value."""
+    if not values:
+        return None
     values.sort()
     last = len(values) - 1
-    return values[round(0.025 * last)], values[round(0.975 * last)]
+    low, high = values[round(0.025 * last)], values[round(0.975 * last)]
+    return (low, high) if high - low > 1e-9 else None

@@ -8,7 +8,10 @@ answer passed or failed and whose verdict was one: ``satisfied`` (accepted), or 
 a limit, an error) is counted apart, by its status, and so is one whose last verdict the library marked
 ``unverified`` (the grader under-reported its checklist: a rejection by the grader's failure, not the
 answer's); an unverifiable final answer is counted apart too: neither is in the matrix nor in a pass rate's denominator. When a task has several runs, every
-interval resamples whole tasks (``intervals.cluster_bootstrap``); otherwise it is exact on the counts.
+interval resamples whole tasks (``intervals.cluster_bootstrap``), under the bootstrap's rule (at least
+``intervals.MIN_TASKS`` tasks, not all alike; else a rate's interval counts each task once and another
+figure has none, its reason said); otherwise it is exact on the counts. A configuration of one grading
+pass a run has no lift: its first answer is its final one.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
-from ..records import CheckOutcome, RunHeader, Status, TaskRecord
+from ..records import CheckOutcome, RunHeader, RunKind, Status, TaskRecord
 from . import intervals
 from .intervals import Interval
 from .numbers import fmt_num, fmt_p, fmt_pct, fmt_pts, rounded
@@ -37,10 +40,22 @@ def _span(interval: Interval) -> str:
     return f"95% CI {fmt_pct(low)[:-1]}-{fmt_pct(high)}"
 
 
+ONE_PASS = "none: one grading pass a run, its first answer is its final one"
+"""Why a configuration of one grading pass has no lift (it is 0 by construction)."""
+
+
+def one_pass(header: RunHeader) -> bool:
+    """Whether a run's configuration allows one grading pass (``loop.arm=single`` or
+    ``grader.max_iterations=1``), so its first answer is its final one; a regrade's answers are its
+    original run's, so never."""
+    arm = (header.config.get("loop") or {}).get("arm")
+    return header.kind is not RunKind.REGRADE and (arm == "single" or header.grader.max_iterations == 1)
+
+
 @dataclass(frozen=True)
 class Rate:
     """``part`` of ``whole``, with its 95% interval: Wilson's, or when the runs are repeats of fewer
-    ``tasks``, the task-clustered bootstrap's (``clustered``)."""
+    ``tasks``, the task-clustered one (``clustered``: the bootstrap's, or ``intervals.task_wilson``)."""
 
     part: int
     whole: int
@@ -71,16 +86,20 @@ class Rate:
 @dataclass(frozen=True)
 class Estimate:
     """A figure that is not a count's share (a mean of two rates, a difference, a corrected rate), with
-    its 95% interval."""
+    its 95% interval, or why it has none."""
 
     value: float | None
     interval: Interval | None
+    why: str = ""
+    """Why there is no interval (``intervals.no_interval``), or no figure (``ONE_PASS``)."""
 
     def __str__(self) -> str:
-        """``37.5% (95% CI 12.0-70.1%)``, or ``-``."""
+        """``37.5% (95% CI 12.0-70.1%)``, ``37.5% (no interval: 3 tasks, fewer than 10)``, or ``-``."""
         if self.value is None:
-            return "-"
-        return fmt_pct(self.value) + (f" ({_span(self.interval)})" if self.interval else "")
+            return self.why or "-"
+        if self.interval:
+            return f"{fmt_pct(self.value)} ({_span(self.interval)})"
+        return fmt_pct(self.value) + (f" ({self.why})" if self.why else "")
 
 
 class Tally(NamedTuple):
@@ -179,6 +198,8 @@ class Judged:
     """Which transcript was judged: graders rank only on the same ones."""
     unverified: bool = False
     """The last verdict was one the library marked unverified: no verdict on the answer."""
+    one_pass: bool = False
+    """Its configuration allows one grading pass (``one_pass``): its first answer is its final one."""
 
     @property
     def verdict(self) -> bool | None:
@@ -237,6 +258,8 @@ class Judgement:
     """Each figure's task-clustered interval, when ``repeated``."""
     pass_k: PassK | None = None
     """pass@1, pass@k and pass^k on the hidden checks of the final answers (unverifiable ones left out)."""
+    single_pass: bool = False
+    """Every run's configuration allows one grading pass: the lift is 0 by construction, so there is none."""
 
     def __getattr__(self, name: str) -> Any:
         if name in Tally._fields:
@@ -246,8 +269,15 @@ class Judgement:
     def _rate(self, name: str) -> Rate:
         counts = RATES[name][1]
         part, whole = counts(self.tally)
-        tasks = sum(counts(t)[1] > 0 for t in self.per_task) if self.repeated else None
-        return Rate(part, whole, tasks, self.clustered.get(name))
+        if not self.repeated:
+            return Rate(part, whole)
+        sizes = [size for size in (counts(t)[1] for t in self.per_task) if size]
+        interval = self.clustered.get(name) or intervals.task_wilson(part, whole, sizes)
+        return Rate(part, whole, len(sizes), interval)
+
+    def _tasks(self, counted: Callable[[Tally], int]) -> int:
+        """The tasks with some run that ``counted`` counts."""
+        return sum(counted(t) > 0 for t in self.per_task)
 
     @property
     def false_satisfied(self) -> Rate:
@@ -274,32 +304,40 @@ class Judgement:
         """Final answers that passed their checks, of those checked (unverifiable ones left out)."""
         return self._rate("final")
 
-    def _estimate(self, name: str, exact: Interval | None) -> Estimate:
+    def _estimate(self, name: str, exact: Interval | None, tasks: int = 0) -> Estimate:
+        """A figure with the bootstrap's interval over its ``tasks`` (when it gives one), else ``exact``."""
         value = ESTIMATES[name](self.tally)
-        return Estimate(value, self.clustered.get(name) if self.repeated else exact if value is not None else None)
+        if value is None:
+            return Estimate(None, None)
+        interval = self.clustered.get(name) or exact
+        return Estimate(value, interval, "" if interval else intervals.no_interval(tasks))
 
     @property
     def balanced_error(self) -> Estimate:
         """The mean of the false-satisfied and false-rejection rates: what a grader gets wrong, whatever
-        share of the answers pass (the error rate over all answers moves with that share)."""
-        t = self.tally
-        exact = intervals.mean_of_two((t.satisfied_failed, t.satisfied_failed + t.rejected_failed),
-                                      (t.rejected_passed, t.rejected_passed + t.satisfied_passed))
+        share of the answers pass (the error rate over all answers moves with that share); its interval
+        combines the two rates' (when tasks repeat, the bootstrap's where it gives one)."""
+        fs, fr = self.false_satisfied, self.false_rejection
+        exact = intervals.mean_of_two((fs.value, fs.interval), (fr.value, fr.interval)) if fs.whole and fr.whole else None
         return self._estimate("balanced_error", exact)
 
     @property
     def lift(self) -> Estimate:
         """What the loop adds: the final answers' pass rate minus the first attempts', over the runs whose
-        two answers were both checked, with Newcombe's paired interval."""
+        two answers were both checked, with Newcombe's paired interval (when tasks repeat, the bootstrap's);
+        none for a configuration of one grading pass (``ONE_PASS``)."""
+        if self.single_pass:
+            return Estimate(None, None, ONE_PASS)
         t = self.tally
-        return self._estimate("lift", intervals.paired_difference(t.kept, t.broken, t.fixed, t.never))
+        exact = None if self.repeated else intervals.paired_difference(t.kept, t.broken, t.fixed, t.never)
+        return self._estimate("lift", exact, self._tasks(lambda task: task.kept + task.broken + task.fixed + task.never))
 
     @property
     def lift_p(self) -> float | None:
         """The exact McNemar p-value of ``fixed`` against ``broken``; when tasks repeat, the sign test of
-        each task's ``fixed - broken`` (a task's repeats are not independent pairs)."""
+        each task's ``fixed - broken`` (a task's repeats are not independent pairs); None without a lift."""
         t = self.tally
-        if not t.kept + t.broken + t.fixed + t.never:
+        if self.single_pass or not t.kept + t.broken + t.fixed + t.never:
             return None
         if self.repeated:
             return intervals.sign_test(task.fixed - task.broken for task in self.per_task)
@@ -308,8 +346,11 @@ class Judgement:
     @property
     def corrected_pass(self) -> Estimate:
         """Rogan–Gladen's pass rate: the grader's satisfied rate over every run with a verdict (checked
-        or not), corrected for its measured sensitivity and specificity; its interval is the bootstrap's."""
-        return Estimate(corrected_pass(self.tally), self.clustered.get("corrected_pass"))
+        or not), corrected for its measured sensitivity and specificity; its interval is the bootstrap's
+        over the tasks with a verdict, or none (why said)."""
+        value, interval = corrected_pass(self.tally), self.clustered.get("corrected_pass")
+        why = "" if value is None or interval else intervals.no_interval(self._tasks(lambda task: task.verdicts))
+        return Estimate(value, interval, why)
 
     @property
     def tokens_per_success(self) -> float | None:
@@ -329,7 +370,7 @@ def judged(task: tuple[RunHeader, TaskRecord], prices: dict[str, dict[str, float
         verified_outcome=final.outcome if final else None, tokens=record.tokens(),
         cost=cost_of(billed(header, record.usage), prices), task=record.task_id or record.task,
         transcript=record.regraded_from or record.run_dir,
-        unverified=bool(record.evaluations) and record.evaluations[-1].unverified,
+        unverified=bool(record.evaluations) and record.evaluations[-1].unverified, one_pass=one_pass(header),
     )
 
 
@@ -372,6 +413,7 @@ def judge_all(runs: list[Judged]) -> Judgement | None:
         transcripts=frozenset(r.transcript for r in verified if r.transcript is not None), per_task=tuple(per_task),
         clustered=clustered,
         pass_k=pass_k(map(tuple, checks.values())),
+        single_pass=all(run.one_pass for run in runs),
     )
 
 
@@ -425,13 +467,14 @@ def _or_worst(value: float | None) -> float:
 
 def fmt_lift(j: Judgement) -> str:
     """``+20.0 pts (95% CI -15.2-52.1, p = 1.0; fixed 1, broken 0)``: the lift in percentage points, its
-    paired interval, the exact McNemar p-value and the runs it counts."""
+    paired interval (or why it has none), the exact McNemar p-value and the runs it counts; why there is
+    no lift for one grading pass a run."""
     estimate = j.lift
     if estimate.value is None:
-        return "-"
+        return estimate.why or "-"
     low, high = estimate.interval or (None, None)
-    span = f"95% CI {fmt_num(100 * low, 1)} to {fmt_num(100 * high, 1)}, " if low is not None else ""
-    return f"{fmt_pts(estimate.value)} ({span}{fmt_p(j.lift_p)}; fixed {j.fixed}, broken {j.broken})"
+    span = f"95% CI {fmt_num(100 * low, 1)} to {fmt_num(100 * high, 1)}," if low is not None else f"{estimate.why};"
+    return f"{fmt_pts(estimate.value)} ({span} {fmt_p(j.lift_p)}; fixed {j.fixed}, broken {j.broken})"
 
 
 SUMMARY_FIELDS = (

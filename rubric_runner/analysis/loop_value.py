@@ -6,7 +6,8 @@ checks, or, where no run has any, on the grader's verdicts (``satisfied``). From
 - per arm (a configuration): the final pass rate, and tokens and USD per success;
 - the rubric loop against each control of the same configuration but its arm, paired on task and
   repeat: the exact McNemar p of the pairs only one of them passed, and the difference of the two pass
-  rates with Newcombe's paired 95% interval, or, when tasks repeat, the task-clustered bootstrap's;
+  rates with Newcombe's paired 95% interval, or, when tasks repeat, the task-clustered bootstrap's
+  (none, its reason said, where the bootstrap's rule gives none: ``intervals.no_interval``);
 - the curve: the pass rate of the answer standing after pass 1, 2, ..., n (a run that ended sooner keeps
   its final answer), and what each extra pass cost and gained;
 - the revisions that broke an answer that passed its checks, and the criteria that passed, then failed;
@@ -24,6 +25,7 @@ from .intervals import (
     Interval,
     cluster_bootstrap,
     mcnemar,
+    no_interval,
     paired_difference,
     sign_test,
 )
@@ -50,11 +52,12 @@ class Attempts:
     repeat: int | None
     checked: tuple[bool | None, ...]
     """Each attempt's hidden checks: passed, failed, or None (not checked, or unverifiable)."""
-    satisfied: tuple[bool, ...]
-    """Each grading pass: whether its verdict was ``satisfied``."""
+    satisfied: tuple[bool | None, ...]
+    """Each grading pass: whether its verdict was ``satisfied``; None for a ``grader_error``, no verdict."""
     final_checked: bool | None
     """The final answer's hidden checks; None when not checked or unverifiable."""
-    final_satisfied: bool
+    final_satisfied: bool | None
+    """Whether the run ended ``satisfied``; None when it was not decided (a crash, unfinished)."""
     tokens: int
     cost: float | None
     spent: tuple[tuple[int, float | None], ...] = ()
@@ -226,6 +229,11 @@ class Comparison:
         if self.tasks is not None:
             return self.clustered
         return paired_difference(self.both, self.control_only, self.rubric_only, self.neither)
+
+    @property
+    def why(self) -> str:
+        """Why the difference has no interval (``intervals.no_interval``); empty when it has one, or no difference."""
+        return no_interval(self.tasks) if self.tasks is not None and self.pairs and self.clustered is None else ""
 
     @property
     def p(self) -> float | None:

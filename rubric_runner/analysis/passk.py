@@ -5,14 +5,16 @@ replacement, succeed at least once with probability ``1 - C(n-c, k) / C(n, k)`` 
 with ``C(c, k) / C(n, k)`` (pass^k); a set's figure is the mean over its tasks. It is reported for k = 1
 and for k = the fewest runs any task had, so every task has its k runs: with 2 to 4 runs per task, k
 is 2. Success is whatever the caller counts: the hidden checks passed (pass@k) or the grader said
-``satisfied`` (satisfied@k).
+``satisfied`` (satisfied@k, over the decided runs: ``satisfied_k``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from math import comb
+
+from ..records.status import Status
 
 
 def pass_at(n: int, c: int, k: int) -> float:
@@ -52,3 +54,16 @@ def pass_k(outcomes: Iterable[tuple[int, int]]) -> PassK | None:
         tasks=len(tasks), k=k, at_1=mean(c / n for n, c in tasks), at_k=mean(pass_at(n, c, k) for n, c in tasks),
         all_k=mean(pass_all(n, c, k) for n, c in tasks),
     )
+
+
+def satisfied_k(runs: Iterable[tuple[Hashable, Status]]) -> PassK | None:
+    """satisfied@1, satisfied@k and satisfied^k of runs given as (task, status): over each task's decided
+    runs (``Status.decided``: a crash or an unfinished run is in none), k the fewest a task has; None when
+    no run was decided. Every satisfied@k the records and the reports give is this one."""
+    by_task: dict[Hashable, list[int]] = {}
+    for task, status in runs:
+        counts = by_task.setdefault(task, [0, 0])
+        if status.decided:
+            counts[0] += 1
+            counts[1] += status is Status.SATISFIED
+    return pass_k(map(tuple, by_task.values()))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import tempfile
 import traceback
@@ -96,10 +97,8 @@ def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None, o
 
     task_overrides = OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False)
     for overrides in compat_hydra.first_of_each_value(task_overrides):
-        job_cfg = hydra.config_loader.load_sweep_config(cfg, overrides)
-        with open_dict(job_cfg):
-            del job_cfg["hydra"]
-        validate(job_cfg)
+        validate(_job_config(hydra, cfg, overrides))
+    _refuse_overlapping_tasks(hydra, cfg, compat_hydra.combinations(task_overrides))
     if summary is not None:
         summary.begin(cfg)
     sweep_dir = Path(str(cfg.hydra.sweep.dir))
@@ -112,6 +111,44 @@ def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None, o
         raise UsageError("hydra.sweep.dir", f"{sweep_dir} already holds the runs of another sweep",
                          "leave hydra.sweep.dir unset for a new dir, or add run.resume=true to continue that sweep")
     owner.enter_context(run_dir_lock(sweep_dir.absolute(), "hydra.sweep.dir"))
+
+
+def _job_config(hydra: object, cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """The config a sweep's job of ``overrides`` composes, without its ``hydra`` node."""
+    job_cfg = hydra.config_loader.load_sweep_config(cfg, overrides)
+    with open_dict(job_cfg):
+        del job_cfg["hydra"]
+    return job_cfg
+
+
+def _refuse_overlapping_tasks(hydra: object, cfg: DictConfig, jobs: list[list[str]]) -> None:
+    """Jobs of one configuration (``config.fingerprint``) whose ``rubric.tasks`` pick a task in common would
+    run it twice, and the reports would count the two runs as repeats: refuse, naming the task and both
+    selections. Checked when the sweep gives its jobs different ``rubric.tasks``; a selection that picks
+    nothing is left to fail its own job."""
+    from ..config.fingerprint import fingerprint
+    from ..config.validate import validate
+    from ..tasks.sets import load_tasks
+
+    selections = [next((re.sub(r"\\(.)", r"\1", o) for o in job if o.lstrip("+").startswith("rubric.tasks=")), None)
+                  for job in jobs]  # as typed: Hydra escapes a swept value's ':'
+    if len(set(selections)) < 2:
+        return
+    picked: dict[tuple[str, str], tuple[int, str | None]] = {}
+    for number, (overrides, selection) in enumerate(zip(jobs, selections)):
+        job_cfg = _job_config(hydra, cfg, overrides)
+        key = fingerprint(OmegaConf.to_container(job_cfg, resolve=True, enum_to_str=True), overrides)
+        try:
+            tasks = load_tasks(validate(job_cfg))
+        except UsageError:
+            continue
+        for task in tasks:
+            other, chosen = picked.setdefault((key, task.id), (number, selection))
+            if other != number:
+                raise UsageError("rubric.tasks", f"{chosen} and {selection} both pick task {task.id} of one configuration: "
+                                 "it would run twice, and the reports would count the two runs as repeats",
+                                 "give the jobs slices that do not overlap, e.g. 'rubric.tasks=[0:50]','rubric.tasks=[50:100]'; "
+                                 "for repeats, run.repeats=N")
 
 
 def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int:

@@ -195,18 +195,27 @@ class Console:
             write_line(f"\r{line}", sys.stderr, end=end)
 
     def summary(self, aggregate: dict[str, Any]) -> None:
-        """The numbers of a multi-task run: satisfied@k and satisfied^k are the grader's verdicts over k = its
-        repeats (the hidden checks' pass@k is in its reports); a run not finished says how far it came
-        instead, its figures being in its reports, over the runs that finished."""
-        k, runs = aggregate["repeats"], aggregate["runs"]
-        unfinished = sum(n for status, n in aggregate["statuses"].items() if Status(status).unfinished)
-        satisfied = f"{aggregate['satisfied']}/{runs} satisfied"
-        if unfinished:
-            satisfied = f"{aggregate['satisfied']}/{runs - unfinished} finished runs satisfied (partial: {runs - unfinished} of {runs} runs finished)"
+        """The numbers of a multi-task run, over its decided runs: satisfied@k and satisfied^k are the
+        grader's verdicts, k stated (the hidden checks' pass@k is in its reports); its crashed runs are
+        counted beside them; a run not finished says how far it came instead, its figures being in its
+        reports. ``n/a`` where no run was decided."""
+        runs, decided = aggregate["runs"], aggregate["decided"]
+        statuses = {Status(status): n for status, n in aggregate["statuses"].items()}
+        unfinished = sum(n for status, n in statuses.items() if status.unfinished)
+        crashed = {status.value: n for status, n in statuses.items() if not status.decided and not status.unfinished}
+        if decided:
+            satisfied = f"{aggregate['satisfied']}/{decided} {'decided runs ' if decided < runs else ''}satisfied"
         else:
+            satisfied = "satisfied n/a: no run decided"
+        if unfinished:
+            satisfied += f" (partial: {runs - unfinished} of {runs} runs finished)"
+        elif decided:
+            k = aggregate["k"]
             satisfied += f" (satisfied@{k} {fmt_num(aggregate['pass_at_k'])}, satisfied^{k} {fmt_num(aggregate['pass_hat_k'])})"
+        if crashed:
+            satisfied += f", {sum(crashed.values())} crashed ({', '.join(f'{status} {n}' for status, n in crashed.items())})"
         self.line(
-            f"tasks {aggregate['tasks']} x repeats {k}: {satisfied};"
+            f"tasks {aggregate['tasks']} x repeats {aggregate['repeats']}: {satisfied};"
             f" reused {aggregate['reused']}, re-run {aggregate['rerun']}, cache hits {aggregate['cache_hits']}"
         )
 

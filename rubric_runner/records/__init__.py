@@ -17,7 +17,7 @@ _NAMES = {
         "ToolOutputCut", "Unsupported", "Usage",
         "Verification", "Verifications", "now",
     ),
-    "status": ("ExitCode", "Outcome", "Status", "satisfied_rate", "sweep_exit_code"),
+    "status": ("ExitCode", "Outcome", "Status", "gated_share", "satisfied_rate", "sweep_exit_code"),
     "store": (
         "CHECKPOINT_FILE", "EVENTS_FILE", "REGRADES_DIR", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE", "TURNS_DIR",
         "UNFINISHED", "BAD_RECORD", "Job", "collect", "crash_record", "find_run_dirs", "load_record", "load_task", "read_record",

@@ -21,7 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .status import ExitCode, Status
+from ..analysis.passk import satisfied_k
+from .status import ExitCode, Status, satisfied_rate
 
 SCHEMA_VERSION = 2
 USAGE_ERROR = "UsageError"
@@ -522,14 +523,20 @@ class Aggregate(_Model):
     repeats: int
     runs: int
     finished: int | None = None
-    """Runs that ended (see ``Status.unfinished``): the rates are over them; None in records that predate it."""
+    """Runs that ended (see ``Status.unfinished``); None in records that predate it."""
+    decided: int | None = None
+    """Of them, those that ended satisfied or unsatisfied (``Status.decided``, not a crash): the rates are
+    over them; None in records that predate it."""
     satisfied: int
-    satisfied_rate: float
-    """Share of the finished runs satisfied."""
-    pass_at_k: float
-    """Share of tasks satisfied at least once in their finished runs (of the tasks with one)."""
-    pass_hat_k: float
-    """Share of tasks satisfied in every finished run (of the tasks with one)."""
+    satisfied_rate: float | None
+    """``status.satisfied_rate``: share of the decided runs satisfied; None when none was decided."""
+    k: int | None = None
+    """The k of ``pass_at_k`` and ``pass_hat_k``: the fewest decided runs of a task."""
+    pass_at_k: float | None
+    """satisfied@k (``passk.satisfied_k``): the chance that k of a task's decided runs hold a satisfied
+    one, the mean over the tasks with a decided run; None when there is none."""
+    pass_hat_k: float | None
+    """satisfied^k: the chance that k of a task's decided runs are all satisfied, the mean over the tasks."""
     statuses: dict[str, int]
     reused: int
     rerun: int
@@ -613,25 +620,21 @@ class TaskTally:
         if status is Status.NOT_RUN and any(r.status is not Status.NOT_RUN for r in rows):
             status = Status.BUDGET_EXCEEDED  # some tasks ran before the budget stopped the run
         record.status = status
-        by_task: dict[str, list[bool]] = {}
-        for r in rows:
-            if not r.status.unfinished:
-                by_task.setdefault(r.task_id or "task", []).append(r.status is Status.SATISFIED)
-        runs, finished = len(rows), sum(len(v) for v in by_task.values())
-        satisfied = sum(r.status is Status.SATISFIED for r in rows)
         statuses = Counter(r.status for r in rows)
-        reused = sum(r.reused for r in rows)
+        rate, by_task = satisfied_rate(r.status for r in rows), satisfied_k((r.task_id or "task", r.status) for r in rows)
         record.aggregate = Aggregate(
             tasks=len({r.task_id or "task" for r in rows}),
             repeats=repeats,
-            runs=runs,
-            finished=finished,
-            satisfied=satisfied,
-            satisfied_rate=round(satisfied / finished, 4) if finished else 0.0,
-            pass_at_k=round(sum(any(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
-            pass_hat_k=round(sum(all(v) for v in by_task.values()) / len(by_task), 4) if by_task else 0.0,
+            runs=len(rows),
+            finished=sum(not r.status.unfinished for r in rows),
+            decided=sum(r.status.decided for r in rows),
+            satisfied=statuses[Status.SATISFIED],
+            satisfied_rate=None if rate is None else round(rate, 4),
+            k=by_task.k if by_task else None,
+            pass_at_k=round(by_task.at_k, 4) if by_task else None,
+            pass_hat_k=round(by_task.all_k, 4) if by_task else None,
             statuses={status.value: statuses[status] for status in sorted(statuses, key=lambda status: status.severity)},
-            reused=reused,
+            reused=sum(r.reused for r in rows),
             rerun=sum(self.worked),
             cache_hits=sum(counts.cached_calls for counts in self.usage.values()),
             verification=self.verification_counts(),

@@ -86,6 +86,12 @@ class Status(StrEnum):
         and the reports count it beside their rates, never in them."""
         return self in (Status.RUNNING, Status.NOT_RUN, Status.BUDGET_EXCEEDED, Status.INTERRUPTED)
 
+    @property
+    def decided(self) -> bool:
+        """The run ended satisfied or unsatisfied: the rates count it. A crash (``error``, ``grader_error``)
+        and an unfinished run say nothing of the task, and are counted beside the rates, never in them."""
+        return self.outcome is not Outcome.ERROR
+
 
 _TRAITS: dict[Status, tuple[int, ExitCode, Outcome, bool]] = {
     Status.SATISFIED: (0, ExitCode.SATISFIED, Outcome.SATISFIED, True),
@@ -102,18 +108,26 @@ _TRAITS: dict[Status, tuple[int, ExitCode, Outcome, bool]] = {
 }
 
 
-def satisfied_rate(statuses: Iterable[Status]) -> float:
-    """The fraction of runs that ended satisfied (runs in error count as not satisfied)."""
+def satisfied_rate(statuses: Iterable[Status]) -> float | None:
+    """The satisfied rate: of the decided runs (``Status.decided``), those that ended satisfied; None when
+    no run was decided. Every satisfied rate the records, the reports and the console give is this one."""
+    decided = [status for status in statuses if status.decided]
+    return sum(status is Status.SATISFIED for status in decided) / len(decided) if decided else None
+
+
+def gated_share(statuses: Iterable[Status]) -> float:
+    """What ``fail_under`` gates: the share of every run that ended satisfied, a crash or an unfinished
+    run counting as not satisfied (no crash passes a gate); 0 for no run."""
     statuses = list(statuses)
     return sum(status is Status.SATISFIED for status in statuses) / len(statuses) if statuses else 0.0
 
 
 def sweep_exit_code(statuses: Iterable[Status], fail_under: float | None = None) -> ExitCode:
     """0 all satisfied, 1 some unsatisfied, 3 some in error, 5 some stopped by the budget (and none in
-    error otherwise); with ``fail_under``: 0 or 4 by the satisfied rate."""
+    error otherwise); with ``fail_under``: 0 or 4 by ``gated_share``."""
     statuses = list(statuses)
     if fail_under is not None:
-        return ExitCode.SATISFIED if satisfied_rate(statuses) >= fail_under else ExitCode.BELOW_THRESHOLD
+        return ExitCode.SATISFIED if gated_share(statuses) >= fail_under else ExitCode.BELOW_THRESHOLD
     outcomes = {status.outcome for status in statuses}
     if Outcome.ERROR in outcomes:
         unfinished = {status.exit_code for status in statuses if status.outcome is Outcome.ERROR}

@@ -199,8 +199,8 @@ GROUP_COLUMNS = (
     Column("worker / grader / rubric", lambda g: f"{g['worker']} / {g['grader']} / {g['rubric']}"),
     Column("tasks", lambda g: g["tasks"], sort=lambda g: g["tasks"]),
     Column("runs", lambda g: g["runs"], sort=lambda g: g["runs"], link=_group_link()),
-    Column("unfinished", lambda g: fmt_counts(g["unfinished"]), sort=lambda g: g["runs"] - g["finished"]),
-    Column("satisfied", lambda g: fmt_rate(g["satisfied"], g["finished"]), sort=lambda g: _or(g["satisfied_rate"], -1),
+    Column("outside the rates", lambda g: fmt_counts(g["outside"]), sort=lambda g: g["runs"] - g["decided"]),
+    Column("satisfied", lambda g: fmt_rate(g["satisfied"], g["decided"]), sort=lambda g: _or(g["satisfied_rate"], -1),
            link=_group_link(status=Status.SATISFIED.value)),
     _pct("satisfied_at_1"),
     _pct("satisfied_at_k"),
@@ -217,7 +217,7 @@ GROUP_COLUMNS = (
     Column("task s/run", lambda g: fmt_num(g["task_seconds_per_run"]), sort=lambda g: _or(g["task_seconds_per_run"], -1)),
 )
 """The groups table: one row per configuration, a ``stats.by_group`` entry; a run is a task x repeat.
-The rates count the finished runs; ``unfinished`` the others."""
+The rates count the decided runs; ``outside the rates`` the others (unfinished or crashed), by status."""
 
 JOB_COLUMNS = (
     Column("job", lambda job: job.job),
@@ -378,8 +378,8 @@ def matrix_columns(models: list[str]) -> tuple[Column, ...]:
 
 
 def fmt_share(cell: dict[str, Any] | None) -> str:
-    """``2/3``: satisfied runs of a task by a configuration (``1/3, 2 undone``: two not finished), or
-    ``-`` where it has no run."""
+    """``2/3``: satisfied runs of a task by a configuration (``1/3, 2 undone``: two not decided, unfinished
+    or crashed), or ``-`` where it has no run."""
     if not cell:
         return "-"
     return f"{cell['satisfied']}/{cell['runs']}" + (f", {cell['undone']} undone" if cell["undone"] else "")
@@ -527,12 +527,12 @@ def _spend(value: float | None, digits: int) -> str:
 
 
 def _difference(c: loop_value.Comparison) -> str:
-    """``+20.0 pts (95% CI -25.2 to 54.6)``: the rubric loop's pass rate minus the control's."""
+    """``+20.0 pts (95% CI -25.2 to 54.6)``: the rubric loop's pass rate minus the control's, or why it has no interval."""
     if c.difference is None:
         return "-"
     interval = c.interval
-    span = f" (95% CI {fmt_num(100 * interval[0], 1)} to {fmt_num(100 * interval[1], 1)})" if interval else ""
-    return fmt_pts(c.difference) + span
+    span = f"95% CI {fmt_num(100 * interval[0], 1)} to {fmt_num(100 * interval[1], 1)}" if interval else c.why
+    return fmt_pts(c.difference) + (f" ({span})" if span else "")
 
 
 def _passes(checked: tuple[bool | None, ...]) -> str:
@@ -629,8 +629,9 @@ def loop_tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str,
 
 def _rating(run: Run, resolved: Resolver) -> Rating:
     criteria = run.criteria[1] if run.criteria else ()
-    return Rating("", resolved(run.transcript) if run.transcript else "", VERDICTS.get(run.status), criteria,
-                  run.verified_final, run.task_key)
+    verdict = VERDICTS.get(run.status)
+    return Rating("", resolved(run.transcript) if run.transcript else "", verdict, criteria,
+                  run.verified_final, run.task_key, status=None if verdict is not None else run.status)
 
 
 def people_rows(runs: list[Run], groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -696,8 +697,10 @@ SELF_COLUMNS = (
     Column("gradings", lambda row: row["self"].verdict.ratings),
     Column("verdict agreement", lambda row: row["self"].verdict.percent, sort=lambda row: _or(row["self"].verdict.percent.value, -1)),
     Column("verdict κ", lambda row: row["self"].verdict.kappa, sort=lambda row: _or(row["self"].verdict.kappa.value, -2)),
-    Column("changed its verdict on", lambda row: f"{row['self'].verdict.split} of {row['self'].verdict.items}"),
+    Column("changed its verdict on", lambda row: row["self"].verdict.changed),
     Column("unstable criteria (κ)", lambda row: "; ".join(f"{name} ({row['self'].criteria[name].kappa.value:.2f})"
-                                                          for name in row["self"].unstable) or "none"),
+                                                          for name in row["self"].unstable) or row["self"].unstable_text),
+    Column("without a verdict", lambda row: row["self"].dropped),
 )
-"""The graders-against-themselves table: each grader's agreement with itself over repeat gradings."""
+"""The graders-against-themselves table: each grader's agreement with itself over repeat gradings, and
+the gradings without a verdict, which are in none of its figures."""

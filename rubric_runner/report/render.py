@@ -66,8 +66,8 @@ def environment() -> Environment:
 
 
 def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
-    """The SVG chart's geometry: satisfied rate (of the finished runs) and mean iterations to satisfy,
-    one row of bars per group."""
+    """The SVG chart's geometry: satisfied rate (of the decided runs; none drawn where none was decided)
+    and mean iterations to satisfy, one row of bars per group."""
     label_w, panel_w, gap, row_h, top = 300, 240, 70, 26, 34
     scale = max([1, *(g["max_iterations"] for g in groups), *(k for g in groups for k in g["iterations"])])
     x_rate, x_iter = label_w, label_w + panel_w + gap
@@ -78,11 +78,13 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
     for row, group in enumerate(groups):
         y = top + row * row_h
         label = group["label"]
-        rate, mean = group["satisfied_rate"] or 0.0, group["mean_iterations"]
+        value, mean = group["satisfied_rate"], group["mean_iterations"]
+        rate = value or 0.0
         bar = {
             "label": label, "short": label if len(label) <= 44 else label[:43] + "\u2026", "y": y + 3, "text_y": y + 15,
-            "rate": f"{rate:.4f}", "rate_width": f"{panel_w * rate:.1f}", "rate_text": fmt_pct(rate, 0),
-            "rate_title": fmt_rate(group["satisfied"], group["finished"]), "rate_text_x": f"{x_rate + panel_w * rate + 4:.1f}",
+            "rate": "" if value is None else f"{rate:.4f}", "rate_width": f"{panel_w * rate:.1f}",
+            "rate_text": "n/a" if value is None else fmt_pct(rate, 0),
+            "rate_title": fmt_rate(group["satisfied"], group["decided"]), "rate_text_x": f"{x_rate + panel_w * rate + 4:.1f}",
             "mean": None,
         }
         if mean is not None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis.judge import Judged, Judgement, judge_all
+from ..analysis.judge import Judged, Judgement, judge_all, one_pass
 from ..analysis.loop_value import Attempts
 from ..analysis.prices import Billed, billed, cost_of
 from ..records import (
@@ -136,6 +136,8 @@ class Run:
     """Each grading pass: whether the library marked its verdict unverified."""
     cut: tuple[bool | None, ...] = ()
     """Each grading pass: whether the grader saw a cut view of the transcript; None when its record does not say."""
+    one_pass: bool = False
+    """Its configuration allows one grading pass (``judge.one_pass``): its first answer is its final one."""
 
     @property
     def finished(self) -> bool:
@@ -165,7 +167,7 @@ class Run:
         return Judged(
             status=self.status, verified_first=self.verified_first, verified_final=self.verified_final,
             verified_outcome=self.verified_outcome, tokens=tokens, cost=cost, task=self.task_key,
-            transcript=self.transcript, unverified=bool(self.unverified) and self.unverified[-1],
+            transcript=self.transcript, unverified=bool(self.unverified) and self.unverified[-1], one_pass=self.one_pass,
         )
 
 
@@ -174,8 +176,9 @@ class Run:
         spent = tuple((sum(i + o for _, i, o in bill), cost_of(bill, prices)) for bill in self.spent)
         return Attempts(
             index=self.index, group=self.group, arm=self.arm, pairing=self.pairing, task=self.task_key, repeat=self.repeat,
-            checked=self.checked, satisfied=tuple(verdict == Status.SATISFIED.value for verdict in self.verdicts),
-            final_checked=self.verified_final, final_satisfied=self.status is Status.SATISFIED,
+            checked=self.checked, final_checked=self.verified_final,
+            satisfied=tuple(None if verdict == Status.GRADER_ERROR else verdict == Status.SATISFIED for verdict in self.verdicts),
+            final_satisfied=self.status is Status.SATISFIED if self.status.decided else None,
             tokens=self.worker_tokens + self.grader_tokens, cost=self.cost(prices), spent=spent, criteria=self.pass_criteria,
             unverified=self.unverified,
         )
@@ -242,6 +245,7 @@ def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[str
                                    for e in record.evaluations)),
         unverified=shared(tuple(e.unverified for e in record.evaluations)),
         cut=shared(tuple(None if e.view is None else e.view.is_cut for e in record.evaluations)),
+        one_pass=one_pass(header),
     )
 
 

@@ -1,12 +1,13 @@
 """The numbers the reports show, over runs (a task x repeat each): per configuration (a group, see
 ``configs``), over all runs, and per task and configuration.
 
-Per group: tasks and runs, the runs not finished (counted beside the rates, never in them), the
-satisfied rate over the finished runs, satisfied@1, satisfied@k and satisfied^k over the tasks
-(``analysis.passk``), iterations to satisfy (mean and distribution), final statuses and grading
-verdicts (and those the library marked unverified), the grader's view (``analysis.views``: passes on a
-cut view, and its mistakes on cut and uncut views), per-criterion rates (criteria matched by name),
-tokens, an estimated cost from the price table, and the time the runs took (summed).
+Per group: tasks and runs, the runs outside the rates (unfinished or crashed: counted beside the rates,
+never in them), the satisfied rate over the decided runs (``records.satisfied_rate``), satisfied@1,
+satisfied@k and satisfied^k over the tasks (``passk.satisfied_k``), iterations to satisfy (mean and
+distribution), final statuses and grading verdicts (and those the library marked unverified), the
+grader's view (``analysis.views``: passes on a cut view, and its mistakes on cut and uncut views),
+per-criterion rates (criteria matched by name), tokens, an estimated cost from the price table, and the
+time the runs took (summed).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from ..analysis.passk import pass_k
+from ..analysis.passk import satisfied_k
 from ..analysis.views import Pass, window
 from ..config.prices import price_of
-from ..records import Job, Status
+from ..records import Job, Status, satisfied_rate
 from . import configs
 from .runs import Run
 
@@ -47,24 +48,17 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def satisfied_k(runs: list[Run]) -> dict[str, Any]:
-    """Tasks, and satisfied@1, satisfied@k and satisfied^k over the tasks' finished runs (k: the fewest
-    finished runs of a task); None each when no run finished."""
-    by_task: dict[tuple[str, str], list[int]] = {}
-    for run in runs:
-        counts = by_task.setdefault(run.task_key, [0, 0])
-        if run.finished:
-            counts[0] += 1
-            counts[1] += run.status is Status.SATISFIED
-    k = pass_k(map(tuple, by_task.values()))
-    return {"tasks": len(by_task), "k": k.k if k else None, "satisfied_at_1": k.at_1 if k else None,
+def satisfied_at(runs: list[Run]) -> dict[str, Any]:
+    """Tasks, and satisfied@1, satisfied@k and satisfied^k over the tasks' decided runs
+    (``passk.satisfied_k``; k: the fewest decided runs of a task); None each when no run was decided."""
+    k = satisfied_k((run.task_key, run.status) for run in runs)
+    return {"tasks": len({run.task_key for run in runs}), "k": k.k if k else None, "satisfied_at_1": k.at_1 if k else None,
             "satisfied_at_k": k.at_k if k else None, "satisfied_hat_k": k.all_k if k else None}
 
 
 def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The numbers the reports show for a set of runs."""
-    finished = [r for r in runs if r.finished]
-    satisfied = [r for r in finished if r.status is Status.SATISFIED]
+    satisfied = [r for r in runs if r.status is Status.SATISFIED]
     iterations = [r.iterations for r in satisfied]
     costs = [r.cost(prices) for r in runs]
     priced = None not in costs
@@ -73,12 +67,12 @@ def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any
     seconds = [r.wall_seconds or 0 for r in runs]
     return {
         "worker": runs[0].worker or "?", "grader": runs[0].grader or "?", "rubric": runs[0].task_key[0],
-        **satisfied_k(runs),
+        **satisfied_at(runs),
         "runs": len(runs),
-        "finished": len(finished),
-        "unfinished": dict(Counter(r.status.value for r in runs if not r.finished).most_common()),
+        "decided": sum(r.status.decided for r in runs),
+        "outside": dict(Counter(r.status.value for r in runs if not r.status.decided).most_common()),
         "satisfied": len(satisfied),
-        "satisfied_rate": len(satisfied) / len(finished) if finished else None,
+        "satisfied_rate": satisfied_rate(r.status for r in runs),
         "mean_iterations": _mean(iterations),
         "iterations": dict(sorted(Counter(iterations).items())),
         "max_iterations": max(r.max_iterations for r in runs),
@@ -136,8 +130,8 @@ def by_group(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[dict[
 def matrix(runs: list[Run], groups: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
     """The task x configuration matrix: (column labels, rows). A row is a task (``rubric``, ``task``)
     with one cell per group (``None`` where the group did not run it: else ``satisfied``, ``undone``
-    (not finished) and ``runs`` of its runs, their ``worst`` status, and the ``group``), and
-    ``missed_by``: the groups that did not satisfy it in every run they finished."""
+    (not decided: unfinished or crashed) and ``runs`` of its runs, their ``worst`` status, and the
+    ``group``), and ``missed_by``: the groups that did not satisfy it in every run they decided."""
     column = {g["key"]: i for i, g in enumerate(groups)}
     models = [g["label"] for g in groups]
     rows: dict[tuple[str, str], dict[str, Any]] = {}
@@ -148,7 +142,7 @@ def matrix(runs: list[Run], groups: list[dict[str, Any]]) -> tuple[list[str], li
         cell = row["cells"][i] = row["cells"][i] or {"satisfied": 0, "undone": 0, "runs": 0, "worst": Status.SATISFIED,
                                                       "group": groups[i]["group"]}
         cell["satisfied"] += run.status is Status.SATISFIED
-        cell["undone"] += not run.finished
+        cell["undone"] += not run.status.decided
         cell["runs"] += 1
         cell["worst"] = max(cell["worst"], run.status, key=lambda status: status.severity)
     for row in rows.values():

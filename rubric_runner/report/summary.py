@@ -20,11 +20,11 @@ from ..analysis.judge import SUMMARY_FIELDS as JUDGE_FIELDS
 from ..analysis.judge import summary_fields
 from ..analysis.numbers import fmt_pct, rounded
 from ..config.prices import load_prices
-from ..records import Job, Place, Status, satisfied_rate, write_atomic
+from ..records import Job, Place, Status, gated_share, satisfied_rate, write_atomic
 from . import configs
 from .partial import Completion, completion
 from .runs import Run, expand, judge_runs, unstarted
-from .stats import satisfied_k
+from .stats import satisfied_at
 
 SUMMARY_JSONL = "summary.jsonl"
 SUMMARY_CSV = "summary.csv"
@@ -32,7 +32,7 @@ TASKS_JSONL = "summary_tasks.jsonl"
 TASKS_CSV = "summary_tasks.csv"
 SUMMARY_FIELDS = (
     "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "runs", "finished", "unfinished",
-    "satisfied", "satisfied_rate", "k", "satisfied_at_1", "satisfied_at_k", "satisfied_hat_k", "mean_iterations",
+    "crashed", "satisfied", "satisfied_rate", "k", "satisfied_at_1", "satisfied_at_k", "satisfied_hat_k", "mean_iterations",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "resumed", "attempts", "wall_seconds", "task_seconds",
     "error", "where", "run_dir", "partial", *JUDGE_FIELDS,
 )
@@ -65,19 +65,21 @@ def where(place: Place | None) -> str:
 
 def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]], partial: str | None) -> dict[str, Any]:
     """One job's row, from its runs: its status as its record says (a multi-task job's is its worst
-    task's), how many runs finished and were satisfied (the rate over the finished ones), satisfied@k,
-    the mean grading passes per finished run, tokens and time summed over its runs, and its grader's figures."""
+    task's), how many runs finished, crashed and were satisfied (the rate over the decided ones),
+    satisfied@k, the mean grading passes per finished run, tokens and time summed over its runs, and its
+    grader's figures."""
     record, header = job.record, job.record.header
     finished = [run for run in runs if run.finished]
-    satisfied = sum(run.status is Status.SATISFIED for run in finished)
+    satisfied = sum(run.status is Status.SATISFIED for run in runs)
+    rate = satisfied_rate(run.status for run in runs)
     error = record.error
-    by_task = satisfied_k(runs)
+    by_task = satisfied_at(runs)
     return {
         "job": job.job, "overrides": list(header.sources.overrides), "worker": header.worker.model,
         "grader": header.grader.model, "rubric": header.rubric.name, "turn": header.turn or 1,
         "status": record.status.value, "exit_code": record.exit_code, "runs": len(runs), "finished": len(finished),
-        "unfinished": len(runs) - len(finished), "satisfied": satisfied,
-        "satisfied_rate": rounded(satisfied / len(finished)) if finished else None, "k": by_task["k"],
+        "unfinished": len(runs) - len(finished), "crashed": sum(not run.status.decided for run in finished),
+        "satisfied": satisfied, "satisfied_rate": rounded(rate), "k": by_task["k"],
         **{key: rounded(by_task[key]) for key in ("satisfied_at_1", "satisfied_at_k", "satisfied_hat_k")},
         "mean_iterations": rounded(sum(run.iterations for run in finished) / len(finished)) if finished else None,
         "worker_tokens": sum(run.worker_tokens for run in runs), "grader_tokens": sum(run.grader_tokens for run in runs),
@@ -130,8 +132,9 @@ def write_summary(root: Path, jobs: list[Job], runs: list[Run] | None = None,
 
 def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None, done: Completion | None = None) -> str:
     """One line: how much finished (when not all did), how many runs ended how (in how many jobs, when
-    that differs), the satisfied rate over the finished runs (the unfinished counted beside it; with
-    more than one configuration, each one's own too), and the threshold if any (which counts every run)."""
+    that differs), the satisfied rate over the decided runs (the crashed and the unfinished counted
+    beside it; with more than one configuration, each one's own too), and the threshold if any (which
+    counts every run, ``gated_share``)."""
     done = completion(jobs, runs) if done is None else done
     statuses: list[Status] = [run.status for run in runs]
     counts = Counter(status.value for status in statuses)
@@ -140,12 +143,12 @@ def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None, don
     line += f"{len(runs)} run{'' if len(runs) == 1 else 's'}"
     if len(jobs) != len(runs):
         line += f" in {len(jobs)} job{'' if len(jobs) == 1 else 's'}"
-    finished = [run for run in runs if run.finished]
-    satisfied = sum(run.status is Status.SATISFIED for run in finished)
-    rate = fmt_pct(satisfied / len(finished)) if finished else "-"
-    line += f": {parts}; satisfied rate {rate}"
-    if len(finished) < len(runs):
-        line += f" of the {len(finished)} finished, {len(runs) - len(finished)} unfinished"
+    line += f": {parts}; satisfied rate {_rate(runs)}"
+    decided = sum(run.status.decided for run in runs)
+    if decided < len(runs):
+        unfinished = sum(not run.finished for run in runs)
+        beside = [f"{n} {what}" for n, what in ((len(runs) - decided - unfinished, "crashed"), (unfinished, "unfinished")) if n]
+        line += f" of the {decided} decided, {', '.join(beside)}"
     line += _per_configuration(runs)
     cache_hits = sum(run.cache_hits for run in runs)
     reused = sum(run.reused for run in runs)
@@ -153,7 +156,7 @@ def verdict_line(jobs: list[Job], runs: list[Run], fail_under: float | None, don
         line += f"; cache hits {cache_hits}, reused {reused}"
     if fail_under is not None:
         gated = gate_statuses(jobs, runs)
-        over_all = "" if len(finished) == len(gated) else f"; over every run and job not started: {fmt_pct(satisfied_rate(gated))}"
+        over_all = "" if decided == len(gated) else f"; over every run and job not started: {fmt_pct(gated_share(gated))}"
         line += f" (fail_under {fmt_pct(fail_under)}{over_all})"
     return line
 
@@ -162,20 +165,22 @@ SHOWN_CONFIGURATIONS = 4
 """The most configurations whose own satisfied rate the verdict line names."""
 
 
+def _rate(runs: list[Run]) -> str:
+    """The satisfied rate of ``runs`` (``records.satisfied_rate``), or ``n/a`` when none was decided."""
+    rate = satisfied_rate(run.status for run in runs)
+    return "n/a" if rate is None else fmt_pct(rate)
+
+
 def _per_configuration(runs: list[Run]) -> str:
     """When the runs are of more than one configuration: that the rate pools them, and each one's own
-    satisfied rate over its finished runs (the first ``SHOWN_CONFIGURATIONS``)."""
+    satisfied rate over its decided runs (the first ``SHOWN_CONFIGURATIONS``)."""
     groups: dict[str, list[Run]] = {}
     for run in runs:
         groups.setdefault(run.group, []).append(run)
     if len(groups) < 2:
         return ""
     names = configs.group_labels((key, members[0].job.record.header) for key, members in groups.items())
-    rates = []
-    for key, members in list(groups.items())[:SHOWN_CONFIGURATIONS]:
-        finished = [run for run in members if run.finished]
-        satisfied = sum(run.status is Status.SATISFIED for run in finished)
-        rates.append(f"{names[key]}: {fmt_pct(satisfied / len(finished)) if finished else '-'}")
+    rates = [f"{names[key]}: {_rate(members)}" for key, members in list(groups.items())[:SHOWN_CONFIGURATIONS]]
     more = f"; {len(groups) - SHOWN_CONFIGURATIONS} more in the table" if len(groups) > SHOWN_CONFIGURATIONS else ""
     return f", pooled over {len(groups)} configurations ({'; '.join(rates)}{more})"
 

@@ -45,15 +45,16 @@ def agreement_lines(ratings: list[Rating], labels: dict[str, Label]) -> list[str
         lines += ["## Each grader against itself", "",
                   "Every transcript graded several times by the same grader: percent agreement and Fleiss' κ over "
                   f"its repeats, 95% intervals from a seeded bootstrap over transcripts; a criterion whose κ is below "
-                  f"{UNSTABLE_KAPPA} is unstable.", ""]
+                  f"{UNSTABLE_KAPPA} is unstable. A grading that ended without a verdict (a grader_error) is in no "
+                  "figure, counted under without a verdict; n/a where no transcript has two ratings to compare.", ""]
         lines += _table(("grader", "transcripts", "gradings", "verdict agreement", "verdict κ", "changed its verdict on",
-                         "unstable criteria"),
-                        [[g, s.verdict.items, s.verdict.ratings, s.verdict.percent, s.verdict.kappa,
-                          f"{s.verdict.split} of {s.verdict.items}", "; ".join(s.unstable) or "none"]
+                         "unstable criteria", "without a verdict"),
+                        [[g, s.verdict.items, s.verdict.ratings, s.verdict.percent, s.verdict.kappa, s.verdict.changed,
+                          s.unstable_text, s.dropped]
                          for g, s in selves.items()])
         lines += ["### Per criterion", ""]
         lines += _table(("grader", "criterion", "agreement", "κ", "changed on", "stable"),
-                        [[g, name, a.percent, a.kappa, f"{a.split} of {a.items}", "no" if name in s.unstable else "yes"]
+                        [[g, name, a.percent, a.kappa, a.changed, s.stable(name)]
                          for g, s in selves.items() for name, a in s.criteria.items()])
     found = panel(ratings)
     if found is not None:

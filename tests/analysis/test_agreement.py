@@ -41,7 +41,7 @@ def test_fleiss_kappa_matches_the_worked_example():
 
 def test_fleiss_is_undefined_when_every_rating_is_one_category_and_perfect_when_each_item_agrees():
     same = fleiss([[True, True, True]] * 4)
-    assert same.kappa.value is None and same.percent.value == 1.0 and str(same.kappa) == "-"
+    assert same.kappa.value is None and same.percent.value == 1.0 and str(same.kappa) == "n/a"
     agreeing = fleiss([[True] * 3, [False] * 3, [True] * 3])
     assert agreeing.kappa.value == pytest.approx(1.0) and agreeing.split == 0
     assert fleiss([[True]]).items == 0  # one rating is nothing to agree with
@@ -66,6 +66,8 @@ def test_krippendorff_alpha_matches_the_package_on_binary_data_with_missing_valu
     expected = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
     found = krippendorff_alpha(units)
     assert found.value == pytest.approx(expected)
+    assert (found.interval, found.why) == (None, "no interval: 6 transcripts, fewer than 10")  # too few to resample
+    found = krippendorff_alpha(units * 2)
     assert found.interval[0] <= found.value <= found.interval[1]
     assert krippendorff_alpha([[True, True], [True, True]]).value is None  # no variation: undefined
 
@@ -94,6 +96,28 @@ def test_self_agreement_names_the_criterion_a_grader_changes_its_mind_on():
     assert found.verdict.split == 2
     # each item: 3 ratings, 2 agree -> P_i = 1/3; p = 1/2 each -> P_e = 1/2; κ = (1/3 - 1/2) / (1/2)
     assert found.verdict.kappa.value == pytest.approx(-1 / 3)
+
+
+def test_self_agreement_with_nothing_graded_twice_is_undefined_and_counts_the_gradings_it_left_out():
+    """Issue 44, case 7: repeat gradings that crashed read ``0 transcripts, 0 gradings``, ``0 of 0``, unstable
+    criteria ``none`` and, for a criterion rated once a transcript, ``stable: yes``; the crashed gradings
+    were dropped without a word. Undefined is n/a, and the gradings without a verdict are counted."""
+    from rubric_runner.records import Status
+    from rubric_runner.review.figures import agreement_lines
+
+    crashed = Rating("g", "t2", None, status=Status.GRADER_ERROR)
+    ratings = [_r("g", "t1", True), crashed, _r("g", "t1", True), Rating("g", "t2", True, (("only once", True),)),
+               Rating("g", "t3", None, status=Status.GRADER_ERROR), Rating("g", "t3", None, status=Status.GRADER_ERROR)]
+    found = self_agreement(ratings)
+    assert (found.verdict.items, found.verdict.changed, found.dropped) == (1, "0 of 1", "3 (grader_error 3)")
+    assert (found.stable(C), found.stable("only once"), found.unstable_text) == ("yes", "n/a", "none")
+    nothing = self_agreement([crashed, crashed])
+    assert (nothing.verdict.items, str(nothing.verdict.percent), str(nothing.verdict.kappa)) == (0, "n/a", "n/a")
+    assert (nothing.verdict.changed, nothing.unstable_text, nothing.dropped) == ("n/a", "n/a", "2 (grader_error 2)")
+    lines = agreement_lines([crashed, crashed], {})
+    assert "| g | 0 | 0 | n/a | n/a | n/a | n/a | 2 (grader_error 2) |" in lines
+    lines = agreement_lines(ratings, {})
+    assert "| g | only once | n/a | n/a | n/a | n/a |" in lines
 
 
 def test_a_panel_outvotes_a_lenient_grader_and_is_judged_against_the_checks():

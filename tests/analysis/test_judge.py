@@ -18,6 +18,7 @@ from support.helpers import md_table, run_cli, verdict, write_script
 import rubric_runner
 from rubric_runner.analysis import intervals
 from rubric_runner.analysis.judge import (
+    ONE_PASS,
     RANK_RULE,
     SUMMARY_FIELDS,
     Rate,
@@ -170,7 +171,8 @@ def test_false_discovery_rate_sits_beside_the_false_satisfied_rate():
 
 
 def test_repeated_tasks_get_intervals_resampled_by_task():
-    """Finding 8: false satisfied 7/8 came from 3 tasks; its interval resamples the tasks, seeded."""
+    """Finding 8: false satisfied 7/8 came from 3 tasks; its interval counts each task once (too few tasks
+    to resample); from 12 tasks, the interval resamples the tasks, seeded."""
     runs = [record("satisfied", False, False, task="a") for _ in range(3)]
     runs += [record("satisfied", False, False, task="b") for _ in range(3)]
     runs += [record("satisfied", False, False, task="c"), record("failed", False, False, task="c")]
@@ -180,8 +182,17 @@ def test_repeated_tasks_get_intervals_resampled_by_task():
     rate = j.false_satisfied
     assert (rate.part, rate.whole, rate.tasks) == (7, 8, 3)  # the failing answers came from tasks a, b and c
     assert str(rate) == f"7/8 (87.5%, 95% CI {fmt_pct(rate.interval[0])[:-1]}-{fmt_pct(rate.interval[1])}, 3 tasks)"
-    assert rate.interval != intervals.wilson(7, 8) and rate.interval[1] == 1.0
-    assert judge(runs, PRICES).false_satisfied.interval == rate.interval  # the same records, the same interval
+    effective = 8 ** 2 / (3 ** 2 + 3 ** 2 + 2 ** 2)  # tasks of 3, 3 and 2 runs: about 2.9 tasks' worth
+    assert rate.interval == pytest.approx(intervals.wilson(7 / 8 * effective, effective))
+    assert rate.interval[0] < intervals.wilson(7, 8)[0]  # wider than eight independent runs would give
+    tasks = [f"t{i}" for i in range(12)]
+    many = [record("satisfied" if i % 3 else "failed", False, False, task=t) for t in tasks for i in range(3)]
+    many += [record("satisfied", False, False, task=t) for t in tasks[:4]]
+    j = judge(many, PRICES)
+    rate = j.false_satisfied
+    assert (rate.part, rate.whole, rate.tasks) == (28, 40, 12)
+    assert rate.interval != intervals.task_wilson(28, 40, [4] * 4 + [3] * 8) and rate.interval[0] < 0.7 < rate.interval[1]
+    assert judge(many, PRICES).false_satisfied.interval == rate.interval  # the same records, the same interval
     once = judge([record("satisfied", False, False, task=t) for t in "abcdefg"] + [record("failed", False, False, task="h")], PRICES)
     assert not once.repeated and once.false_satisfied.interval == intervals.wilson(7, 8)
 
@@ -191,8 +202,11 @@ def test_corrected_pass_rate_is_rogan_gladen():
     sensitivity and specificity; with every run verified it is the verified pass rate itself."""
     j = judge(DEMO[:5], PRICES)
     assert j.corrected_pass.value == pytest.approx(j.final.value)
-    low, high = j.corrected_pass.interval
-    assert low <= j.final.value <= high
+    # its interval is the bootstrap's, which five runs are too few for
+    assert (j.corrected_pass.interval, str(j.corrected_pass)) == (None, "60.0% (no interval: 5 tasks, fewer than 10)")
+    twice = judge(DEMO[:5] * 2, PRICES)
+    low, high = twice.corrected_pass.interval
+    assert low <= twice.final.value <= high
     # 10 more runs graded but not checked, 5 of them satisfied: 8 of 15 verdicts satisfied
     more = DEMO[:5] + [(header(), TaskRecord(status=Status.SATISFIED if i < 5 else Status.FAILED)) for i in range(10)]
     sensitivity, specificity = 2 / 3, 1 / 2
@@ -500,6 +514,58 @@ def repeated_demo(tmp_path_factory) -> Path:
                                 "run.repeats=3", "run.console=false"], root / "run")
     assert record.exit_code == 1
     return root / "run"
+
+
+def _spans(text: str) -> list[tuple[float, float]]:
+    """Every 95% interval a report writes: ``95% CI 9.5-90.5%`` and ``95% CI -15.2 to 52.1``."""
+    found = re.findall(r"95% CI (-?[\d.,]+)-(-?[\d.,]+)%|95% CI (-?[\d.,]+) to (-?[\d.,]+)", text)
+    return [(float((a or c).replace(",", "")), float((b or d).replace(",", ""))) for a, b, c, d in found]
+
+
+def test_one_task_run_three_times_gives_no_interval_of_zero_width(tmp_path):
+    """Issue 44, case 1: one task's three runs resampled are that task every time: the report said
+    ``0/3 (0.0%, 95% CI 0.0-0.0%, 1 task)`` and a lift of ``+100.0 pts (95% CI 100.0 to 100.0, p = 1.0)``.
+    A rate counts the task once (Wilson's on one task); a lift from fewer than 10 tasks has none, and says why."""
+    record = rubric_runner.run(["rubric=humaneval", "worker=scripted", "grader=scripted", "rubric.tasks=[1:2]",
+                                "run.repeats=3", "run.console=false"], tmp_path / "run")
+    assert record.status.value == "satisfied"
+    text = (tmp_path / "run" / "report.md").read_text()
+    [answers] = md_table(text, "### Answers against hidden verification")
+    assert answers["first answer passed"] == "0/3 (0.0%, 95% CI 0.0-79.3%, 1 task)"
+    assert answers["final answer passed"] == "3/3 (100.0%, 95% CI 20.7-100.0%, 1 task)"
+    assert intervals.wilson(1, 1) == pytest.approx((0.2065, 1.0), abs=1e-4)  # one task: one observation
+    assert answers["lift"] == "+100.0 pts (no interval: 1 task, fewer than 10; p = 1.0; fixed 3, broken 0)"
+    spans = _spans(text)
+    assert spans and all(low < high for low, high in spans)
+
+
+def test_no_interval_a_report_of_repeated_tasks_writes_has_zero_width(repeated_demo):
+    """Issue 44, case 1: five tasks run three times gave ``95% CI 0.0-100.0%`` and ``0.0 to 60.0`` from
+    the bootstrap's few resamples; now no interval is a single point, and the lift says why it has none."""
+    text = (repeated_demo / "report.md").read_text()
+    spans = _spans(text)
+    assert spans and all(low < high for low, high in spans)
+    [answers] = md_table(text, "### Answers against hidden verification")
+    assert "no interval: 5 tasks, fewer than 10" in answers["lift"]
+    assert answers["corrected pass rate"] == "60.0% (no interval: 5 tasks, fewer than 10)"
+
+
+def test_one_grading_pass_a_run_has_no_lift_and_says_why(tmp_path):
+    """Issue 44, case 9: with grader.max_iterations=1 the first answer is the final one, so the lift is 0 by
+    construction; the report printed ``+0.0 pts (95% CI -30.7 to 30.7, p = 1.0; ...)`` and the summary
+    ``lift 0.0, lift_p 1.0`` as if it were measured."""
+    record = rubric_runner.run(["rubric=humaneval", "worker=scripted", "grader=scripted", "rubric.tasks=[0:5]",
+                                "grader.max_iterations=1", "run.console=false"], tmp_path / "run")
+    assert record.exit_code == 1
+    [answers] = md_table((tmp_path / "run" / "report.md").read_text(), "### Answers against hidden verification")
+    assert answers["lift"] == "none: one grading pass a run, its first answer is its final one"
+    [row] = [json.loads(line) for line in (tmp_path / "run" / "summary.jsonl").read_text().splitlines()]
+    assert (row["lift"], row["lift_p"], row["first_pass_rate"], row["final_pass_rate"]) == (None, None, 0.4, 0.4)
+    single = RunHeader(worker=ModelInfo(model="w:model"), grader=GraderInfo(model="g:model", max_iterations=3),
+                       config={"loop": {"arm": "single"}})
+    j = judge([(single, r) for _, r in DEMO[:5]], PRICES)
+    assert (j.single_pass, j.lift.value, j.lift_p, str(j.lift)) == (True, None, None, ONE_PASS)
+    assert not judge(DEMO[:5], PRICES).single_pass  # three passes allowed: a lift, measured
 
 
 def test_humaneval_pass_at_1_matches_its_verified_rate(repeated_demo):

@@ -92,8 +92,15 @@ def test_repeated_tasks_get_the_task_clustered_interval():
     control = [attempts("single", t, (F,), repeat=r) for t in ("t1", "t2") for r in (0, 1)]
     found = loop_value.compare(rubric, control, CHECKS)
     assert found.pairs == 4 and found.tasks == 2
-    assert found.interval == (1.0, 1.0)  # every resample of tasks has the rubric loop alone passing
+    # two tasks resampled give a zero-width interval at +100 points: none, and why
+    assert (found.interval, found.why) == (None, "no interval: 2 tasks, fewer than 10")
     assert found.p == 0.5 and loop_value.mcnemar(4, 0) == 0.125  # two tasks moved (2 x (1/2)^2), not four pairs
+    rubric = [attempts("rubric", f"t{i}", (T if i % 3 else F,), repeat=r) for i in range(12) for r in (0, 1)]
+    control = [attempts("single", f"t{i}", (F,), repeat=r) for i in range(12) for r in (0, 1)]
+    found = loop_value.compare(rubric, control, CHECKS)
+    assert found.tasks == 12 and found.difference == pytest.approx(16 / 24)
+    low, high = found.interval  # twelve tasks, not all alike: the bootstrap's
+    assert low < found.difference < high and found.why == ""
 
 
 def test_pairs_need_both_outcomes_known():

@@ -105,6 +105,20 @@ def test_the_agreement_report_gives_kappa_per_grader_and_criterion_the_panel_and
     assert _row(report, "grader.script=\u2026/steady.yaml", "5", "15")[6] == "none"
 
 
+def test_repeat_gradings_that_all_crashed_agree_on_nothing_and_are_counted(demo, tmp_path, capsys):
+    """Issue 44, case 7: a grader whose every repeat grading failed (grader_error) read ``0 transcripts,
+    0 gradings, 0 of 0, unstable criteria: none``, its ten gradings dropped unsaid."""
+    run_dir = shutil.copytree(demo, tmp_path / "run", ignore=shutil.ignore_patterns("regrades"))
+    down = tmp_path / "down.yaml"
+    down.write_text("worker: []\ngrader:\n- raise: grader provider is down\n")
+    assert run_command(["regrade", "--repeats", "2", str(run_dir), f"grader.script={down}", "run.console=false"]) == ExitCode.ERROR
+    (regrade_dir,) = (run_dir / "regrades").iterdir()
+    row = _row((regrade_dir / "agreement.md").read_text(), f"grader.script={down}")
+    assert row[1:] == ["0", "0", "n/a", "n/a", "n/a", "n/a", "10 (grader_error 10)"]
+    report = (regrade_dir / "report.md").read_text().split("## Graders against themselves")[1]
+    assert _row(report, "scripted:demo / scripted:demo / humaneval")[-4:] == ["n/a", "n/a", "n/a", "10 (grader_error 10)"]
+
+
 def test_a_golden_set_made_from_a_labelled_run_fails_a_lenient_judge(demo, tmp_path, capsys):
     run_dir = tmp_path / "labelled"
     shutil.copytree(demo, run_dir, ignore=shutil.ignore_patterns("regrades"))

@@ -4,6 +4,7 @@ crashed jobs, the Python API) validate against it and read back through the one 
 
 from __future__ import annotations
 
+import io
 import json
 
 import jsonschema
@@ -135,6 +136,26 @@ def test_the_aggregate_rates_are_over_the_finished_runs():
     assert (aggregate.tasks, aggregate.runs, aggregate.finished, aggregate.satisfied) == (4, 6, 4, 3)
     assert aggregate.satisfied_rate == 0.75  # 3 of the 4 finished runs
     assert (aggregate.pass_at_k, aggregate.pass_hat_k) == (round(2 / 3, 4), round(2 / 3, 4))  # a, b, d finished; c did not
+
+
+def test_an_aggregate_with_no_decided_run_has_no_rates():
+    """Issue 44, case 6: a task set stopped before any task finished wrote ``satisfied_rate 0.0``,
+    ``pass_at_k 0.0``: nothing was measured, so they are null, and the console says n/a."""
+    from rubric_runner.observe.console import Console
+    from rubric_runner.records import RunRecord, TaskRecord, TaskTally
+
+    tally = TaskTally(3)
+    for index, status in enumerate([Status.NOT_RUN, Status.INTERRUPTED, Status.ERROR]):
+        tally.add(index, TaskRecord(status=status, task_id=f"t{index}"))
+    run = RunRecord()
+    tally.fill(run, repeats=1)
+    dumped = json.loads(run.model_dump_json())["aggregate"]
+    assert {key: dumped[key] for key in ("runs", "finished", "decided", "satisfied_rate", "k", "pass_at_k", "pass_hat_k")} == {
+        "runs": 3, "finished": 1, "decided": 0, "satisfied_rate": None, "k": None, "pass_at_k": None, "pass_hat_k": None}
+    shown = io.StringIO()
+    Console(stream=shown).summary(dumped)
+    assert shown.getvalue().splitlines() == ["tasks 3 x repeats 1: satisfied n/a: no run decided (partial: 1 of 3 runs finished), 1 crashed (error 1);"
+                     " reused 0, re-run 1, cache hits 0"]
 
 
 def test_rerun_counts_the_tasks_a_run_worked_on(tmp_path):

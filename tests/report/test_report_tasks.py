@@ -337,9 +337,9 @@ def test_an_interrupted_run_reads_as_partial(tmp_path):
     text = _report(tmp_path)
     assert "**Partial: 2 of 10 runs finished.**" in text
     assert ("partial: 2 of 10 runs finished; 10 runs in 1 job: 8 interrupted, 2 satisfied; satisfied rate 100.0% "
-            "of the 2 finished, 8 unfinished") in text
+            "of the 2 decided, 8 unfinished") in text
     [group] = md_table(text, "## By configuration")
-    assert (group["runs"], group["unfinished"], group["satisfied"]) == ("10", "interrupted 8", "2/2 (100.0%)")
+    assert (group["runs"], group["outside the rates"], group["satisfied"]) == ("10", "interrupted 8", "2/2 (100.0%)")
     assert "Partial: 2 of 10 runs finished." in (tmp_path / "report.html").read_text()
     [row] = [json.loads(line) for line in (tmp_path / "summary.jsonl").read_text().splitlines()]
     assert (row["finished"], row["unfinished"], row["satisfied_rate"], row["partial"]) == (
@@ -351,9 +351,35 @@ def test_tasks_a_budget_kept_from_running_are_counted_beside_the_rates(tmp_path,
     write_task_job(tmp_path, [Status.SATISFIED, Status.SATISFIED, Status.FAILED, Status.NOT_RUN, Status.NOT_RUN], CONFIG)
     assert run_command(["report", str(tmp_path)]) == 0
     assert ("report: partial: 3 of 5 runs finished; 5 runs in 1 job: 2 satisfied, 2 not_run, 1 failed; satisfied rate "
-            "66.7% of the 3 finished, 2 unfinished") in capsys.readouterr().out
+            "66.7% of the 3 decided, 2 unfinished") in capsys.readouterr().out
     [group] = md_table((tmp_path / "report.md").read_text(), "## By configuration")
-    assert (group["satisfied"], group["satisfied@1"], group["unfinished"]) == ("2/3 (66.7%)", "66.7%", "not_run 2")
+    assert (group["satisfied"], group["satisfied@1"], group["outside the rates"]) == ("2/3 (66.7%)", "66.7%", "not_run 2")
+
+
+def test_crashed_runs_are_outside_every_rate_and_fail_the_gate(tmp_path, capsys):
+    """Issue 44, case 5: a crash (error, grader_error) read as an unsatisfied run, ``satisfied rate 40.0%``;
+    it says nothing of the task: outside the rates, counted beside them, yet no crash passes fail_under."""
+    statuses = [Status.SATISFIED, Status.SATISFIED, Status.FAILED, Status.ERROR, Status.GRADER_ERROR]
+    record = write_task_job(tmp_path, statuses, CONFIG)
+    assert (record.aggregate.decided, record.aggregate.satisfied_rate) == (3, 0.6667)
+    assert run_command(["report", str(tmp_path), "--fail-under", "0.5"]) == 4
+    assert ("report: 5 runs in 1 job: 2 satisfied, 1 failed, 1 error, 1 grader_error; satisfied rate 66.7% of the 3 "
+            "decided, 2 crashed (fail_under 50.0%; over every run and job not started: 40.0%) -> exit 4") in capsys.readouterr().out
+    [group] = md_table((tmp_path / "report.md").read_text(), "## By configuration")
+    assert (group["outside the rates"], group["satisfied"], group["satisfied@1"]) == ("error 1, grader_error 1", "2/3 (66.7%)", "66.7%")
+    [row] = [json.loads(line) for line in (tmp_path / "summary.jsonl").read_text().splitlines()]
+    assert (row["finished"], row["crashed"], row["satisfied"], row["satisfied_rate"]) == (5, 2, 2, 0.666667)
+
+
+def test_on_the_verdicts_a_crashed_run_is_no_failure_of_its_arm(tmp_path):
+    """Issue 44, case 5: "Does the loop help?" without hidden checks read a crashed run as a failed one
+    (final passed 2/3); it is in no pass rate (2/2)."""
+    write_task_job(tmp_path / "0", [Status.SATISFIED, Status.SATISFIED, Status.ERROR], {**CONFIG, "loop": {"arm": "rubric"}},
+                   ("loop.arm=rubric",))
+    write_task_job(tmp_path / "1", [Status.SATISFIED, Status.FAILED, Status.FAILED], {**CONFIG, "loop": {"arm": "single"}},
+                   ("loop.arm=single",))
+    arms = {row["arm"]: row for row in md_table(_report(tmp_path), "## Does the loop help?")}
+    assert arms["rubric"]["final passed"].startswith("2/2 (100.0%") and arms["single"]["final passed"].startswith("1/3 (33.3%")
 
 
 def test_a_failed_shard_is_a_job_that_did_not_start_not_a_task(tmp_path):

@@ -6,6 +6,7 @@ import contextlib
 import gc
 import inspect
 import json
+import math
 import shutil
 import sqlite3
 from datetime import datetime
@@ -16,6 +17,7 @@ from support.helpers import (
     SCRIPTED_EVIDENCE,
     cli_process,
     compose_config,
+    md_table,
     on_terminal,
     read_events,
     run_cli,
@@ -127,10 +129,22 @@ def test_pass_at_k_math():
     for index, result in enumerate(results):
         tally.add(index, result)
     tally.fill(record, repeats=2)
-    assert record.aggregate.pass_at_k == round(2 / 3, 4)  # a and b satisfied at least once
+    # c's error is no verdict: c has one decided run, so k is 1 (every task has its k runs), and the rate
+    # is over the five decided runs
+    assert (record.aggregate.decided, record.aggregate.k) == (5, 1)
+    assert record.aggregate.pass_at_k == record.aggregate.pass_hat_k == round((1 / 2 + 1 + 0) / 3, 4)
+    assert record.aggregate.satisfied_rate == 0.6
+    assert record.status == "error"  # the worst task status
+    complete = [r("a", 0, "satisfied"), r("a", 1, "failed"), r("b", 0, "satisfied"), r("b", 1, "satisfied"),
+                r("c", 0, "failed"), r("c", 1, "failed")]
+    record, tally = RunRecord(), TaskTally(len(complete))
+    for index, result in enumerate(complete):
+        tally.add(index, result)
+    tally.fill(record, repeats=2)
+    assert record.aggregate.k == 2
+    assert record.aggregate.pass_at_k == round(2 / 3, 4)  # a and b satisfied at least once in their 2
     assert record.aggregate.pass_hat_k == round(1 / 3, 4)  # only b satisfied every time
     assert record.aggregate.satisfied_rate == 0.5
-    assert record.status == "error"  # the worst task status
 
 
 def test_cache_second_run_makes_no_model_calls_and_keeps_repeats_apart(tmp_path):
@@ -209,7 +223,11 @@ def _counted_from_disk(run_dir: Path, ids: list[str], repeats: int) -> dict:
             for field, value in counts.model_dump().items():
                 usage.setdefault(role, {}).setdefault(field, 0)
                 usage[role][field] += value
-    satisfied = {i: [r.status == "satisfied" for r in records if r.task_id == i] for i in ids}
+    crashed_or_unfinished = {"error", "grader_error", "running", "interrupted", "not_run", "budget_exceeded"}
+    satisfied = {i: [r.status == "satisfied" for r in records if r.task_id == i and r.status not in crashed_or_unfinished]
+                 for i in ids}
+    decided = {i: runs for i, runs in satisfied.items() if runs}
+    k = min(map(len, decided.values()))
     statuses: dict = {}
     for record in records:
         statuses[record.status.value] = statuses.get(record.status.value, 0) + 1
@@ -218,9 +236,11 @@ def _counted_from_disk(run_dir: Path, ids: list[str], repeats: int) -> dict:
     return {
         "rows": [(r.task_id, r.repeat, r.status, r.iterations, r.run_dir) for r in records],
         "usage": usage, "iterations": sum(r.iterations for r in records), "statuses": statuses,
-        "satisfied": sum(map(sum, satisfied.values())),
-        "pass_at_k": round(sum(map(any, satisfied.values())) / len(ids), 4),
-        "pass_hat_k": round(sum(map(all, satisfied.values())) / len(ids), 4), "verification": verification,
+        "satisfied": sum(map(sum, satisfied.values())), "decided": sum(map(len, satisfied.values())),
+        "satisfied_rate": round(sum(map(sum, satisfied.values())) / sum(map(len, satisfied.values())), 4), "k": k,
+        "pass_at_k": round(sum(1 - math.comb(len(v) - sum(v), k) / math.comb(len(v), k) for v in decided.values()) / len(decided), 4),
+        "pass_hat_k": round(sum(math.comb(sum(v), k) / math.comb(len(v), k) for v in decided.values()) / len(decided), 4),
+        "verification": verification,
     }
 
 
@@ -230,7 +250,8 @@ def _counted_in_record(record: RunRecord) -> dict:
         "rows": [(t.task_id, t.repeat, t.status, t.iterations, t.run_dir) for t in record.tasks],
         "usage": {role: counts.model_dump() for role, counts in aggregate.usage.items()},
         "iterations": record.grading_passes(), "statuses": aggregate.statuses,
-        "satisfied": aggregate.satisfied, "pass_at_k": aggregate.pass_at_k, "pass_hat_k": aggregate.pass_hat_k,
+        "satisfied": aggregate.satisfied, "decided": aggregate.decided, "satisfied_rate": aggregate.satisfied_rate,
+        "k": aggregate.k, "pass_at_k": aggregate.pass_at_k, "pass_hat_k": aggregate.pass_hat_k,
         "verification": aggregate.verification,
     }
 
@@ -396,6 +417,43 @@ def test_progress_line_on_a_terminal_and_quiet_in_a_pipe(tmp_path):
     piped = run_cli(*overrides, f"hydra.run.dir={tmp_path / 'pipe'}", cwd=tmp_path)
     assert piped.returncode == 0 and "tasks 3/3" not in piped.stderr
     assert "tasks 3 x repeats 1: 3/3 satisfied" in piped.stdout
+
+
+def test_a_provider_outage_has_no_satisfied_rate_and_its_crashes_are_counted_beside(tmp_path):
+    """Issue 44, cases 5 and 6: every task of a set met a provider outage, and the console read ``0/3
+    satisfied (satisfied@1 0.00, satisfied^1 0.00)``, the record's aggregate ``satisfied_rate 0.0``, the
+    report ``satisfied rate 0.0%``: a crash says nothing of the task, so no run was decided, and the
+    figures are undefined (null, n/a), the crashes counted beside them."""
+    script = write_script(tmp_path / "s.yaml", worker=[{"raise": "provider is down"}], grader=[OK])
+    data = _dataset(tmp_path / "tasks.jsonl", ["a", "b", "c"])
+    overrides = [o for o in scripted_overrides(script, f"rubric.dataset={data}") if o != "run.console=false"]
+    done = run_cli(*overrides, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert "tasks 3 x repeats 1: satisfied n/a: no run decided, 3 crashed (error 3); reused 0" in done.stdout
+    aggregate = json.loads((tmp_path / "run" / "result.json").read_text())["aggregate"]
+    assert {key: aggregate[key] for key in ("runs", "finished", "decided", "satisfied_rate", "k", "pass_at_k", "pass_hat_k")} == {
+        "runs": 3, "finished": 3, "decided": 0, "satisfied_rate": None, "k": None, "pass_at_k": None, "pass_hat_k": None}
+    assert "3 runs in 1 job: 3 error; satisfied rate n/a of the 0 decided, 3 crashed." in (tmp_path / "run" / "report.md").read_text()
+    [row] = [json.loads(line) for line in (tmp_path / "run" / "summary.jsonl").read_text().splitlines()]
+    assert (row["finished"], row["crashed"], row["satisfied_rate"], row["satisfied_at_k"]) == (3, 3, None, None)
+
+
+def test_grader_errors_among_repeats_are_outside_satisfied_k(tmp_path):
+    """Issue 44, case 5: task a satisfied twice and task b's two gradings crashed (grader_error) read
+    ``2/4 satisfied (satisfied@2 0.50, satisfied^2 0.50)``, b's crashes counted as unsatisfied; b has no
+    decided run, so the figures are a's, and the grader errors are counted beside them."""
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}], grader=[OK],
+                          tasks={"b": {"grader": [{"raise": "grader is down"}]}})
+    data = _dataset(tmp_path / "tasks.jsonl", ["a", "b"])
+    record, run_dir = _run(tmp_path, script, f"rubric.dataset={data}", "run.repeats=2")
+    aggregate = record.aggregate
+    assert aggregate.statuses == {"satisfied": 2, "grader_error": 2}
+    assert (aggregate.decided, aggregate.satisfied_rate, aggregate.k, aggregate.pass_hat_k) == (2, 1.0, 2, 1.0)
+    text = (run_dir / "report.md").read_text()
+    assert "4 runs in 1 job: 2 satisfied, 2 grader_error; satisfied rate 100.0% of the 2 decided, 2 crashed." in text
+    [group] = md_table(text, "## By configuration")
+    assert (group["outside the rates"], group["satisfied"], group["satisfied^k"], group["k"]) == (
+        "grader_error 2", "2/2 (100.0%)", "100.0%", "2")
 
 
 def test_regrades_started_in_one_second_get_dirs_of_their_own(tmp_path, monkeypatch):
