@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 from ..records import CheckOutcome, RunHeader, RunKind, Status, TaskRecord
+from ..records.passk import PassK, pass_k
 from . import intervals
 from .intervals import Interval
 from .numbers import fmt_num, fmt_p, fmt_pct, fmt_pts, rounded
-from .passk import PassK, pass_k
 from .prices import billed, cost_of
 
 T = TypeVar("T")

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..analysis.passk import satisfied_k
+from .passk import satisfied_k
 from .status import ExitCode, Status, satisfied_rate
 
 SCHEMA_VERSION = 2

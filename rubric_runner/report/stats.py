@@ -16,10 +16,10 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from ..analysis.passk import satisfied_k
 from ..analysis.views import Pass, window
 from ..config.prices import price_of
 from ..records import Job, Status, satisfied_rate
+from ..records.passk import satisfied_k
 from . import configs
 from .runs import Run
 

@@ -27,7 +27,6 @@ from rubric_runner.analysis.judge import (
     ranking,
 )
 from rubric_runner.analysis.numbers import fmt_num, fmt_pct, rounded
-from rubric_runner.analysis.passk import pass_all, pass_at, pass_k
 from rubric_runner.cli import run_command
 from rubric_runner.paths import DATA_DIR
 from rubric_runner.records import (
@@ -43,6 +42,7 @@ from rubric_runner.records import (
     load_record,
     load_task,
 )
+from rubric_runner.records.passk import pass_all, pass_at, pass_k
 from rubric_runner.report import load_prices
 from rubric_runner.report.columns import RUN_COLUMNS
 

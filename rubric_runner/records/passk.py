@@ -14,7 +14,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from math import comb
 
-from ..records.status import Status
+from .status import Status
 
 
 def pass_at(n: int, c: int, k: int) -> float:
