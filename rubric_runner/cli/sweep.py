@@ -24,6 +24,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from ..compat.hydra import job_exception
 from ..records import (
     DID_NOT_RUN,
     RESULT_FILE,
@@ -109,8 +110,7 @@ class SweepSummary(Callback):
             run_dir = Path(str(config.hydra.runtime.output_dir))
             partial = read_record(run_dir / RESULT_FILE)
             if partial is None or partial.status == "running":
-                exc = job_return._return_value  # the public property re-raises it
-                write_record(run_dir / RESULT_FILE, crash_record(run_dir, ErrorInfo.of(exc), partial))
+                write_record(run_dir / RESULT_FILE, crash_record(run_dir, ErrorInfo.of(job_exception(job_return)), partial))
         if self.sweep is not None:
             self._refresh(self.sweep)
 

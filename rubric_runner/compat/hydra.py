@@ -94,3 +94,8 @@ def first_of_each_value(overrides: list[str]) -> list[list[str]]:
         for value in values[1:]:
             jobs.append([*fixed, *firsts[:index], f"{key}={value}", *firsts[index + 1:]])
     return jobs
+
+
+def job_exception(job_return: Any) -> BaseException:
+    """What a failed job's function raised (``JobReturn.return_value`` re-raises it; the field holds it)."""
+    return job_return._return_value

@@ -2,7 +2,7 @@
 
 A finished thread is cut to its latest state (``loop.checkpoints``): a new checkpoint holds the delta
 channels' values whole, as LangGraph's own snapshots do, and the rest of the thread is deleted where
-LangGraph offers no call for it (the PostgreSQL saver's cursor). An in-memory thread is deleted whole
+LangGraph offers no call for it (the SQLite and PostgreSQL savers' tables). An in-memory thread is deleted whole
 once its task ends (the saver's dicts): no one reads it again. Each assumption is pinned by
 ``tests/compat/test_langgraph.py``.
 """
@@ -47,6 +47,15 @@ class RunMemorySaver(InMemorySaver):
                 self.writes.pop((thread_id, namespace, checkpoint_id), None)
         for key in self.thread_blobs.pop(thread_id, ()):
             self.blobs.pop(key, None)
+
+
+def drop_sqlite_thread_but(saver: Any, thread_id: str, checkpoint_id: str) -> None:
+    """Delete a SQLite thread's checkpoints and writes other than checkpoint ``checkpoint_id``'s, in one
+    transaction (the saver keeps its blobs inside the checkpoint rows)."""
+    kept = (thread_id, checkpoint_id)
+    with saver.cursor() as cur:
+        for table in ("checkpoints", "writes"):
+            cur.execute(f"DELETE FROM {table} WHERE thread_id = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)", kept)
 
 
 async def drop_postgres_thread_but(saver: Any, thread_id: str, checkpoint_id: str, versions: Mapping[str, Any]) -> None:

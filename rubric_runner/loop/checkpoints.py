@@ -13,6 +13,7 @@ from ..compat.langgraph import (
     DeltaChannel,
     RunMemorySaver,
     drop_postgres_thread_but,
+    drop_sqlite_thread_but,
     snapshot,
     uuid6,
 )
@@ -47,13 +48,6 @@ class InlineSqliteSaver(SqliteSaver):
 
     async def aget_delta_channel_history(self, *, config, channels: Sequence[str]) -> Mapping[str, Any]:
         return self.get_delta_channel_history(config=config, channels=channels)
-
-    def drop_all_but(self, thread_id: str, checkpoint_id: str) -> None:
-        """Delete a thread's checkpoints and writes other than checkpoint ``checkpoint_id``'s, in one transaction."""
-        keep = (thread_id, checkpoint_id)
-        with self.cursor() as cur:
-            for table in ("checkpoints", "writes"):
-                cur.execute(f"DELETE FROM {table} WHERE thread_id = ? AND NOT (checkpoint_ns = '' AND checkpoint_id = ?)", keep)
 
 
 async def trim_finished(saver: Any, graph: Any, thread_id: str, values: dict[str, Any] | None = None) -> None:
@@ -103,6 +97,6 @@ async def keep_latest(saver: Any, graph: Any, thread_id: str, values: dict[str, 
 async def _drop_all_but(saver: Any, thread_id: str, checkpoint_id: str, versions: Mapping[str, Any]) -> None:
     """Delete what a thread holds beyond checkpoint ``checkpoint_id``, its writes and the blobs of its ``versions``."""
     if isinstance(saver, InlineSqliteSaver):
-        saver.drop_all_but(thread_id, checkpoint_id)
+        drop_sqlite_thread_but(saver, thread_id, checkpoint_id)
     else:
         await drop_postgres_thread_but(saver, thread_id, checkpoint_id, versions)

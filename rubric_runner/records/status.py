@@ -57,8 +57,16 @@ class Status(StrEnum):
     def of_loop(cls, value: str | None) -> Status:
         """The status for what RubricMiddleware's state says when the loop stops: a terminal verdict
         is itself; none yet, or one still asking for revision (the loop was stopped), is ``error``."""
-        status = cls._value2member_map_.get(value or "")
+        status = cls.named(value)
         return status if status is not None and status.terminal else cls.ERROR
+
+    @classmethod
+    def named(cls, value: str | None) -> Status | None:
+        """The status of that name; None for any other string."""
+        try:
+            return cls(value)
+        except ValueError:
+            return None
 
     @property
     def severity(self) -> int:

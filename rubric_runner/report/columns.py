@@ -182,7 +182,8 @@ def outcome(status: str | None) -> str:
     """The CSS class of a status or verdict: satisfied, unsatisfied, error or running."""
     if status == Status.RUNNING:
         return "running"
-    return Status(status).outcome if status in Status._value2member_map_ else Outcome.ERROR
+    known = Status.named(status)
+    return known.outcome if known is not None else Outcome.ERROR
 
 
 def _group_link(**values: Any) -> Callable[[dict[str, Any]], str]:

@@ -1,5 +1,5 @@
 """Each assumption ``rubric_runner.compat.hydra`` makes, pinned by name (see ``rubric_runner/compat/hydra.py``):
-Hydra: composing with config dirs, the command line's config dirs, sweep combinations, the app's flags."""
+Hydra: composing with config dirs, the command line's config dirs, sweep combinations, the app's flags, a failed job's exception."""
 
 from __future__ import annotations
 
@@ -47,3 +47,11 @@ def test_hydra_app_parses_its_own_flags():
     assert json.dumps(sorted(vars(args)))  # the flags the command line reads are all there
     for flag in ("run", "multirun", "info", "shell_completion", "config_dir", "hydra_help", "resolve", "package"):
         assert hasattr(args, flag), flag
+
+
+def test_hydra_job_return_holds_a_failed_jobs_exception():
+    from hydra.core.utils import JobReturn, JobStatus
+
+    raised = RuntimeError("job failed")
+    job_return = JobReturn(status=JobStatus.FAILED, _return_value=raised)
+    assert compat_hydra.job_exception(job_return) is raised

@@ -1,5 +1,5 @@
 """Each assumption ``rubric_runner.compat.langgraph`` makes, pinned by name (see ``rubric_runner/compat/langgraph.py``):
-LangGraph: ``InMemorySaver``'s dicts and keys, its snapshot type, the Postgres saver's cursor."""
+LangGraph: ``InMemorySaver``'s dicts and keys, its snapshot type, the SQLite saver's tables, the Postgres saver's cursor."""
 
 from __future__ import annotations
 
@@ -48,6 +48,28 @@ def test_langgraph_in_memory_saver_keys_blobs_by_put_versions_and_writes_by_chec
     held = {(thread, namespace, checkpoint_id) for thread, namespaces in saver.storage.items()
             for namespace, checkpoints in namespaces.items() for checkpoint_id in checkpoints}
     assert set(saver.writes) <= held
+
+
+def test_langgraph_sqlite_saver_keeps_a_thread_in_two_tables(tmp_path):
+    """``drop_sqlite_thread_but`` deletes from ``checkpoints`` and ``writes``: a thread's rows are there and
+    nowhere else, and after it only the kept checkpoint (and its writes) is left of the thread."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(str(tmp_path / "c.sqlite")) as saver:
+        agent = _two_steps(saver)
+        for thread in ("t", "u"):
+            agent.invoke({"steps": []}, {"configurable": {"thread_id": thread}}, durability="sync")
+        latest = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+        compat_langgraph.drop_sqlite_thread_but(saver, "t", latest.checkpoint["id"])
+    db = sqlite3.connect(tmp_path / "c.sqlite")
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"checkpoints", "writes"}
+    kept = {row for row in db.execute("SELECT DISTINCT checkpoint_id FROM checkpoints WHERE thread_id = 't'")}
+    assert kept == {(latest.checkpoint["id"],)}
+    assert db.execute("SELECT count(*) FROM checkpoints WHERE thread_id = 'u'").fetchone()[0] > 1
+    assert {row[0] for row in db.execute("SELECT DISTINCT checkpoint_id FROM writes WHERE thread_id = 't'")} <= {latest.checkpoint["id"]}
 
 
 def test_langgraph_postgres_saver_has_a_cursor():

@@ -97,6 +97,27 @@ def stated_order() -> tuple[str, ...]:
     return tuple(re.findall(r"^\| `(?:rubric_runner/)?([\w]+)(?:/|\.py)?` \|", section, re.MULTILINE))
 
 
+PUBLIC_UNDERSCORED = {"_exit", "_fields", "_asdict", "_replace", "_make", "_run", "_arun"}
+"""Names with a leading underscore that are public API: ``os._exit``, a named tuple's methods, and the
+methods LangChain's ``BaseTool`` asks a subclass to override."""
+
+
+def private_uses(path) -> list[str]:
+    """Where a module outside ``compat/`` imports a private module or name, or reads a private attribute of
+    anything but ``self`` or ``cls`` (``job_return._return_value``, ``Status._value2member_map_``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [*node.module.split("."), *(alias.name for alias in node.names)]
+            if any(name.startswith("_") and not name.startswith("__") for name in names):
+                found.append(f"{path.name}:{node.lineno} from {node.module} import")
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.endswith("__"):
+            owner = node.value.id if isinstance(node.value, ast.Name) else None
+            if owner not in ("self", "cls") and node.attr not in PUBLIC_UNDERSCORED:
+                found.append(f"{path.name}:{node.lineno} .{node.attr}")
+    return found
+
+
 def test_the_graph_sees_the_imports():
     graph = imports()
     assert "rubric_runner.records.models" in graph["rubric_runner.records.store"]
@@ -131,6 +152,19 @@ def test_an_import_against_the_order_is_found():
 def test_a_string_naming_a_module_is_an_import():
     assert MODULE_STRING.fullmatch("rubric_runner.report.live:PLUGIN").group(1) == "rubric_runner.report.live"
     assert not MODULE_STRING.fullmatch("python -m rubric_runner.report.live")
+
+
+def test_only_compat_uses_other_packages_private_parts():
+    outside = [path for path in PACKAGE.rglob("*.py") if "compat" not in path.relative_to(PACKAGE).parts]
+    assert [use for path in outside for use in private_uses(path)] == []
+
+
+def test_a_private_use_is_found(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from hydra._internal.utils import x\nfrom enum import _EnumDict\n"
+                      "def f(job, status):\n    self = job\n    return job._return_value, status._value2member_map_, self._ok, os._exit\n")
+    assert private_uses(module) == ["m.py:1 from hydra._internal.utils import", "m.py:2 from enum import",
+                                    "m.py:5 ._return_value", "m.py:5 ._value2member_map_"]
 
 
 def test_the_architecture_page_states_the_order():
