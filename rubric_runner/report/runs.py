@@ -180,7 +180,7 @@ class Run:
             satisfied=tuple(None if verdict == Status.GRADER_ERROR else verdict == Status.SATISFIED for verdict in self.verdicts),
             final_satisfied=self.status is Status.SATISFIED if self.status.decided else None,
             tokens=self.worker_tokens + self.grader_tokens, cost=self.cost(prices), spent=spent, criteria=self.pass_criteria,
-            unverified=self.unverified,
+            unverified=self.unverified, verdicts=self.verdicts, cap=self.max_iterations,
         )
 
 
