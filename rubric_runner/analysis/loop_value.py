@@ -70,6 +70,10 @@ class Attempts:
     """Each grading pass's result (``satisfied``, ``needs_revision``, ``max_iterations_reached``, ...)."""
     cap: int = 0
     """The grading passes its configuration allowed (``grader.max_iterations``); 0 when the record does not say."""
+    returns: str = "last"
+    """Its ``loop.returns``: the attempt its loop answered with."""
+    stop: str = "none"
+    """Its ``loop.stop``: the rule that could end its loop before the cap."""
 
     @property
     def grader_revisions(self) -> int:

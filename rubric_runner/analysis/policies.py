@@ -5,28 +5,27 @@ made it returns). Each run (``loop_value.Attempts``) is replayed pass by pass: t
 attempt it would return, its outcome that attempt's hidden checks (or, with no checks, its verdict), its
 spend the run's tokens and USD when that pass ended (the passes it would not have made are not counted).
 
-Return rules (``loop.return``): ``last`` (the library's), ``best`` (most criteria passed, ties to the
+Return rules (``loop.returns``): ``last`` (the library's), ``best`` (most criteria passed, ties to the
 later attempt), ``satisfied`` (the last attempt the grader marked satisfied, else the best). Stop rules
-(``loop.stop``): ``none`` (the run's own), ``no_gain:K`` (after K passes in a row that passed no more
+(``loop.stop``): ``none`` (the cap alone), ``no_gain:K`` (after K passes in a row that passed no more
 criteria than the best before them), ``regression`` (after a pass that fails a criterion an earlier pass
 passed); and ``grader.max_iterations`` = 1..N. A policy that would go on past the passes the run made
-(a cap above the run's, on a run its cap ended) is not replayable for that run: counted, never guessed.
+(a cap above the one that ended it, or past the run's own stop rule) is not replayable for that run:
+counted, never guessed. Every policy is paired with the runs as they ran (their own policy).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from ..config.schema import STOP
 from .loop_value import Attempts, Comparison, _by_group, final, outcomes, paired
 
 RETURNS = ("last", "best", "satisfied")
-"""The return rules, ``loop.return``."""
-STOP = re.compile(r"^(?:none|regression|no_gain(?::(?P<k>[1-9]\d*))?)$")
-"""A stop rule, ``loop.stop``: none, regression, no_gain (one pass without gain) or no_gain:K."""
-AS_RUN = "last"
-"""The policy every other is paired against: the library's, as the runs ran."""
+"""The return rules, ``loop.returns``."""
+AS_RUN = "as run"
+"""What every policy is paired against: the runs as they ran (by default the library's, ``last``)."""
 NOT_GRADED = -1
 """The score of a pass without criteria that passed no verdict (a grader_error): never the best."""
 
@@ -110,22 +109,40 @@ class Replay:
     cost: float | None = None
 
 
+def _criteria(run: Attempts) -> list[tuple[tuple[str, bool], ...]]:
+    return [run.criteria[i] if i < len(run.criteria) else () for i in range(len(run.satisfied))]
+
+
+def own_policy(run: Attempts) -> Policy:
+    """The policy the run ran with."""
+    return Policy(run.returns, run.stop)
+
+
+def _went_on(run: Attempts) -> bool:
+    """Whether the run's loop would have gone on past its last pass under a policy that allows more: its
+    cap or its own stop rule ended it (a limit or a stop asked for would have cut any policy alike)."""
+    made = len(run.satisfied)
+    if run.verdicts[-1:] == ("max_iterations_reached",):
+        return True
+    return run.stop != "none" and run.verdicts[-1:] == ("needs_revision",) and stops_after(run.stop, _criteria(run)) == made
+
+
 def replay(run: Attempts, policy: Policy, on: str) -> Replay:
     """``run`` as ``policy`` would have run it."""
     made = len(run.satisfied)
     if not made:  # nothing graded: every policy returns what the run did
         return Replay(True, 0, 0, final(run, on), run.tokens, run.cost)
-    criteria = [run.criteria[i] if i < len(run.criteria) else () for i in range(made)]
-    stop = stops_after(policy.stop, criteria) if policy.stop != "none" else None
+    stop = stops_after(policy.stop, _criteria(run)) if policy.stop != "none" else None
     if policy.cap is not None and (stop is None or policy.cap < stop):
-        if policy.cap > made and run.verdicts and run.verdicts[-1] == "max_iterations_reached":
-            return Replay(False)  # its cap ended the run: the passes past it were never made
-        stop = policy.cap if policy.cap < made else None
-    passes = stop if stop is not None and stop < made else made
-    attempt = returned(policy.returns, scores(run)[:passes], list(run.satisfied[:passes]))
+        stop = policy.cap
+    if (stop is None or stop > made) and (policy.cap or run.cap or made) > made and _went_on(run):
+        return Replay(False)  # it would have made passes the run never made
+    passes = min(stop or made, made)
+    scored, satisfied = scores(run), list(run.satisfied)
+    attempt = returned(policy.returns, scored[:passes], satisfied[:passes])
     seen = outcomes(run, on)
-    if attempt == made and (len(seen) <= made or policy.returns == "last"):
-        outcome = final(run, on)  # the run's final answer (after a limit, an attempt no pass graded)
+    if passes == made and attempt == returned(run.returns, scored, satisfied):
+        outcome = final(run, on)  # the answer the run ended with (after a limit, one no pass graded)
     else:
         outcome = seen[attempt - 1] if attempt <= len(seen) else None
     if passes == made:
@@ -140,6 +157,8 @@ class Replayed:
 
     group: str
     policy: Policy
+    as_run: bool
+    """The runs' own policy: the runs as they ran."""
     runs: int
     not_replayable: int
     passed: int
@@ -151,7 +170,12 @@ class Replayed:
     as_run_tokens: int
     """The same runs' tokens as they ran."""
     versus: Comparison | None
-    """Paired against ``AS_RUN``; None for ``AS_RUN`` itself."""
+    """Paired against the runs as they ran; None for the runs' own policy."""
+
+    @property
+    def name(self) -> str:
+        """The policy's name; ``as run (last)`` for the runs' own."""
+        return f"{AS_RUN} ({self.policy.name})" if self.as_run else self.policy.name
 
     @property
     def replayed(self) -> int:
@@ -170,11 +194,11 @@ class Replayed:
         """The figures as JSON: undefined ones null."""
         versus = self.versus
         return {
-            "configuration": self.group, "policy": self.policy.name, "runs": self.runs, "replayed": self.replayed,
+            "configuration": self.group, "policy": self.name, "runs": self.runs, "replayed": self.replayed,
             "not_replayable": self.not_replayable, "passed": self.passed, "known": self.known, "rate": self.rate,
             "tokens": self.tokens, "usd": self.cost, "as_run_tokens": self.as_run_tokens, "token_change": self.token_change,
-            "versus_last": None if versus is None else {
-                "pairs": versus.pairs, "both": versus.both, "policy_only": versus.rubric_only, "last_only": versus.control_only,
+            "versus_as_run": None if versus is None else {
+                "pairs": versus.pairs, "both": versus.both, "policy_only": versus.rubric_only, "as_run_only": versus.control_only,
                 "neither": versus.neither, "difference": versus.difference, "interval": versus.interval, "p": versus.p,
                 "why_no_interval": versus.why or None},
         }
@@ -193,16 +217,18 @@ def _sum(values: list[float | None]) -> float | None:
 
 
 def replay_group(group: str, runs: list[Attempts], chosen: list[Policy], on: str) -> list[Replayed]:
-    """Each of ``chosen`` over one configuration's ``runs``, paired against the runs as they ran."""
-    as_run = {id(run): replay(run, Policy(AS_RUN), on) for run in runs}
+    """The runs as they ran, then each of ``chosen`` but their own policy, over one configuration's ``runs``,
+    paired against the runs as they ran."""
+    own = own_policy(runs[0])
+    as_run = {id(run): replay(run, own, on) for run in runs}
     found = []
-    for policy in chosen:
+    for policy in [own, *[p for p in chosen if p != own]]:
         done = [(run, replay(run, policy, on)) for run in runs]
         kept = [(run, r) for run, r in done if r.replayable]
         known = [r.outcome for _, r in kept if r.outcome is not None]
         pairs: list[tuple[Hashable, bool | None, bool | None]] = [(run.task, r.outcome, as_run[id(run)].outcome) for run, r in kept]
-        versus = None if policy == Policy(AS_RUN) else paired(policy.name, AS_RUN, pairs)
-        found.append(Replayed(group, policy, len(runs), len(done) - len(kept), sum(known), len(known),
+        versus = None if policy == own else paired(policy.name, AS_RUN, pairs)
+        found.append(Replayed(group, policy, policy == own, len(runs), len(done) - len(kept), sum(known), len(known),
                               _sum([r.tokens for _, r in kept]), _sum([r.cost for _, r in kept]),
                               sum(run.tokens for run, _ in kept), versus))
     return found

@@ -628,15 +628,15 @@ def loop_tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str,
 
 
 def _versus(r: policies.Replayed) -> str:
-    """``+10.0 pts (95% CI ...), p = 0.5``: the policy's pass rate minus the runs' as they ran; ``as run`` for last."""
+    """``+10.0 pts (95% CI ...), p = 0.5``: the policy's pass rate minus the runs' as they ran; ``-`` for their own."""
     if r.versus is None:
-        return "as run"
+        return "-"
     return f"{_difference(r.versus)}, {fmt_p(r.versus.p)}" if r.versus.difference is not None else "-"
 
 
 POLICY_COLUMNS = (
     Column("configuration", lambda row: row["label"]),
-    Column("policy", lambda row: row["r"].policy.name),
+    Column("policy", lambda row: row["r"].name),
     Column("replayed", lambda row: row["r"].replayed, sort=lambda row: row["r"].replayed),
     Column("not replayable", lambda row: row["r"].not_replayable, sort=lambda row: row["r"].not_replayable),
     Column("passed", lambda row: str(Rate(row["r"].passed, row["r"].known)) if row["r"].known else "n/a",
@@ -645,7 +645,7 @@ POLICY_COLUMNS = (
     Column("est. USD", lambda row: _spend(row["r"].cost, 4), sort=lambda row: _or(row["r"].cost, -1)),
     Column("tokens vs as run", lambda row: "n/a" if row["r"].token_change is None else f"{fmt_num(100 * row['r'].token_change, 1)}%",
            sort=lambda row: _or(row["r"].token_change, 10**9)),
-    Column("vs last (paired)", lambda row: _versus(row["r"]), sort=lambda row: _or(row["r"].versus and row["r"].versus.difference, -2)),
+    Column("vs as run (paired)", lambda row: _versus(row["r"]), sort=lambda row: _or(row["r"].versus and row["r"].versus.difference, -2)),
 )
 """Which loop policy: each policy replayed over a configuration's runs, paired against them as they ran."""
 

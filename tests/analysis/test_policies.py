@@ -63,8 +63,9 @@ def test_a_cap_above_the_one_that_ended_the_run_is_not_replayable_and_a_lower_ca
 def test_the_table_pairs_each_policy_with_the_runs_as_they_ran_and_counts_the_unreplayable():
     runs = [BROKEN, run(*[[True, False], [[(A, True), (B, True)], [(A, False), (B, True)]], ["needs_revision", "max_iterations_reached"],
                           [(100, None), (200, None)]], task="u", cap=2), FLAT]
-    rows = {r.policy.name: r for r in replay_all(runs, CHECKS, up_to=3)}
-    assert rows["last"].versus is None and (rows["last"].passed, rows["last"].known) == (0, 3)
+    rows = {r.name: r for r in replay_all(runs, CHECKS, up_to=3)}
+    assert "last" not in rows  # the runs' own policy is the as-run row
+    assert rows["as run (last)"].versus is None and (rows["as run (last)"].passed, rows["as run (last)"].known) == (0, 3)
     best = rows["best"]
     assert (best.passed, best.known, best.versus.rubric_only, best.versus.control_only) == (2, 3, 2, 0)
     assert best.token_change == 0.0 and best.as_dict()["usd"] is None  # unpriced: null, never 0
@@ -73,3 +74,14 @@ def test_the_table_pairs_each_policy_with_the_runs_as_they_ran_and_counts_the_un
     assert rows["max_iterations=1"].tokens == 100 + 100 + 100
     empty = replay_all([run([None], [[(A, True)]], ["needs_revision"], [(1, None)])], CHECKS)[0]
     assert empty.rate is None and empty.as_dict()["rate"] is None
+
+
+def test_a_run_its_own_stop_ended_is_not_replayed_past_it_but_a_satisfied_one_is():
+    stopped = run([False, False], [[(A, True), (B, False)], [(A, True), (B, False)]], ["needs_revision", "needs_revision"],
+                  [(100, None), (220, None)])
+    stopped = Attempts(**{**stopped.__dict__, "stop": "no_gain:1"})
+    assert not replay(stopped, Policy("last"), CHECKS).replayable  # it would have gone on to pass 3
+    assert replay(stopped, Policy("best", "no_gain:1"), CHECKS).replayable
+    assert replay(stopped, Policy(cap=2), CHECKS).tokens == 220
+    kept = Attempts(**{**BROKEN.__dict__, "returns": "best", "final_checked": True})  # it answered with attempt 1
+    assert replay(kept, Policy("last"), CHECKS).outcome is False and replay(kept, Policy("best"), CHECKS).outcome is True
