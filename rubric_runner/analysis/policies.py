@@ -213,7 +213,8 @@ def policies(cap: int, returns: str = "last") -> list[Policy]:
 
 
 def _sum(values: list[float | None]) -> float | None:
-    return None if any(value is None for value in values) else sum(values)
+    """The sum; None when a value is, or there is none (no run replayed)."""
+    return None if not values or any(value is None for value in values) else sum(values)
 
 
 def replay_group(group: str, runs: list[Attempts], chosen: list[Policy], on: str) -> list[Replayed]:

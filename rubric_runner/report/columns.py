@@ -631,7 +631,7 @@ def _versus(r: policies.Replayed) -> str:
     """``+10.0 pts (95% CI ...), p = 0.5``: the policy's pass rate minus the runs' as they ran; ``-`` for their own."""
     if r.versus is None:
         return "-"
-    return f"{_difference(r.versus)}, {fmt_p(r.versus.p)}" if r.versus.difference is not None else "-"
+    return f"{_difference(r.versus)}, {fmt_p(r.versus.p)}" if r.versus.difference is not None else "n/a"
 
 
 POLICY_COLUMNS = (

@@ -78,7 +78,8 @@ def test_stop_after_no_gain_saves_the_spend_the_replay_predicts(tmp_path, capsys
     assert stopped["returned"]["stopped"] is True and "no_gain ended the loop after pass 2" in stopped["returned"]["why"]
     spent = sum(usage["total_tokens"] for usage in stopped["usage"].values())
     assert abs(spent - predicted["tokens"]) <= 0.01 * predicted["tokens"], (spent, predicted["tokens"])
-    assert not replayed(stop_dir, capsys)["last"]["replayed"]  # past its own stop: never guessed
+    past = replayed(stop_dir, capsys)["last"]  # past its own stop: never guessed
+    assert (past["replayed"], past["not_replayable"], past["rate"], past["tokens"], past["usd"]) == (0, 1, None, None, None)
 
 
 def test_a_bad_stop_rule_is_one_error_line(tmp_path, capsys, breaking):
