@@ -678,8 +678,32 @@ def bench_attempt_checks(tmp: Path, repeats: int) -> dict:
     return rows
 
 
+def bench_policies(tmp: Path, repeats: int) -> dict:
+    """``rubric-runner policies`` in a fresh process on one run of 1,000 tasks whose every attempt was verified
+    (records written directly), and the replay alone in this process on the runs it reads."""
+    from rubric_runner.analysis.loop_value import basis
+    from rubric_runner.analysis.policies import replay_all
+    from rubric_runner.records import collect
+    from rubric_runner.report.runs import expand
+
+    tasks = 1000
+    job_dir = tmp / "policies-run"
+    _many_runs().write_verified_job(job_dir, tasks)
+
+    def command() -> None:
+        proc = subprocess.run([PYTHON, "-m", "rubric_runner", "policies", str(job_dir)], env=ENV, capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stdout.startswith(f"policies: {tasks} runs"), proc.stdout + proc.stderr
+
+    attempts = [run.attempted({}) for run in expand(collect(job_dir))]
+    rows: dict = _interleaved({"command_1000_tasks": command,
+                               "replay_only_1000_tasks": lambda: replay_all(attempts, basis(attempts))}, repeats, cpu=False)
+    rows["policies_replayed"] = len(replay_all(attempts, basis(attempts)))
+    rows["target"] = "replay of a 1,000-task run <= 5 s"
+    return rows
+
+
 BENCHES = ("startup", "overhead", "concurrency", "instructions", "cache", "memory", "sweep", "sandbox", "checkpoint_bytes", "scale",
-           "report", "attempt_checks")
+           "report", "attempt_checks", "policies")
 
 
 def _table(results: dict) -> str:
@@ -734,6 +758,8 @@ def main() -> None:
                 results["benchmarks"][name] = bench_report(tmp, max(3, args.repeats // 2))
             elif name == "attempt_checks":
                 results["benchmarks"][name] = bench_attempt_checks(tmp, args.repeats)
+            elif name == "policies":
+                results["benchmarks"][name] = bench_policies(tmp, args.repeats)
             results["benchmarks"][name]["measured_at"] = datetime.now(UTC).isoformat(timespec="seconds")
             print(f"done: {name}", file=sys.stderr, flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)

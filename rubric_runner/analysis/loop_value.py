@@ -66,6 +66,14 @@ class Attempts:
     """Each grading pass's criteria: (name, passed) each."""
     unverified: tuple[bool, ...] = ()
     """Each grading pass: whether the library marked its verdict unverified (the grader under-reported)."""
+    verdicts: tuple[str, ...] = ()
+    """Each grading pass's result (``satisfied``, ``needs_revision``, ``max_iterations_reached``, ...)."""
+    cap: int = 0
+    """The grading passes its configuration allowed (``grader.max_iterations``); 0 when the record does not say."""
+    returns: str = "last"
+    """Its ``loop.returns``: the attempt its loop answered with."""
+    stop: str = "none"
+    """Its ``loop.stop``: the rule that could end its loop before the cap."""
 
     @property
     def grader_revisions(self) -> int:
@@ -253,16 +261,22 @@ def compare(rubric: list[Attempts], control: list[Attempts], on: str) -> Compari
     """``rubric``'s runs against ``control``'s, paired on task and repeat; a pair counts when both
     outcomes are known."""
     theirs = {(run.task, run.repeat): final(run, on) for run in control}
+    return paired(rubric[0].group, control[0].group,
+                  ((run.task, final(run, on), theirs.get((run.task, run.repeat))) for run in rubric))
+
+
+def paired(rubric: str, control: str, pairs: Iterable[tuple[Hashable, bool | None, bool | None]]) -> Comparison:
+    """``rubric`` against ``control`` over ``pairs``: (task, rubric's outcome, control's outcome) each; a
+    pair counts when both outcomes are known."""
     per_task: dict[Hashable, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    for run in rubric:
-        mine, other = final(run, on), theirs.get((run.task, run.repeat))
+    for task, mine, other in pairs:
         if mine is None or other is None:
             continue
-        per_task[run.task][(0 if other else 3) if mine == other else (1 if mine else 2)] += 1
+        per_task[task][(0 if other else 3) if mine == other else (1 if mine else 2)] += 1
     both, rubric_only, control_only, neither = (sum(c[i] for c in per_task.values()) for i in range(4))
     repeated = any(sum(counts) > 1 for counts in per_task.values())
     clustered = cluster_bootstrap([tuple(c) for c in per_task.values()], [_difference])[0] if repeated else None
-    return Comparison(rubric[0].group, control[0].group, both, rubric_only, control_only, neither,
+    return Comparison(rubric, control, both, rubric_only, control_only, neither,
                       len(per_task) if repeated else None, clustered,
                       tuple(c[1] - c[2] for c in per_task.values()) if repeated else ())
 

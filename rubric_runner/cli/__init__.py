@@ -127,12 +127,15 @@ def _add_builtin_commands(subparsers: Any) -> None:
     from .compare import add_parser as add_compare
 
     add_compare(subparsers)
+    from .policies import add_parser as add_policies
+
+    add_policies(subparsers)
     from .review import add_parsers as add_review
 
     add_review(subparsers)
 
 
-BUILTIN_COMMANDS = ("compare", "continue", "doctor", "golden", "plugins", "regrade", "report", "resume", "review", "tools")
+BUILTIN_COMMANDS = ("compare", "continue", "doctor", "golden", "plugins", "policies", "regrade", "report", "resume", "review", "tools")
 
 
 def build_parser(with_plugins: bool) -> ArgumentParser:

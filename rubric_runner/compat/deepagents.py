@@ -37,15 +37,15 @@ def grader_response() -> type:
     return GraderResponse
 
 
-def rubric_middleware(**arguments: Any) -> Any:
-    """``RubricMiddleware(**arguments)``, without its beta warning."""
+def rubric_middleware(kind: type | None = None, **arguments: Any) -> Any:
+    """``RubricMiddleware(**arguments)`` (or its subclass ``kind``), without its beta warning."""
     from langchain_core._api import LangChainBetaWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LangChainBetaWarning)
         from deepagents import RubricMiddleware
 
-        return RubricMiddleware(**arguments)
+        return (kind or RubricMiddleware)(**arguments)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Dict, List, Optional
@@ -181,6 +182,21 @@ class LoopArm(StrEnum):
     """Answers once, graded once: one grading pass whatever ``grader.max_iterations`` says."""
 
 
+STOP = re.compile(r"^(?:none|regression|no_gain(?::(?P<k>[1-9]\d*))?)$")
+"""A stop rule, ``loop.stop``: none, regression, no_gain (one pass without gain) or no_gain:K."""
+
+
+class LoopReturn(StrEnum):
+    """The attempt the loop answers with (``loop.returns``)."""
+
+    last = "last"
+    """The last attempt, as RubricMiddleware returns it."""
+    best = "best"
+    """The attempt with the most criteria passed, ties to the later."""
+    satisfied = "satisfied"
+    """The last attempt the grader marked satisfied, else the best."""
+
+
 @dataclass
 class LoopConfig:
     """The loop and its controls at equal budget: ``-m loop=rubric,resample,single`` compares them."""
@@ -188,6 +204,13 @@ class LoopConfig:
     # rubric (revise with the grader's feedback), resample (fresh answers without it, up to
     # grader.max_iterations attempts, stopping at the first satisfied) or single (one answer, one pass)
     arm: LoopArm = LoopArm.rubric
+    # the attempt the loop answers with: last (the library's), best (most criteria passed, ties to the
+    # later) or satisfied (the last the grader marked satisfied, else the best)
+    returns: LoopReturn = LoopReturn.last
+    # what ends the loop before grader.max_iterations: none, no_gain (a pass that passed no more criteria
+    # than the best before it), no_gain:K (K such passes in a row) or regression (a pass that fails a
+    # criterion an earlier pass passed)
+    stop: str = "none"
 
 
 @dataclass

@@ -14,7 +14,7 @@ from ..environment import POSTGRES_URL_ENV
 from ..errors import UsageError
 from ..redaction import secret_entries
 from .prices import PRICES_FILE, PriceError, load_prices, price_of
-from .schema import Checkpointer, Config, ModelConfig
+from .schema import STOP, Checkpointer, Config, ModelConfig
 
 
 def _unknown_keys(node: DictConfig, schema: type, prefix: str = "") -> list[tuple[str, list[str]]]:
@@ -109,6 +109,9 @@ def validate(cfg: DictConfig) -> Config:
     for key in required:
         if not str(getattr(config.rubric, key)).strip():
             raise UsageError(f"rubric.{key}", "is empty", f"give rubric.{key} some text")
+    if not STOP.match(config.loop.stop):
+        raise UsageError("loop.stop", f"{config.loop.stop!r} is not a stop rule",
+                         "none, no_gain, no_gain:K (K passes in a row without a criterion gained) or regression; e.g. loop.stop=no_gain:2")
     for key in ("concurrency", "repeats"):
         value = getattr(config.run, key)
         if isinstance(value, bool) or value < 1:

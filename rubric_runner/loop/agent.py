@@ -22,6 +22,7 @@ from ..plugins.events import GradingPassed
 from ..records import Evaluation
 from .arms import FreshAttempts, fresh_for_grader, grading_passes
 from .plan import Plan
+from .policy import is_default, policy_middleware_class
 
 
 def evaluated(plan: Plan, evaluation: dict[str, Any]) -> None:
@@ -50,11 +51,12 @@ def watched(prepare: Callable[[list[Any]], list[Any]] | None) -> Callable[[list[
     return messages_for_grader
 
 
-def grader_middleware(plan: Plan, max_iterations: int | None = None) -> Any:
+def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy: bool = False) -> Any:
     """``RubricMiddleware`` with the plan's grader, prompt, tools, stack and listeners; the loop goes on
     while the worker revises, up to ``max_iterations`` grading passes (``grader.max_iterations``, one for
     ``loop.arm=single``); a ``resample`` grader reads the latest attempt alone; what the grader is shown
-    is noted for each pass's view."""
+    is noted for each pass's view. With ``loop_policy``, the config's ``loop.returns`` and ``loop.stop``
+    (``policy``) where they are not the library's own."""
     node = plan.config.grader
     arguments = dict(plan.extensions.grader_arguments)
     if plan.config.loop.arm is LoopArm.resample:  # each attempt judged on its own
@@ -62,6 +64,9 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None) -> Any:
     arguments["prepare_messages_for_grader"] = watched(arguments.get("prepare_messages_for_grader"))
     grading = GraderPass(strategy(plan.strategy), node.max_model_calls,
                          EvidenceRule(sorted(node.tools), list(plan.config.rubric.evidence)), compatible_server(node))
+    loop = plan.config.loop
+    if loop_policy and not is_default(loop):
+        arguments.update(kind=policy_middleware_class(), returns=loop.returns.value, stop=loop.stop)
     return rubric_middleware(
         model=plan.models["grader"],
         system_prompt=node.system_prompt,
@@ -85,6 +90,6 @@ def build_agent(plan: Plan, checkpointer: Any) -> Any:
         model=plan.models["worker"],
         tools=plan.worker_tools,
         system_prompt=plan.config.worker.system_prompt or None,
-        middleware=[grader_middleware(plan), *own, *plan.extensions.worker_middleware],
+        middleware=[grader_middleware(plan, loop_policy=True), *own, *plan.extensions.worker_middleware],
         checkpointer=checkpointer,
     )

@@ -34,6 +34,7 @@ from ..records import (
     AttemptVerification,
     ErrorInfo,
     Evaluation,
+    Returned,
     RunRecord,
     Status,
     TaskRecord,
@@ -49,6 +50,7 @@ from .answers import attempt_answers, final_answer, first_answer, graded_attempt
 from .budgets import Budgets
 from .limits import LimitExceeded, TaskGuard
 from .plan import Plan
+from .policy import STATE_KEY as RETURNED_KEY
 from .signals import StopRequest, StopRequested
 
 
@@ -240,6 +242,9 @@ class TaskRun:
             record.evaluations = [Evaluation.model_validate(e) for e in loop.evaluations]
             record.grading_run_id = loop.grading_run_id
         record.checklist = loop.checklist
+        returned = values.get(RETURNED_KEY)
+        if returned and returned.get("grading_run_id") == loop.grading_run_id and loop.grading_run_id:
+            record.returned = Returned.model_validate(returned)
         node = self.shared.plan.config.grader
         record.status = final_status(Status.of_loop(loop.status), record.evaluations, node.strict_coverage,
                                      node.on_cut_view is OnCutView.fail)

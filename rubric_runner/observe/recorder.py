@@ -286,6 +286,8 @@ class Recorder(BaseCallbackHandler):
             self.console.grading_started(event["iteration"])
         elif event.get("type") == "rubric_evaluation_end":
             self.console.verdict(event)
+        elif event.get("type") == "loop_returned":
+            self.console.line(event.get("why", ""))
 
     def on_evaluation(self, evaluation: dict[str, Any]) -> None:
         """``RubricMiddleware(on_evaluation=...)``: keep every evaluation for the record."""

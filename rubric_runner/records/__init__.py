@@ -13,7 +13,7 @@ _NAMES = {
     "models": (
         "ATTEMPT_CHARS", "DID_NOT_RUN", "SCHEMA_VERSION", "USAGE_ERROR", "Aggregate", "AttemptVerification", "BudgetInfo", "CheckOutcome", "CheckResult",
         "ConfigSources", "Coverage", "Criterion", "CutMessage", "ErrorInfo", "Evaluation", "FlaggedReply", "GraderInfo", "GraderView",
-        "LimitHit", "ModelInfo", "Place", "RubricInfo", "RunHeader", "RunKind", "RunRecord", "TaskRecord", "TaskRow", "TaskTally",
+        "LimitHit", "ModelInfo", "Place", "Returned", "RubricInfo", "RunHeader", "RunKind", "RunRecord", "TaskRecord", "TaskRow", "TaskTally",
         "ToolOutputCut", "Unsupported", "Usage",
         "Verification", "Verifications", "now",
     ),

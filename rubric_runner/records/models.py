@@ -274,6 +274,20 @@ class AttemptVerification(_Model):
     the first and the final answer only)."""
 
 
+class Returned(_Model):
+    """The attempt the loop answered with under its policy (``loop.returns``, ``loop.stop``), and why."""
+
+    attempt: int
+    """The attempt returned, from 1: its answer is the final one."""
+    of: int
+    """The attempts graded."""
+    returns: str
+    """``loop.returns``: last, best or satisfied."""
+    stopped: bool = False
+    """Whether ``loop.stop`` ended the loop (before ``grader.max_iterations``)."""
+    why: str = ""
+
+
 class LimitHit(_Model):
     """The limit or budget that stopped a task: its config key, its value and the figure reached."""
 
@@ -466,6 +480,8 @@ class TaskRecord(_Ending):
     """The hidden ``verify`` checks of the first and the final answer, when the rubric has any."""
     verified_attempts: list[AttemptVerification] = Field(default_factory=list, exclude_if=_omitted_when_empty)
     """Every attempt with its verdict and hidden checks, in order, when the rubric has ``verify`` checks."""
+    returned: Returned | None = Field(default=None, exclude_if=_omitted_when_none)
+    """With a ``loop.returns`` or ``loop.stop`` other than the library's: the attempt returned, and why."""
     usage: dict[str, Usage] = Field(default_factory=_usage)
     flagged_replies: list[FlaggedReply] = Field(default_factory=list, exclude_if=_omitted_when_empty)
     """Each model reply of the task that was cut short, a refusal, or had tool calls that do not parse, in order."""

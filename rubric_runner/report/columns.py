@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup, escape
 
-from ..analysis import loop_value
+from ..analysis import loop_value, policies
 from ..analysis.agreement import (
     Rating,
     against_labels,
@@ -626,6 +626,42 @@ def loop_tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str,
     if flips := loop_value.flipped(attempts):
         found["loop-criteria"] = Table("loop-criteria", LOOP_FLIP_COLUMNS, [{"label": names[f.run.group], "f": f} for f in flips])
     return on, found
+
+
+def _versus(r: policies.Replayed) -> str:
+    """``+10.0 pts (95% CI ...), p = 0.5``: the policy's pass rate minus the runs' as they ran; ``-`` for their own."""
+    if r.versus is None:
+        return "-"
+    return f"{_difference(r.versus)}, {fmt_p(r.versus.p)}" if r.versus.difference is not None else "n/a"
+
+
+POLICY_COLUMNS = (
+    Column("configuration", lambda row: row["label"]),
+    Column("policy", lambda row: row["r"].name),
+    Column("replayed", lambda row: row["r"].replayed, sort=lambda row: row["r"].replayed),
+    Column("not replayable", lambda row: row["r"].not_replayable, sort=lambda row: row["r"].not_replayable),
+    Column("passed", lambda row: str(Rate(row["r"].passed, row["r"].known)) if row["r"].known else "n/a",
+           sort=lambda row: _or(row["r"].rate, -1)),
+    Column("tokens", lambda row: _spend(row["r"].tokens, 0), sort=lambda row: _or(row["r"].tokens, -1)),
+    Column("est. USD", lambda row: _spend(row["r"].cost, 4), sort=lambda row: _or(row["r"].cost, -1)),
+    Column("tokens vs as run", lambda row: "n/a" if row["r"].token_change is None else f"{fmt_num(100 * row['r'].token_change, 1)}%",
+           sort=lambda row: _or(row["r"].token_change, 10**9)),
+    Column("vs as run (paired)", lambda row: _versus(row["r"]), sort=lambda row: _or(row["r"].versus and row["r"].versus.difference, -2)),
+)
+"""Which loop policy: each policy replayed over a configuration's runs, paired against them as they ran."""
+
+
+def policy_table(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]],
+                 returns: str = "last", up_to: int | None = None) -> tuple[str, Table, list[policies.Replayed]] | None:
+    """"Which loop policy?": what it rests on, its table ``policies`` and the replays; None unless some run
+    took more than one grading pass (every policy would return what the runs did)."""
+    if not any(run.iterations > 1 for run in runs):
+        return None
+    attempts = [run.attempted(prices) for run in runs]
+    on = loop_value.basis(attempts)
+    names = {g["key"]: g["label"] for g in groups}
+    found = policies.replay_all(attempts, on, returns, up_to)
+    return on, Table("policies", POLICY_COLUMNS, [{"label": names[r.group], "r": r} for r in found]), found
 
 
 def _rating(run: Run, resolved: Resolver) -> Rating:

@@ -50,6 +50,12 @@ def arm(header: RunHeader) -> str:
     return str((header.config.get("loop") or {}).get("arm") or "rubric")
 
 
+def policy(header: RunHeader) -> tuple[str, str]:
+    """The run's ``loop.returns`` and ``loop.stop`` (last and none for a record that predates them)."""
+    loop = header.config.get("loop") or {}
+    return str(loop.get("returns") or "last"), str(loop.get("stop") or "none")
+
+
 def pairing_key(header: RunHeader) -> str:
     """What runs of arms to compare share: kind, turn and configuration but the ``loop.*`` keys."""
     part = {key: value for key, value in configuration(header).items() if not key.startswith("loop.")}

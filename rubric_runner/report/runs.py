@@ -138,6 +138,8 @@ class Run:
     """Each grading pass: whether the grader saw a cut view of the transcript; None when its record does not say."""
     one_pass: bool = False
     """Its configuration allows one grading pass (``judge.one_pass``): its first answer is its final one."""
+    policy: tuple[str, str] = ("last", "none")
+    """``configs.policy``: its ``loop.returns`` and ``loop.stop``."""
 
     @property
     def finished(self) -> bool:
@@ -180,7 +182,8 @@ class Run:
             satisfied=tuple(None if verdict == Status.GRADER_ERROR else verdict == Status.SATISFIED for verdict in self.verdicts),
             final_satisfied=self.status is Status.SATISFIED if self.status.decided else None,
             tokens=self.worker_tokens + self.grader_tokens, cost=self.cost(prices), spent=spent, criteria=self.pass_criteria,
-            unverified=self.unverified,
+            unverified=self.unverified, verdicts=self.verdicts, cap=self.max_iterations,
+            returns=self.policy[0], stop=self.policy[1],
         )
 
 
@@ -217,7 +220,7 @@ def _transcript_billed(header: RunHeader, record: TaskRecord) -> Billed | None:
     return ((header.worker.model, usage.input_tokens, usage.output_tokens),) if usage else ()
 
 
-def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[str, str, str, str], shared: _Shared) -> Run:
+def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[Any, ...], shared: _Shared) -> Run:
     header = job.record.header
     message = " ".join((record.task or header.rubric.task or "").split()) or "-"
     task = record.task_id or (message if len(message) <= TASK_CHARS else message[:TASK_CHARS] + "\u2026")
@@ -245,7 +248,7 @@ def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[str
                                    for e in record.evaluations)),
         unverified=shared(tuple(e.unverified for e in record.evaluations)),
         cut=shared(tuple(None if e.view is None else e.view.is_cut for e in record.evaluations)),
-        one_pass=one_pass(header),
+        one_pass=one_pass(header), policy=keys[4],
     )
 
 
@@ -304,7 +307,7 @@ def expand(jobs: list[Job], live: bool = False) -> list[Run]:
         _mark_running(job.record, live)
         header = job.record.header
         keys = (shared(configs.group_key(header)), shared(configs.grader_key(header)),
-                shared(configs.arm(header)), shared(configs.pairing_key(header)))
+                shared(configs.arm(header)), shared(configs.pairing_key(header)), shared(configs.policy(header)))
         task_dirs = _task_dirs(job)
         if not task_dirs:
             if job.record.task is not None:

@@ -26,7 +26,8 @@ def _cut(text: str | None, limit: int = TEXT_CHARS) -> str:
 def trail(header: RunHeader, record: TaskRecord) -> dict[str, Any]:
     """A run's trail: ``passes`` (verdict, whether the library marked it unverified, explanation, criteria
     passed of total, failing criteria with their gaps, what the grader was shown when part of the transcript
-    was left out), ``attempts`` (the answer each pass graded), ``error``, ``answer``, where it ran."""
+    was left out), ``attempts`` (the answer each pass graded), ``error``, ``answer``, which attempt the
+    loop's policy ``returned`` and why, where it ran."""
     passes = []
     for evaluation in record.evaluations:
         failing = [[c.name, _cut(c.gap)] for c in evaluation.criteria if not c.passed]
@@ -44,6 +45,7 @@ def trail(header: RunHeader, record: TaskRecord) -> dict[str, Any]:
         "attempts": record.attempts,
         "error": _cut(f"{error.type}: {error.message}") if error else "",
         "answer": _cut(record.final_answer),
+        "returned": record.returned.why if record.returned else "",
         "run_dir": record.run_dir or "",
         "overrides": " ".join(header.sources.overrides),
     }

@@ -8,6 +8,8 @@ from pathlib import Path
 from rubric_runner.records import (
     RESULT_FILE,
     TASKS_DIR,
+    AttemptVerification,
+    CheckOutcome,
     ConfigSources,
     Criterion,
     Evaluation,
@@ -20,6 +22,8 @@ from rubric_runner.records import (
     TaskRecord,
     TaskTally,
     Usage,
+    Verification,
+    Verifications,
 )
 
 ANSWER = "def solve(items):\n    seen = set()\n    return [x for x in items if x in seen or seen.add(x)]\n" * 3
@@ -121,5 +125,44 @@ def write_task_job(job_dir: Path, statuses: list[Status], config: dict | None = 
         tally.fill(record, repeats=1)
         record.status = status or record.status
         record.exit_code, record.ended_at = int(record.status.exit_code), "2026-12-01T10:00:03.000+00:00"
+    (job_dir / RESULT_FILE).write_text(record.model_dump_json())
+    return record
+
+
+def write_verified_job(job_dir: Path, tasks: int) -> RunRecord:
+    """A multi-task job of ``tasks`` tasks whose every attempt was verified, each pass's spend recorded:
+    task i takes 1 + i % 3 passes (grader.max_iterations=3), its attempts passing their checks in turn
+    (so some revisions break a passing answer) and one more criterion passed each pass but every 4th task."""
+    header = RunHeader(worker=ModelInfo(model="scripted:w"), grader=GraderInfo(model="scripted:judge", max_iterations=3),
+                       rubric=RubricInfo(name="code_tasks"), config={"grader": {"max_iterations": 3}, "loop": {"arm": "rubric"}})
+    tally = TaskTally(tasks)
+    for index in range(tasks):
+        passes = 1 + index % 3
+        results = ["needs_revision"] * (passes - 1) + ["satisfied" if index % 2 else "max_iterations_reached"]
+        evaluations, attempts = [], []
+        for k, result in enumerate(results):
+            gained = k if index % 4 else 0
+            criteria = [Criterion(name=f"criterion {c}", passed=c <= gained or result == "satisfied", gap=None) for c in range(3)]
+            spent = {"worker": Usage(calls=k + 1, input_tokens=900 * (k + 1), output_tokens=120 * (k + 1), total_tokens=1020 * (k + 1)),
+                     "grader": Usage(calls=k + 1, input_tokens=1500 * (k + 1), output_tokens=80 * (k + 1), total_tokens=1580 * (k + 1))}
+            evaluations.append(Evaluation(iteration=k, result=result, criteria=criteria, spent=spent))
+            passed = (index + k) % 2 == 0
+            attempts.append(AttemptVerification(attempt=k + 1, verdict=result, criteria={c.name: c.passed for c in criteria},
+                                                verification=Verification(outcome=CheckOutcome.PASSED if passed else CheckOutcome.FAILED,
+                                                                          passed=passed)))
+        status = Status.SATISFIED if results[-1] == "satisfied" else Status.MAX_ITERATIONS_REACHED
+        record = TaskRecord(
+            status=status, exit_code=int(status.exit_code), iterations=passes, task_id=f"t{index:05d}", repeat=0,
+            evaluations=evaluations, attempts=[ANSWER] * passes, final_answer=ANSWER, verified_attempts=attempts,
+            verification=Verifications(first=attempts[0].verification, final=attempts[-1].verification),
+            usage={role: usage.model_copy() for role, usage in evaluations[-1].spent.items()},
+            run_dir=str(job_dir / TASKS_DIR / f"t{index:05d}-r0"), wall_seconds=1.5,
+        )
+        Path(record.run_dir).mkdir(parents=True)
+        (Path(record.run_dir) / RESULT_FILE).write_text(record.model_dump_json())
+        tally.add(index, record)
+    record = RunRecord(run_dir=str(job_dir), header=header)
+    tally.fill(record, repeats=1)
+    record.exit_code = int(record.status.exit_code)
     (job_dir / RESULT_FILE).write_text(record.model_dump_json())
     return record

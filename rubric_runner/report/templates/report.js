@@ -100,6 +100,7 @@
     } else {
       panel.appendChild(make("p", "", "No grading pass."));
     }
+    if (t.returned) panel.appendChild(make("p", "returned", "Returned: " + t.returned));
     if (t.error) panel.appendChild(make("p", "gap", t.error));
     var where = make("p");
     where.appendChild(document.createTextNode("Run dir "));

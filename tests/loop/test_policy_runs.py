@@ -1,0 +1,87 @@
+"""Loop policies, replayed and run for real (scripted worker and grader, the real test runner as the hidden
+check): the replay's prediction is what a real run with that policy does."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.helpers import run_scripted, verdict, write_script
+
+from rubric_runner.cli import run_command
+from rubric_runner.records import RunRecord
+from rubric_runner.report.trails import trail
+
+GOOD = "def find_duplicates(lst):\n    seen, out = [], []\n    for x in lst:\n        if x in seen and x not in out:\n            out.append(x)\n        seen.append(x)\n    return out\n"
+BROKEN = "def find_duplicates(lst):\n    return sorted(set(x for x in lst if lst.count(x) > 1))\n"
+TESTS, NAME, STYLE = "All tests pass", "The function is named find_duplicates", "The code is commented"
+CODE = ("rubric=code", "sandbox.isolation=none")
+
+
+def replayed(run_dir, capsys, *extra) -> dict[str, dict]:
+    """``rubric-runner policies RUN_DIR --json``'s rows, by policy."""
+    capsys.readouterr()
+    assert run_command(["policies", str(run_dir), "--json", *extra]) == 0
+    return {row["policy"]: row for row in json.loads(capsys.readouterr().out)["policies"]}
+
+
+def record(run_dir) -> dict:
+    return json.loads((run_dir / "result.json").read_text())["task"]
+
+
+@pytest.fixture
+def breaking(tmp_path):
+    """A worker whose revision breaks its passing answer; the grader sees it lose a criterion."""
+    return write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}, {"content": BROKEN}],
+                        grader=[verdict("needs_revision", (TESTS, True), (NAME, True), (STYLE, False)),
+                                verdict("needs_revision", (TESTS, False), (NAME, True), (STYLE, False))])
+
+
+def test_best_would_have_passed_where_last_failed_and_a_real_best_run_returns_the_passing_attempt(tmp_path, capsys, breaking):
+    _, last_dir = run_scripted(tmp_path / "last", breaking, *CODE, "grader.max_iterations=2")
+    last = record(last_dir)
+    assert [a["verification"]["passed"] for a in last["verified_attempts"]] == [True, False]
+    assert last["verification"]["final"]["passed"] is False and "returned" not in last
+    rows = replayed(last_dir, capsys)
+    assert rows["as run (last)"]["passed"] == 0 and rows["best"]["passed"] == 1 and rows["best"]["known"] == 1
+    assert rows["best"]["versus_as_run"]["policy_only"] == 1 and rows["best"]["tokens"] == rows["as run (last)"]["tokens"]
+
+    result, best_dir = run_scripted(tmp_path / "best", breaking, *CODE, "grader.max_iterations=2", "loop.returns=best")
+    best = record(best_dir)
+    assert result.status == "max_iterations_reached" and best["iterations"] == 2
+    assert best["final_answer"] == GOOD and best["verification"]["final"]["passed"] is True
+    assert best["attempts"] == [GOOD, BROKEN]  # the restored copy is the final answer, not a third attempt
+    assert best["returned"] == {"attempt": 1, "of": 2, "returns": "best", "stopped": False,
+                                "why": "loop.returns=best: attempt 1 of 2 returned, 2 criteria passed against the last's 1"}
+    events = [json.loads(line) for line in (best_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["attempt"] for e in events if e["event"] == "loop_returned"] == [1]
+    assert replayed(best_dir, capsys)["as run (best)"]["passed"] == 1  # its own replay reads its returned answer
+    run = RunRecord.model_validate_json((best_dir / "result.json").read_text())
+    assert trail(run.header, run.task)["returned"] == best["returned"]["why"]  # report.html's trail says it
+    transcript = json.loads((best_dir / "transcript.json").read_text())["messages"]
+    assert transcript[-1]["data"]["name"] == "loop_returned" and transcript[-1]["data"]["content"] == GOOD
+
+
+def test_stop_after_no_gain_saves_the_spend_the_replay_predicts(tmp_path, capsys):
+    flat = verdict("needs_revision", (TESTS, False), (NAME, True))
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": BROKEN}, {"content": BROKEN + "\n"}, {"content": BROKEN + "\n\n"}],
+                          grader=[flat, flat, flat])
+    _, full_dir = run_scripted(tmp_path / "full", script, *CODE, "grader.max_iterations=3")
+    assert record(full_dir)["iterations"] == 3
+    predicted = replayed(full_dir, capsys)["stop=no_gain:1"]
+    assert predicted["tokens"] < predicted["as_run_tokens"] and predicted["token_change"] < -0.2
+
+    result, stop_dir = run_scripted(tmp_path / "stop", script, *CODE, "grader.max_iterations=3", "loop.stop=no_gain")
+    stopped = record(stop_dir)
+    assert result.status == "max_iterations_reached" and stopped["iterations"] == 2
+    assert stopped["evaluations"][-1]["result"] == "needs_revision"  # the grader's verdict stands
+    assert stopped["returned"]["stopped"] is True and "no_gain ended the loop after pass 2" in stopped["returned"]["why"]
+    spent = sum(usage["total_tokens"] for usage in stopped["usage"].values())
+    assert abs(spent - predicted["tokens"]) <= 0.01 * predicted["tokens"], (spent, predicted["tokens"])
+    past = replayed(stop_dir, capsys)["last"]  # past its own stop: never guessed
+    assert (past["replayed"], past["not_replayable"], past["rate"], past["tokens"], past["usd"]) == (0, 1, None, None, None)
+
+
+def test_a_bad_stop_rule_is_one_error_line(tmp_path, capsys, breaking):
+    result, _ = run_scripted(tmp_path, breaking, *CODE, "loop.stop=no_gain:0")
+    assert result.status == "error" and result.error.message.startswith("loop.stop: 'no_gain:0' is not a stop rule")
