@@ -1,11 +1,14 @@
 """Two sets of runs compared task by task: what regressed, what improved, and whether it is more than noise.
 
 Each side's runs come as ``Case`` objects, grouped by configuration (``config``: the reports' group
-key). Configurations are paired first (``pair_configs``): one each is one pair; else by their labels
-when both sides name their configurations alike; else by position. Within a pair, a BASE run and a NEW
-run are the same case when they have the same task, repeat and turn. A case passes on its final
-answer's hidden checks when both runs were checked, else on the grader's verdict (``satisfied``).
-Cases on one side only, and cases with an unfinished run, are listed, never counted in the figures.
+key). Configurations are paired by fingerprint (``pair_configs``): the compared keys are those in which
+the two sides differ as wholes (one value on all of BASE, another on all of NEW); a BASE configuration
+and a NEW one are paired when they are alike in every other key. A configuration with no such partner
+is not paired, with the keys in which it differs from its nearest one on the other side. Within a
+pair, a BASE run and a NEW run are the same case when they have the same task, repeat and turn. A case
+passes on its final answer's hidden checks when both runs were checked, else on the grader's verdict
+(``satisfied``). Cases on one side only, and cases with an unfinished run, are listed, never counted
+in the figures.
 
 The difference in pass rate (NEW minus BASE) has Newcombe's paired interval, and the discordant cases
 the exact McNemar p (``analysis.intervals``).
@@ -13,9 +16,11 @@ the exact McNemar p (``analysis.intervals``).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..records import Status
 from .intervals import Interval, mcnemar, paired_difference, sign_test
@@ -96,10 +101,8 @@ class Spend:
 class Comparison:
     """What ``compare`` found."""
 
-    pairs: list[tuple[str, str]]
-    """The configurations paired, (BASE key, NEW key) each."""
-    rule: str
-    """How they were paired: ``one configuration each``, ``by label`` or ``by position``."""
+    pairing: Pairing
+    """Which configurations were paired, and which not."""
     cases: list[Paired]
     """Finished cases run on both sides."""
     unfinished: list[Paired]
@@ -112,6 +115,13 @@ class Comparison:
     base_total: Spend
     new_total: Spend
     """Of every run of each side."""
+
+    @property
+    def paired_share(self) -> float:
+        """The share of every case of either side that was compared: finished and run on both sides (a
+        case on one side only, or with an unfinished run, is not); 0 for no case."""
+        total = len(self.cases) + len(self.unfinished) + len(self.only_base) + len(self.only_new)
+        return len(self.cases) / total if total else 0.0
 
     def by_change(self, change: str) -> list[Paired]:
         return [case for case in self.cases if case.change == change]
@@ -155,22 +165,83 @@ class Comparison:
         return mcnemar(gained, lost)
 
 
-def pair_configs(base: dict[str, str], new: dict[str, str]) -> tuple[list[tuple[str, str]], str]:
-    """Pair the configurations of BASE and NEW (each: key -> label, in order of first run)."""
-    if len(base) == 1 and len(new) == 1:
-        return [(next(iter(base)), next(iter(new)))], "one configuration each"
-    base_labels, new_labels = list(base.values()), list(new.values())
-    if sorted(base_labels) == sorted(new_labels) and len(set(base_labels)) == len(base_labels):
-        by_label = {label: key for key, label in new.items()}
-        return [(key, by_label[label]) for key, label in base.items()], "by label"
-    return list(zip(base, new)), "by position"
+Part = dict[str, Any]
+"""A configuration as compare reads it: its flattened keys (``report.configs.configuration``), kind and turn."""
 
 
-def compare(base: Sequence[Case], new: Sequence[Case], base_labels: dict[str, str], new_labels: dict[str, str]) -> Comparison:
-    """Compare the cases of BASE and NEW, whose configurations are labelled by ``*_labels`` (key -> label,
-    in order of first run)."""
-    pairs, rule = pair_configs(base_labels, new_labels)
-    new_config = dict(pairs)
+@dataclass(frozen=True)
+class Unpaired:
+    """A configuration of one side with no partner on the other: the keys in which it differs from the
+    nearest configuration there (beside the compared keys), or none when the other side has none left."""
+
+    side: str
+    config: str
+    nearest: str | None
+    differs: tuple[tuple[str, str, str], ...]
+    """(key, its value here, its value in ``nearest``) each."""
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Which configurations of BASE and NEW were paired, on which compared keys, and which were not."""
+
+    pairs: list[tuple[str, str]]
+    compared: tuple[str, ...]
+    unpaired: list[Unpaired]
+
+
+def _value(part: Part, key: str) -> str:
+    return json.dumps(part.get(key), sort_keys=True, default=str)
+
+
+def _differing(a: Part, b: Part, left_out: Iterable[str] = ()) -> tuple[tuple[str, str, str], ...]:
+    keys = sorted(k for k in a.keys() | b.keys() if k not in left_out and _value(a, k) != _value(b, k))
+    return tuple((k, _text(a.get(k)), _text(b.get(k))) for k in keys)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def compared_keys(base: dict[str, Part], new: dict[str, Part]) -> tuple[str, ...]:
+    """The keys in which the two sides differ as wholes: one value on every BASE configuration, another
+    on every NEW one (what the comparison is about: the prompt, the model, the grader script)."""
+    keys = {k for part in (*base.values(), *new.values()) for k in part}
+    found = []
+    for key in sorted(keys):
+        before, after = {_value(p, key) for p in base.values()}, {_value(p, key) for p in new.values()}
+        if len(before) == len(after) == 1 and before != after:
+            found.append(key)
+    return tuple(found)
+
+
+def pair_configs(base: dict[str, Part], new: dict[str, Part]) -> Pairing:
+    """Pair the configurations of BASE and NEW (each: key -> part, in order of first run) by fingerprint:
+    alike in every key but the compared ones."""
+    compared = compared_keys(base, new)
+
+    def rest(part: Part) -> str:
+        return json.dumps({k: v for k, v in part.items() if k not in compared}, sort_keys=True, default=str)
+
+    by_rest = {rest(part): key for key, part in new.items()}
+    pairs = [(key, by_rest[rest(part)]) for key, part in base.items() if rest(part) in by_rest]
+    paired_base, paired_new = {b for b, _ in pairs}, {n for _, n in pairs}
+    left = {"BASE": {k: p for k, p in base.items() if k not in paired_base},
+            "NEW": {k: p for k, p in new.items() if k not in paired_new}}
+    unpaired = []
+    for side, other in (("BASE", "NEW"), ("NEW", "BASE")):
+        for key, part in left[side].items():
+            differences = {o: _differing(part, p, compared) for o, p in left[other].items()}
+            nearest = min(differences, key=lambda o: len(differences[o]), default=None)
+            unpaired.append(Unpaired(side, key, nearest, differences.get(nearest, ())))
+    return Pairing(pairs, compared, unpaired)
+
+
+def compare(base: Sequence[Case], new: Sequence[Case], base_parts: dict[str, Part], new_parts: dict[str, Part]) -> Comparison:
+    """Compare the cases of BASE and NEW, whose configurations are ``*_parts`` (key -> part, in order of
+    first run)."""
+    pairing = pair_configs(base_parts, new_parts)
+    new_config = dict(pairing.pairs)
     new_by_key = {(case.config, case.key): case for case in new}
     matched, only_base = [], []
     used: set[int] = set()
@@ -184,23 +255,33 @@ def compare(base: Sequence[Case], new: Sequence[Case], base_labels: dict[str, st
     only_new = [case for case in new if id(case) not in used]
     finished = [pair for pair in matched if pair.finished]
     return Comparison(
-        pairs=pairs, rule=rule, cases=finished, unfinished=[pair for pair in matched if not pair.finished],
+        pairing=pairing, cases=finished, unfinished=[pair for pair in matched if not pair.finished],
         only_base=only_base, only_new=only_new,
         base_spend=Spend.of([pair.base for pair in finished]), new_spend=Spend.of([pair.new for pair in finished]),
         base_total=Spend.of(base), new_total=Spend.of(new),
     )
 
 
+MIN_PAIRED = 0.8
+"""The gate's default least share of cases compared (``Comparison.paired_share``)."""
+
+
 @dataclass(frozen=True)
 class Gate:
     """When a comparison fails: more than ``count`` regressed cases, or, with ``alpha``, more regressed than
-    improved cases with a McNemar p below ``alpha``; or no case paired at all, for then nothing was compared."""
+    improved cases with a McNemar p below ``alpha``; or fewer than ``min_paired`` of the cases compared
+    (none at all among them), for then what was compared does not speak for the runs."""
 
     count: int = 0
     alpha: float | None = None
+    min_paired: float = MIN_PAIRED
+
+    def too_few(self, comparison: Comparison) -> bool:
+        """Whether too few cases were compared: none, or a share below ``min_paired``."""
+        return not comparison.cases or comparison.paired_share < self.min_paired
 
     def failed(self, comparison: Comparison) -> bool:
-        if not comparison.cases:
+        if self.too_few(comparison):
             return True
         _, lost, gained, _ = comparison.table
         if self.alpha is not None:
@@ -209,5 +290,7 @@ class Gate:
 
     def describe(self) -> str:
         if self.alpha is not None:
-            return f"more regressed than improved with McNemar p < {self.alpha:g}"
-        return f"more than {self.count} regressed" if self.count else "any regression"
+            rule = f"more regressed than improved with McNemar p < {self.alpha:g}"
+        else:
+            rule = f"more than {self.count} regressed" if self.count else "any regression"
+        return f"{rule}, or fewer than {self.min_paired:.0%} of the cases compared"
