@@ -7,23 +7,25 @@ and a NEW one are paired when they are alike in every other key. A configuration
 is not paired, with the keys in which it differs from its nearest one on the other side. Within a
 pair, a BASE run and a NEW run are the same case when they have the same task, repeat and turn. A case
 passes on its final answer's hidden checks when both runs were checked, else on the grader's verdict
-(``satisfied``). Cases on one side only, and cases with an unfinished run, are listed, never counted
-in the figures.
+(``satisfied``). Cases on one side only, cases with an unfinished run, and cases with a crashed run
+(``error``, ``grader_error``: no verdict, ``Status.decided``) are listed and counted beside the figures,
+never in them.
 
 The difference in pass rate (NEW minus BASE) has Newcombe's paired interval, and the discordant cases
-the exact McNemar p (``analysis.intervals``).
+the exact McNemar p. When a task has several cases (repeats, turns), its cases are not independent:
+the interval is the task-cluster bootstrap's under ``analysis.intervals``' rule (at least
+``MIN_TASKS`` tasks, else no interval and why), and the p the sign test on tasks.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..records import Status
-from .intervals import Interval, mcnemar, paired_difference, sign_test
+from .intervals import Interval, cluster_bootstrap, mcnemar, no_interval, paired_difference, sign_test
 
 CHECKS, VERDICT = "hidden checks", "verdict"
 """What a case was judged on: its final answers' hidden checks, or the grader's verdicts."""
@@ -75,6 +77,11 @@ class Paired:
         return not (self.base.status.unfinished or self.new.status.unfinished)
 
     @property
+    def decided(self) -> bool:
+        """Both runs ended with a verdict (``Status.decided``): neither crashed."""
+        return self.base.status.decided and self.new.status.decided
+
+    @property
     def change(self) -> str:
         """``regressed``, ``improved``, ``passed`` (both) or ``failed`` (both)."""
         before, after = self.passed(self.base), self.passed(self.new)
@@ -104,24 +111,30 @@ class Comparison:
     pairing: Pairing
     """Which configurations were paired, and which not."""
     cases: list[Paired]
-    """Finished cases run on both sides."""
+    """Cases run on both sides and decided on both (the figures' cases)."""
     unfinished: list[Paired]
     """Cases with a run still going, interrupted or stopped by a budget on either side."""
+    crashed: list[Paired]
+    """Finished cases with a crashed run (``error``, ``grader_error``) on either side."""
     only_base: list[Case]
     only_new: list[Case]
     base_spend: Spend
     new_spend: Spend
-    """Of the finished cases run on both sides."""
+    """Of the compared cases (``cases``)."""
     base_total: Spend
     new_total: Spend
     """Of every run of each side."""
 
     @property
     def paired_share(self) -> float:
-        """The share of every case of either side that was compared: finished and run on both sides (a
-        case on one side only, or with an unfinished run, is not); 0 for no case."""
-        total = len(self.cases) + len(self.unfinished) + len(self.only_base) + len(self.only_new)
-        return len(self.cases) / total if total else 0.0
+        """The share of every case of either side that was compared: run on both sides and decided on both
+        (a case on one side only, or with an unfinished or crashed run, is not); 0 for no case."""
+        return len(self.cases) / self.total if self.total else 0.0
+
+    @property
+    def total(self) -> int:
+        """Every case of either side, a case run on both counted once."""
+        return len(self.cases) + len(self.unfinished) + len(self.crashed) + len(self.only_base) + len(self.only_new)
 
     def by_change(self, change: str) -> list[Paired]:
         return [case for case in self.cases if case.change == change]
@@ -134,7 +147,7 @@ class Comparison:
 
     @property
     def rates(self) -> tuple[float | None, float | None]:
-        """The pass rates of BASE and NEW over the finished cases run on both sides."""
+        """The pass rates of BASE and NEW over the compared cases (``cases``)."""
         both, lost, gained, _ = self.table
         n = len(self.cases)
         return ((both + lost) / n, (both + gained) / n) if n else (None, None)
@@ -144,10 +157,36 @@ class Comparison:
         base, new = self.rates
         return None if base is None or new is None else new - base
 
+    def per_task(self) -> dict[tuple[str, str], tuple[int, int, int, int]]:
+        """Each task's (passed both, regressed, improved, failed both), by (BASE configuration, task)."""
+        found: dict[tuple[str, str], list[int]] = {}
+        names = ("passed", "regressed", "improved", "failed")
+        for case in self.cases:
+            found.setdefault((case.base.config, case.base.task), [0, 0, 0, 0])[names.index(case.change)] += 1
+        return {task: tuple(counts) for task, counts in found.items()}
+
+    @property
+    def repeated(self) -> bool:
+        """Whether some task has several cases (repeats, turns): then the task is the unit."""
+        return len(self.per_task()) < len(self.cases)
+
     @property
     def interval(self) -> Interval | None:
-        """Newcombe's 95% interval of NEW's pass rate minus BASE's."""
-        return paired_difference(*self.table)
+        """The 95% interval of NEW's pass rate minus BASE's: Newcombe's; when tasks repeat, the task-cluster
+        bootstrap's (None from fewer than ``intervals.MIN_TASKS`` tasks, or tasks all alike: ``why``)."""
+        if not self.repeated:
+            return paired_difference(*self.table)
+        return cluster_bootstrap(list(self.per_task().values()), [_difference])[0]
+
+    @property
+    def why(self) -> str:
+        """Why the difference has no interval, or nothing."""
+        return "" if not self.cases or self.interval else no_interval(len(self.per_task()))
+
+    @property
+    def test(self) -> str:
+        """The name of ``p``'s test."""
+        return "sign test on tasks" if self.repeated else "exact McNemar"
 
     @property
     def p(self) -> float | None:
@@ -156,13 +195,16 @@ class Comparison:
         independent pairs. None when there are no cases."""
         if not self.cases:
             return None
-        moved: Counter[tuple[str, str]] = Counter()
-        for case in self.cases:
-            moved[case.base.config, case.base.task] += {"improved": 1, "regressed": -1}.get(case.change, 0)
-        if len(moved) < len(self.cases):
-            return sign_test(moved.values())
+        if self.repeated:
+            return sign_test(gained - lost for _, lost, gained, _ in self.per_task().values())
         _, lost, gained, _ = self.table
         return mcnemar(gained, lost)
+
+
+def _difference(counts: tuple[int, ...]) -> float | None:
+    """NEW's pass rate minus BASE's from (passed both, regressed, improved, failed both)."""
+    n = sum(counts)
+    return (counts[2] - counts[1]) / n if n else None
 
 
 Part = dict[str, Any]
@@ -253,11 +295,12 @@ def compare(base: Sequence[Case], new: Sequence[Case], base_parts: dict[str, Par
             used.add(id(partner))
             matched.append(Paired(case, partner))
     only_new = [case for case in new if id(case) not in used]
-    finished = [pair for pair in matched if pair.finished]
+    compared = [pair for pair in matched if pair.finished and pair.decided]
     return Comparison(
-        pairing=pairing, cases=finished, unfinished=[pair for pair in matched if not pair.finished],
+        pairing=pairing, cases=compared, unfinished=[pair for pair in matched if not pair.finished],
+        crashed=[pair for pair in matched if pair.finished and not pair.decided],
         only_base=only_base, only_new=only_new,
-        base_spend=Spend.of([pair.base for pair in finished]), new_spend=Spend.of([pair.new for pair in finished]),
+        base_spend=Spend.of([pair.base for pair in compared]), new_spend=Spend.of([pair.new for pair in compared]),
         base_total=Spend.of(base), new_total=Spend.of(new),
     )
 
@@ -290,7 +333,7 @@ class Gate:
 
     def describe(self) -> str:
         if self.alpha is not None:
-            rule = f"more regressed than improved with McNemar p < {self.alpha:g}"
+            rule = f"more regressed than improved with p < {self.alpha:g}"
         else:
             rule = f"more than {self.count} regressed" if self.count else "any regression"
         return f"{rule}, or fewer than {self.min_paired:.0%} of the cases compared"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+from collections import Counter
 from pathlib import Path
 
 from ..analysis.compare import CHECKS, MIN_PAIRED, Case, Comparison, Gate, Paired, Pairing, Part, Unpaired, compare
@@ -50,10 +51,11 @@ def _count(value: str) -> int:
 def add_parser(subparsers) -> None:
     """The ``compare`` command."""
     parser = subparsers.add_parser(
-        "compare", help="compare two runs or sweeps task by task: regressions, improvements, McNemar p",
+        "compare", help="compare two runs or sweeps task by task: regressions, improvements, their p",
         description="Compare the runs under BASE and NEW (run dirs or sweep dirs) task by task: the tasks that "
         "regressed, improved or stayed, on hidden checks where both were checked, else on the grader's verdict; "
-        "the exact McNemar p, a paired 95% interval of the difference in pass rate, and the tokens and cost. "
+        "the exact McNemar p (the sign test on tasks when tasks repeat), a paired 95% interval of the difference in "
+        "pass rate (clustered by task when tasks repeat), and the tokens and cost. "
         "Exit 0, or 4 when --fail-on-regression's gate fails, 2 on a usage error.")
     parser.add_argument("base", metavar="BASE", type=Path, help="the runs before the change: a run dir or a sweep dir")
     parser.add_argument("new", metavar="NEW", type=Path, help="the runs after it")
@@ -174,7 +176,7 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
     n = len(result.cases)
     base_rate, new_rate = result.rates
     interval = result.interval
-    ci = f" (95% CI {fmt_pts(interval[0])} to {fmt_pts(interval[1])})" if interval else ""
+    ci = f" (95% CI {fmt_pts(interval[0])} to {fmt_pts(interval[1])})" if interval else f" ({result.why})" if result.why else ""
     checked = sum(pair.basis == CHECKS for pair in result.cases)
     lines = [
         "## rubric-runner compare", "",
@@ -187,9 +189,12 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
         f"| est. USD | {fmt_num(result.base_spend.cost, 4)} | {fmt_num(result.new_spend.cost, 4)} | "
         f"{_delta(result.base_spend.cost, result.new_spend.cost, 4)} |", "",
         f"**{lost} regressed**, {gained} improved, {both + neither} unchanged ({both} passed both, {neither} failed both) "
-        f"of {n} cases; exact McNemar {fmt_p(result.p)} on {lost + gained} discordant. Judged on hidden checks: "
+        f"of {n} cases; {result.test} {fmt_p(result.p)} on {_discordant(result)}. Judged on hidden checks: "
         f"{checked}, on the grader's verdict: {n - checked}.",
     ]
+    if result.crashed:
+        lines += ["", f"{len(result.crashed)} case{'' if len(result.crashed) == 1 else 's'} crashed on one side or both "
+                  f"({_statuses(result.crashed)}): no verdict, outside the rates, listed under Crashed."]
     if gate is not None:
         lines += ["", f"Gate ({gate.describe()}): **{'failed' if failed else 'passed'}**{_too_few(result, gate)}."]
     pairing = result.pairing
@@ -198,7 +203,7 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
         lines += ["", f"### Configurations ({len(pairing.pairs)} paired, {len(pairing.unpaired)} not)", "",
                   *_config_rows(pairing, labels)]
     for title, cases in (("Regressed", result.by_change("regressed")), ("Improved", result.by_change("improved")),
-                         ("Not finished on one side", result.unfinished)):
+                         ("Not finished on one side", result.unfinished), ("Crashed", result.crashed)):
         if cases:
             lines += ["", f"### {title} ({len(cases)})", "", *_case_rows(cases, labels, several, limit)]
     for title, cases, named in (("Only in BASE", result.only_base, labels[0]), ("Only in NEW", result.only_new, labels[1])):
@@ -211,13 +216,27 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
     return "\n".join(lines) + "\n"
 
 
+def _discordant(result: Comparison) -> str:
+    """What the test counts: the discordant cases, or with repeats the tasks that moved."""
+    if not result.repeated:
+        _, lost, gained, _ = result.table
+        return f"{lost + gained} discordant"
+    tasks = result.per_task()
+    moved = sum(gained != lost for _, lost, gained, _ in tasks.values())
+    return f"{moved} of {len(tasks)} tasks moved (their repeats are not independent pairs)"
+
+
+def _statuses(pairs: list[Paired]) -> str:
+    counts = Counter(case.status.value for pair in pairs for case in (pair.base, pair.new) if not case.status.decided)
+    return ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
+
+
 def _too_few(result: Comparison, gate: Gate) -> str:
     """Why the gate failed for want of compared cases, or nothing."""
     if not result.cases:
         return " (no case of BASE paired with one of NEW: nothing was compared)"
     if gate.too_few(result):
-        total = len(result.cases) + len(result.unfinished) + len(result.only_base) + len(result.only_new)
-        return (f" ({len(result.cases)} of {total} cases compared, {fmt_pct(result.paired_share)}, "
+        return (f" ({len(result.cases)} of {result.total} cases compared, {fmt_pct(result.paired_share)}, "
                 f"fewer than --min-paired {gate.min_paired:g})")
     return ""
 
@@ -260,7 +279,7 @@ def main(args: argparse.Namespace) -> int:
     code = ExitCode.BELOW_THRESHOLD if failed else ExitCode.SATISFIED
     missing = f", {len(result.only_base)} only in BASE, {len(result.only_new)} only in NEW" if result.only_base or result.only_new else ""
     print(f"compare: {lost} regressed, {gained} improved of {len(result.cases)} cases{missing}; "
-          f"McNemar {fmt_p(result.p)}" + (f"; gate {'failed' if failed else 'passed'}" if gate else "")
+          f"{result.test} {fmt_p(result.p)}" + (f"; gate {'failed' if failed else 'passed'}" if gate else "")
           + (" (nothing paired)" if gate and not result.cases else " (too few compared)" if gate and gate.too_few(result) else "")
           + f" -> exit {int(code)}" + (f"\n  {args.markdown}" if args.markdown else ""))
     return code

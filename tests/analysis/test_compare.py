@@ -24,7 +24,7 @@ from rubric_runner.analysis.compare import (
     compare,
     pair_configs,
 )
-from rubric_runner.analysis.intervals import mcnemar, paired_difference
+from rubric_runner.analysis.intervals import cluster_bootstrap, mcnemar, paired_difference
 from rubric_runner.paths import DATA_DIR
 from rubric_runner.records import Status
 
@@ -324,3 +324,48 @@ def test_sweeps_pair_their_configurations_by_label(tmp_path):
     assert unchanged.count("| verdict |") == 4 and "... and 7 more (`--max-rows 0` lists them all)" in unchanged
     regressed = proc.stdout.split("### Regressed (1)", 1)[1].split("<details>")[0]
     assert "| task00003 | 0 | worker.model=scripted:w1 | satisfied | failed | verdict |" in regressed
+
+
+def test_with_repeats_the_interval_is_clustered_by_task_and_the_p_named_the_sign_test():
+    few = compare([_case(t, repeat=r) for t in ("a", "b") for r in range(3)],
+                  [_case(t, Status.FAILED if t == "a" else Status.SATISFIED, repeat=r) for t in ("a", "b") for r in range(3)],
+                  {"c": {}}, {"c": {}})
+    assert few.repeated and few.test == "sign test on tasks"
+    assert few.interval is None and few.why == "no interval: 2 tasks, fewer than 10"  # Newcombe's on 6 cases would be one
+    # twelve tasks, two repeats each: four regressed twice, two once, the rest unchanged
+    lost = {f"t{i}": 2 if i < 4 else 1 if i < 6 else 0 for i in range(12)}
+    base = [_case(t, repeat=r) for t in lost for r in range(2)]
+    new = [_case(t, Status.FAILED if r < lost[t] else Status.SATISFIED, repeat=r) for t in lost for r in range(2)]
+    many = compare(base, new, {"c": {}}, {"c": {}})
+    assert many.table == (14, 10, 0, 0) and many.why == ""
+    per_task = [(2 - lost[t], lost[t], 0, 0) for t in lost]
+    assert many.interval == cluster_bootstrap(per_task, [lambda c: (c[2] - c[1]) / sum(c)])[0]
+    assert many.interval != paired_difference(14, 10, 0, 0)  # the cases taken as independent pairs
+    assert many.p == mcnemar(0, 6)  # six tasks moved, all one way
+
+
+def test_a_crashed_case_is_outside_the_rates_counted_beside_them():
+    base = [_case("a"), _case("b"), _case("c", Status.FAILED)]
+    new = [_case("a", Status.ERROR), _case("b", Status.GRADER_ERROR), _case("c")]
+    result = compare(base, new, {"c": {}}, {"c": {}})
+    assert [pair.base.task for pair in result.crashed] == ["a", "b"]
+    assert result.table == (0, 0, 1, 0) and result.rates == (0.0, 1.0)  # a crash is no regression: no verdict
+    assert result.paired_share == pytest.approx(1 / 3) and Gate().failed(result)
+
+
+def test_compare_with_repeats_and_a_crash_says_what_it_counted(tmp_path):
+    write_task_sweep(tmp_path / "base", jobs=1, tasks=3, repeats=2)  # task00000 missed twice, the others satisfied
+    write_task_sweep(tmp_path / "new", jobs=1, tasks=3, repeats=2)
+    tasks = tmp_path / "new" / "0" / "tasks"
+    for name, status in (("task00001-r0", "failed"), ("task00001-r1", "failed"), ("task00002-r0", "error")):
+        record = json.loads((tasks / name / "result.json").read_text())
+        record["status"] = status
+        (tasks / name / "result.json").write_text(json.dumps(record))
+    proc = run_cli("compare", str(tmp_path / "base"), str(tmp_path / "new"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "| passed | 3/5 (60.0%) | 1/5 (20.0%) | -40.0 pts (no interval: 3 tasks, fewer than 10) |" in proc.stdout
+    assert ("of 5 cases; sign test on tasks p = 1.0 on 1 of 3 tasks moved (their repeats are not independent pairs)."
+            in proc.stdout) and "McNemar" not in proc.stdout
+    assert "1 case crashed on one side or both (error 1): no verdict, outside the rates, listed under Crashed." in proc.stdout
+    assert "### Crashed (1)" in proc.stdout and "| task00002 | 0 | satisfied | error | verdict |" in proc.stdout
+    assert proc.stdout.rstrip().endswith("compare: 2 regressed, 0 improved of 5 cases; sign test on tasks p = 1.0 -> exit 0")
