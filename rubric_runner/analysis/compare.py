@@ -312,7 +312,7 @@ MIN_PAIRED = 0.8
 @dataclass(frozen=True)
 class Gate:
     """When a comparison fails: more than ``count`` regressed cases, or, with ``alpha``, more regressed than
-    improved cases with a McNemar p below ``alpha``; or fewer than ``min_paired`` of the cases compared
+    improved cases with a p (``Comparison.p``) below ``alpha``; or fewer than ``min_paired`` of the cases compared
     (none at all among them), for then what was compared does not speak for the runs."""
 
     count: int = 0

@@ -62,11 +62,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--markdown", metavar="FILE", type=Path, help="write the Markdown summary to FILE (default: print it)")
     parser.add_argument("--fail-on-regression", metavar="N|p=ALPHA", nargs="?", const=Gate(), type=gate_argument,
                         dest="gate", help="exit 4 when more than N cases regressed (default 0: any), or with p=ALPHA "
-                        "when more cases regressed than improved and McNemar's p is below ALPHA; also when "
+                        "when more cases regressed than improved and their p is below ALPHA; also when "
                         "fewer than --min-paired of the cases were compared")
     parser.add_argument("--min-paired", type=_share, default=MIN_PAIRED, metavar="SHARE",
                         help=f"the gate fails when fewer than SHARE of the cases of either side were compared "
-                        f"(finished on both sides; default {MIN_PAIRED})")
+                        f"(run, finished and decided on both sides; default {MIN_PAIRED})")
     parser.add_argument("--max-rows", type=_count, default=ROWS, metavar="N",
                         help=f"rows of each table of the summary at most (default {ROWS}; 0: all)")
     parser.add_argument("--prices", type=Path, metavar="FILE", help="price table (default conf/prices.yaml)")
