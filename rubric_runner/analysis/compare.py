@@ -1,24 +1,31 @@
 """Two sets of runs compared task by task: what regressed, what improved, and whether it is more than noise.
 
 Each side's runs come as ``Case`` objects, grouped by configuration (``config``: the reports' group
-key). Configurations are paired first (``pair_configs``): one each is one pair; else by their labels
-when both sides name their configurations alike; else by position. Within a pair, a BASE run and a NEW
-run are the same case when they have the same task, repeat and turn. A case passes on its final
-answer's hidden checks when both runs were checked, else on the grader's verdict (``satisfied``).
-Cases on one side only, and cases with an unfinished run, are listed, never counted in the figures.
+key). Configurations are paired by fingerprint (``pair_configs``): the compared keys are those in which
+the two sides differ as wholes (one value on all of BASE, another on all of NEW); a BASE configuration
+and a NEW one are paired when they are alike in every other key. A configuration with no such partner
+is not paired, with the keys in which it differs from its nearest one on the other side. Within a
+pair, a BASE run and a NEW run are the same case when they have the same task, repeat and turn. A case
+passes on its final answer's hidden checks when both runs were checked, else on the grader's verdict
+(``satisfied``). Cases on one side only, cases with an unfinished run, and cases with a crashed run
+(``error``, ``grader_error``: no verdict, ``Status.decided``) are listed and counted beside the figures,
+never in them.
 
 The difference in pass rate (NEW minus BASE) has Newcombe's paired interval, and the discordant cases
-the exact McNemar p (``analysis.intervals``).
+the exact McNemar p. When a task has several cases (repeats, turns), its cases are not independent:
+the interval is the task-cluster bootstrap's under ``analysis.intervals``' rule (at least
+``MIN_TASKS`` tasks, else no interval and why), and the p the sign test on tasks.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..records import Status
-from .intervals import Interval, mcnemar, paired_difference, sign_test
+from .intervals import Interval, cluster_bootstrap, mcnemar, no_interval, paired_difference, sign_test
 
 CHECKS, VERDICT = "hidden checks", "verdict"
 """What a case was judged on: its final answers' hidden checks, or the grader's verdicts."""
@@ -70,6 +77,11 @@ class Paired:
         return not (self.base.status.unfinished or self.new.status.unfinished)
 
     @property
+    def decided(self) -> bool:
+        """Both runs ended with a verdict (``Status.decided``): neither crashed."""
+        return self.base.status.decided and self.new.status.decided
+
+    @property
     def change(self) -> str:
         """``regressed``, ``improved``, ``passed`` (both) or ``failed`` (both)."""
         before, after = self.passed(self.base), self.passed(self.new)
@@ -96,22 +108,33 @@ class Spend:
 class Comparison:
     """What ``compare`` found."""
 
-    pairs: list[tuple[str, str]]
-    """The configurations paired, (BASE key, NEW key) each."""
-    rule: str
-    """How they were paired: ``one configuration each``, ``by label`` or ``by position``."""
+    pairing: Pairing
+    """Which configurations were paired, and which not."""
     cases: list[Paired]
-    """Finished cases run on both sides."""
+    """Cases run on both sides and decided on both (the figures' cases)."""
     unfinished: list[Paired]
     """Cases with a run still going, interrupted or stopped by a budget on either side."""
+    crashed: list[Paired]
+    """Finished cases with a crashed run (``error``, ``grader_error``) on either side."""
     only_base: list[Case]
     only_new: list[Case]
     base_spend: Spend
     new_spend: Spend
-    """Of the finished cases run on both sides."""
+    """Of the compared cases (``cases``)."""
     base_total: Spend
     new_total: Spend
     """Of every run of each side."""
+
+    @property
+    def paired_share(self) -> float:
+        """The share of every case of either side that was compared: run on both sides and decided on both
+        (a case on one side only, or with an unfinished or crashed run, is not); 0 for no case."""
+        return len(self.cases) / self.total if self.total else 0.0
+
+    @property
+    def total(self) -> int:
+        """Every case of either side, a case run on both counted once."""
+        return len(self.cases) + len(self.unfinished) + len(self.crashed) + len(self.only_base) + len(self.only_new)
 
     def by_change(self, change: str) -> list[Paired]:
         return [case for case in self.cases if case.change == change]
@@ -124,7 +147,7 @@ class Comparison:
 
     @property
     def rates(self) -> tuple[float | None, float | None]:
-        """The pass rates of BASE and NEW over the finished cases run on both sides."""
+        """The pass rates of BASE and NEW over the compared cases (``cases``)."""
         both, lost, gained, _ = self.table
         n = len(self.cases)
         return ((both + lost) / n, (both + gained) / n) if n else (None, None)
@@ -134,10 +157,36 @@ class Comparison:
         base, new = self.rates
         return None if base is None or new is None else new - base
 
+    def per_task(self) -> dict[tuple[str, str], tuple[int, int, int, int]]:
+        """Each task's (passed both, regressed, improved, failed both), by (BASE configuration, task)."""
+        found: dict[tuple[str, str], list[int]] = {}
+        names = ("passed", "regressed", "improved", "failed")
+        for case in self.cases:
+            found.setdefault((case.base.config, case.base.task), [0, 0, 0, 0])[names.index(case.change)] += 1
+        return {task: tuple(counts) for task, counts in found.items()}
+
+    @property
+    def repeated(self) -> bool:
+        """Whether some task has several cases (repeats, turns): then the task is the unit."""
+        return len(self.per_task()) < len(self.cases)
+
     @property
     def interval(self) -> Interval | None:
-        """Newcombe's 95% interval of NEW's pass rate minus BASE's."""
-        return paired_difference(*self.table)
+        """The 95% interval of NEW's pass rate minus BASE's: Newcombe's; when tasks repeat, the task-cluster
+        bootstrap's (None from fewer than ``intervals.MIN_TASKS`` tasks, or tasks all alike: ``why``)."""
+        if not self.repeated:
+            return paired_difference(*self.table)
+        return cluster_bootstrap(list(self.per_task().values()), [_difference])[0]
+
+    @property
+    def why(self) -> str:
+        """Why the difference has no interval, or nothing."""
+        return "" if not self.cases or self.interval else no_interval(len(self.per_task()))
+
+    @property
+    def test(self) -> str:
+        """The name of ``p``'s test."""
+        return "sign test on tasks" if self.repeated else "exact McNemar"
 
     @property
     def p(self) -> float | None:
@@ -146,31 +195,95 @@ class Comparison:
         independent pairs. None when there are no cases."""
         if not self.cases:
             return None
-        moved: Counter[tuple[str, str]] = Counter()
-        for case in self.cases:
-            moved[case.base.config, case.base.task] += {"improved": 1, "regressed": -1}.get(case.change, 0)
-        if len(moved) < len(self.cases):
-            return sign_test(moved.values())
+        if self.repeated:
+            return sign_test(gained - lost for _, lost, gained, _ in self.per_task().values())
         _, lost, gained, _ = self.table
         return mcnemar(gained, lost)
 
 
-def pair_configs(base: dict[str, str], new: dict[str, str]) -> tuple[list[tuple[str, str]], str]:
-    """Pair the configurations of BASE and NEW (each: key -> label, in order of first run)."""
-    if len(base) == 1 and len(new) == 1:
-        return [(next(iter(base)), next(iter(new)))], "one configuration each"
-    base_labels, new_labels = list(base.values()), list(new.values())
-    if sorted(base_labels) == sorted(new_labels) and len(set(base_labels)) == len(base_labels):
-        by_label = {label: key for key, label in new.items()}
-        return [(key, by_label[label]) for key, label in base.items()], "by label"
-    return list(zip(base, new)), "by position"
+def _difference(counts: tuple[int, ...]) -> float | None:
+    """NEW's pass rate minus BASE's from (passed both, regressed, improved, failed both)."""
+    n = sum(counts)
+    return (counts[2] - counts[1]) / n if n else None
 
 
-def compare(base: Sequence[Case], new: Sequence[Case], base_labels: dict[str, str], new_labels: dict[str, str]) -> Comparison:
-    """Compare the cases of BASE and NEW, whose configurations are labelled by ``*_labels`` (key -> label,
-    in order of first run)."""
-    pairs, rule = pair_configs(base_labels, new_labels)
-    new_config = dict(pairs)
+Part = dict[str, Any]
+"""A configuration as compare reads it: its flattened keys (``report.configs.configuration``), kind and turn."""
+
+
+@dataclass(frozen=True)
+class Unpaired:
+    """A configuration of one side with no partner on the other: the keys in which it differs from the
+    nearest configuration there (beside the compared keys), or none when the other side has none left."""
+
+    side: str
+    config: str
+    nearest: str | None
+    differs: tuple[tuple[str, str, str], ...]
+    """(key, its value here, its value in ``nearest``) each."""
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Which configurations of BASE and NEW were paired, on which compared keys, and which were not."""
+
+    pairs: list[tuple[str, str]]
+    compared: tuple[str, ...]
+    unpaired: list[Unpaired]
+
+
+def _value(part: Part, key: str) -> str:
+    return json.dumps(part.get(key), sort_keys=True, default=str)
+
+
+def _differing(a: Part, b: Part, left_out: Iterable[str] = ()) -> tuple[tuple[str, str, str], ...]:
+    keys = sorted(k for k in a.keys() | b.keys() if k not in left_out and _value(a, k) != _value(b, k))
+    return tuple((k, _text(a.get(k)), _text(b.get(k))) for k in keys)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def compared_keys(base: dict[str, Part], new: dict[str, Part]) -> tuple[str, ...]:
+    """The keys in which the two sides differ as wholes: one value on every BASE configuration, another
+    on every NEW one (what the comparison is about: the prompt, the model, the grader script)."""
+    keys = {k for part in (*base.values(), *new.values()) for k in part}
+    found = []
+    for key in sorted(keys):
+        before, after = {_value(p, key) for p in base.values()}, {_value(p, key) for p in new.values()}
+        if len(before) == len(after) == 1 and before != after:
+            found.append(key)
+    return tuple(found)
+
+
+def pair_configs(base: dict[str, Part], new: dict[str, Part]) -> Pairing:
+    """Pair the configurations of BASE and NEW (each: key -> part, in order of first run) by fingerprint:
+    alike in every key but the compared ones."""
+    compared = compared_keys(base, new)
+
+    def rest(part: Part) -> str:
+        return json.dumps({k: v for k, v in part.items() if k not in compared}, sort_keys=True, default=str)
+
+    by_rest = {rest(part): key for key, part in new.items()}
+    pairs = [(key, by_rest[rest(part)]) for key, part in base.items() if rest(part) in by_rest]
+    paired_base, paired_new = {b for b, _ in pairs}, {n for _, n in pairs}
+    left = {"BASE": {k: p for k, p in base.items() if k not in paired_base},
+            "NEW": {k: p for k, p in new.items() if k not in paired_new}}
+    unpaired = []
+    for side, other in (("BASE", "NEW"), ("NEW", "BASE")):
+        for key, part in left[side].items():
+            differences = {o: _differing(part, p, compared) for o, p in left[other].items()}
+            nearest = min(differences, key=lambda o: len(differences[o]), default=None)
+            unpaired.append(Unpaired(side, key, nearest, differences.get(nearest, ())))
+    return Pairing(pairs, compared, unpaired)
+
+
+def compare(base: Sequence[Case], new: Sequence[Case], base_parts: dict[str, Part], new_parts: dict[str, Part]) -> Comparison:
+    """Compare the cases of BASE and NEW, whose configurations are ``*_parts`` (key -> part, in order of
+    first run)."""
+    pairing = pair_configs(base_parts, new_parts)
+    new_config = dict(pairing.pairs)
     new_by_key = {(case.config, case.key): case for case in new}
     matched, only_base = [], []
     used: set[int] = set()
@@ -182,25 +295,36 @@ def compare(base: Sequence[Case], new: Sequence[Case], base_labels: dict[str, st
             used.add(id(partner))
             matched.append(Paired(case, partner))
     only_new = [case for case in new if id(case) not in used]
-    finished = [pair for pair in matched if pair.finished]
+    compared = [pair for pair in matched if pair.finished and pair.decided]
     return Comparison(
-        pairs=pairs, rule=rule, cases=finished, unfinished=[pair for pair in matched if not pair.finished],
+        pairing=pairing, cases=compared, unfinished=[pair for pair in matched if not pair.finished],
+        crashed=[pair for pair in matched if pair.finished and not pair.decided],
         only_base=only_base, only_new=only_new,
-        base_spend=Spend.of([pair.base for pair in finished]), new_spend=Spend.of([pair.new for pair in finished]),
+        base_spend=Spend.of([pair.base for pair in compared]), new_spend=Spend.of([pair.new for pair in compared]),
         base_total=Spend.of(base), new_total=Spend.of(new),
     )
+
+
+MIN_PAIRED = 0.8
+"""The gate's default least share of cases compared (``Comparison.paired_share``)."""
 
 
 @dataclass(frozen=True)
 class Gate:
     """When a comparison fails: more than ``count`` regressed cases, or, with ``alpha``, more regressed than
-    improved cases with a McNemar p below ``alpha``; or no case paired at all, for then nothing was compared."""
+    improved cases with a p (``Comparison.p``) below ``alpha``; or fewer than ``min_paired`` of the cases compared
+    (none at all among them), for then what was compared does not speak for the runs."""
 
     count: int = 0
     alpha: float | None = None
+    min_paired: float = MIN_PAIRED
+
+    def too_few(self, comparison: Comparison) -> bool:
+        """Whether too few cases were compared: none, or a share below ``min_paired``."""
+        return not comparison.cases or comparison.paired_share < self.min_paired
 
     def failed(self, comparison: Comparison) -> bool:
-        if not comparison.cases:
+        if self.too_few(comparison):
             return True
         _, lost, gained, _ = comparison.table
         if self.alpha is not None:
@@ -209,5 +333,7 @@ class Gate:
 
     def describe(self) -> str:
         if self.alpha is not None:
-            return f"more regressed than improved with McNemar p < {self.alpha:g}"
-        return f"more than {self.count} regressed" if self.count else "any regression"
+            rule = f"more regressed than improved with p < {self.alpha:g}"
+        else:
+            rule = f"more than {self.count} regressed" if self.count else "any regression"
+        return f"{rule}, or fewer than {self.min_paired:.0%} of the cases compared"

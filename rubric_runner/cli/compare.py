@@ -8,10 +8,12 @@ Exit codes: 0 compared (and the gate, if asked for, passed); 2 a usage error; 4 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
+from collections import Counter
 from pathlib import Path
 
-from ..analysis.compare import CHECKS, Case, Comparison, Gate, Paired, compare
+from ..analysis.compare import CHECKS, MIN_PAIRED, Case, Comparison, Gate, Paired, Pairing, Part, Unpaired, compare
 from ..analysis.numbers import fmt_num, fmt_p, fmt_pct, fmt_pts
 from ..errors import UsageError
 from ..records import ExitCode
@@ -30,6 +32,16 @@ def gate_argument(value: str) -> Gate:
     return Gate(count=int(match["count"])) if match["count"] else Gate(alpha=float(match["alpha"]))
 
 
+def _share(value: str) -> float:
+    try:
+        share = float(value)
+    except ValueError:
+        share = -1.0
+    if not 0 <= share <= 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a share of the cases (0 to 1, e.g. 0.8)")
+    return share
+
+
 def _count(value: str) -> int:
     if not value.isdigit():
         raise argparse.ArgumentTypeError(f"{value!r} is not a count of rows (0 or more; 0 lists all)")
@@ -39,25 +51,30 @@ def _count(value: str) -> int:
 def add_parser(subparsers) -> None:
     """The ``compare`` command."""
     parser = subparsers.add_parser(
-        "compare", help="compare two runs or sweeps task by task: regressions, improvements, McNemar p",
+        "compare", help="compare two runs or sweeps task by task: regressions, improvements, their p",
         description="Compare the runs under BASE and NEW (run dirs or sweep dirs) task by task: the tasks that "
         "regressed, improved or stayed, on hidden checks where both were checked, else on the grader's verdict; "
-        "the exact McNemar p, a paired 95% interval of the difference in pass rate, and the tokens and cost. "
+        "the exact McNemar p (the sign test on tasks when tasks repeat), a paired 95% interval of the difference in "
+        "pass rate (clustered by task when tasks repeat), and the tokens and cost. "
         "Exit 0, or 4 when --fail-on-regression's gate fails, 2 on a usage error.")
     parser.add_argument("base", metavar="BASE", type=Path, help="the runs before the change: a run dir or a sweep dir")
     parser.add_argument("new", metavar="NEW", type=Path, help="the runs after it")
     parser.add_argument("--markdown", metavar="FILE", type=Path, help="write the Markdown summary to FILE (default: print it)")
     parser.add_argument("--fail-on-regression", metavar="N|p=ALPHA", nargs="?", const=Gate(), type=gate_argument,
                         dest="gate", help="exit 4 when more than N cases regressed (default 0: any), or with p=ALPHA "
-                        "when more cases regressed than improved and McNemar's p is below ALPHA")
+                        "when more cases regressed than improved and their p is below ALPHA; also when "
+                        "fewer than --min-paired of the cases were compared")
+    parser.add_argument("--min-paired", type=_share, default=MIN_PAIRED, metavar="SHARE",
+                        help=f"the gate fails when fewer than SHARE of the cases of either side were compared "
+                        f"(run, finished and decided on both sides; default {MIN_PAIRED})")
     parser.add_argument("--max-rows", type=_count, default=ROWS, metavar="N",
                         help=f"rows of each table of the summary at most (default {ROWS}; 0: all)")
     parser.add_argument("--prices", type=Path, metavar="FILE", help="price table (default conf/prices.yaml)")
     parser.set_defaults(handler="rubric_runner.cli.compare:main")
 
 
-def side(root: Path, name: str, prices: dict) -> tuple[list[Case], dict[str, str]]:
-    """The cases under ``root`` and the labels of their configurations, in order of first run."""
+def side(root: Path, name: str, prices: dict) -> tuple[list[Case], dict[str, str], dict[str, Part]]:
+    """The cases under ``root``, and the labels and parts of their configurations, in order of first run."""
     from ..records import collect
     from ..report import configs
     from ..report.runs import expand
@@ -74,7 +91,8 @@ def side(root: Path, name: str, prices: dict) -> tuple[list[Case], dict[str, str
                   verified=run.verified_final, tokens=run.worker_tokens + run.grader_tokens, cost=run.cost(prices))
              for run in runs]
     named = configs.group_labels(headers.items())
-    return cases, {key: named[key] for key in headers}
+    parts = {key: {**configs.configuration(h), "kind": h.kind.value, "turn": h.turn or 1} for key, h in headers.items()}
+    return cases, {key: named[key] for key in headers}, parts
 
 
 def _cell(text: object) -> str:
@@ -97,6 +115,28 @@ def _delta(before: float | None, after: float | None, digits: int) -> str:
 def _pair_label(pair: Paired, labels: tuple[dict[str, str], dict[str, str]]) -> str:
     before, after = labels[0][pair.base.config], labels[1][pair.new.config]
     return before if before == after else f"{before} -> {after}"
+
+
+def _compared(pairing: Pairing) -> str:
+    """The compared keys, as a clause: ``alike in every key but `grader.script```."""
+    keys = ", ".join(f"`{key}`" for key in pairing.compared)
+    return f"alike in every key but {keys}" if keys else "alike in every key"
+
+
+def _differs(unpaired: Unpaired) -> str:
+    return ", ".join(f"{key} {mine} vs {theirs}" for key, mine, theirs in unpaired.differs)
+
+
+def _config_rows(pairing: Pairing, labels: tuple[dict[str, str], dict[str, str]]) -> list[str]:
+    rows = [f"- paired: {_cell(labels[0][before])} with {_cell(labels[1][after])}" for before, after in pairing.pairs]
+    for unpaired in pairing.unpaired:
+        mine, theirs = labels if unpaired.side == "BASE" else labels[::-1]
+        other = "NEW" if unpaired.side == "BASE" else "BASE"
+        why = (f"its nearest in {other}, {_cell(theirs[unpaired.nearest])}, differs in {_differs(unpaired)}"
+               if unpaired.nearest else f"no configuration of {other} is left")
+        rows.append(f"- **not paired**: {unpaired.side} {_cell(mine[unpaired.config])}: {why}; its runs are listed "
+                    f"under Only in {unpaired.side}")
+    return rows
 
 
 def _more(shown: int, total: int) -> list[str]:
@@ -136,12 +176,12 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
     n = len(result.cases)
     base_rate, new_rate = result.rates
     interval = result.interval
-    ci = f" (95% CI {fmt_pts(interval[0])} to {fmt_pts(interval[1])})" if interval else ""
+    ci = f" (95% CI {fmt_pts(interval[0])} to {fmt_pts(interval[1])})" if interval else f" ({result.why})" if result.why else ""
     checked = sum(pair.basis == CHECKS for pair in result.cases)
     lines = [
         "## rubric-runner compare", "",
         f"**BASE** `{base}` ({result.base_total.runs} runs) vs **NEW** `{new}` ({result.new_total.runs} runs); "
-        f"configurations paired {result.rule}.", "",
+        f"configurations paired by fingerprint: {_compared(result.pairing)}.", "",
         "| | BASE | NEW | change |", "| --- | --- | --- | --- |",
         f"| passed | {_rate(both + lost, n)} | {_rate(both + gained, n)} | {fmt_pts(result.difference)}{ci} |",
         f"| tokens | {result.base_spend.tokens:,} | {result.new_spend.tokens:,} | "
@@ -149,15 +189,21 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
         f"| est. USD | {fmt_num(result.base_spend.cost, 4)} | {fmt_num(result.new_spend.cost, 4)} | "
         f"{_delta(result.base_spend.cost, result.new_spend.cost, 4)} |", "",
         f"**{lost} regressed**, {gained} improved, {both + neither} unchanged ({both} passed both, {neither} failed both) "
-        f"of {n} cases; exact McNemar {fmt_p(result.p)} on {lost + gained} discordant. Judged on hidden checks: "
+        f"of {n} cases; {result.test} {fmt_p(result.p)} on {_discordant(result)}. Judged on hidden checks: "
         f"{checked}, on the grader's verdict: {n - checked}.",
     ]
+    if result.crashed:
+        lines += ["", f"{len(result.crashed)} case{'' if len(result.crashed) == 1 else 's'} crashed on one side or both "
+                  f"({_statuses(result.crashed)}): no verdict, outside the rates, listed under Crashed."]
     if gate is not None:
-        unpaired = " (no case of BASE paired with one of NEW: nothing was compared)" if not n else ""
-        lines += ["", f"Gate ({gate.describe()}): **{'failed' if failed else 'passed'}**{unpaired}."]
-    several = len(result.pairs) > 1
+        lines += ["", f"Gate ({gate.describe()}): **{'failed' if failed else 'passed'}**{_too_few(result, gate)}."]
+    pairing = result.pairing
+    several = len(pairing.pairs) > 1
+    if several or pairing.unpaired:
+        lines += ["", f"### Configurations ({len(pairing.pairs)} paired, {len(pairing.unpaired)} not)", "",
+                  *_config_rows(pairing, labels)]
     for title, cases in (("Regressed", result.by_change("regressed")), ("Improved", result.by_change("improved")),
-                         ("Not finished on one side", result.unfinished)):
+                         ("Not finished on one side", result.unfinished), ("Crashed", result.crashed)):
         if cases:
             lines += ["", f"### {title} ({len(cases)})", "", *_case_rows(cases, labels, several, limit)]
     for title, cases, named in (("Only in BASE", result.only_base, labels[0]), ("Only in NEW", result.only_new, labels[1])):
@@ -170,6 +216,41 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
     return "\n".join(lines) + "\n"
 
 
+def _discordant(result: Comparison) -> str:
+    """What the test counts: the discordant cases, or with repeats the tasks that moved."""
+    if not result.repeated:
+        _, lost, gained, _ = result.table
+        return f"{lost + gained} discordant"
+    tasks = result.per_task()
+    moved = sum(gained != lost for _, lost, gained, _ in tasks.values())
+    return f"{moved} of {len(tasks)} tasks moved (their repeats are not independent pairs)"
+
+
+def _statuses(pairs: list[Paired]) -> str:
+    counts = Counter(case.status.value for pair in pairs for case in (pair.base, pair.new) if not case.status.decided)
+    return ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
+
+
+def _too_few(result: Comparison, gate: Gate) -> str:
+    """Why the gate failed for want of compared cases, or nothing."""
+    if not result.cases:
+        return " (no case of BASE paired with one of NEW: nothing was compared)"
+    if gate.too_few(result):
+        return (f" ({len(result.cases)} of {result.total} cases compared, {fmt_pct(result.paired_share)}, "
+                f"fewer than --min-paired {gate.min_paired:g})")
+    return ""
+
+
+def _refuse_unpaired(pairing: Pairing, labels: tuple[dict[str, str], dict[str, str]]) -> None:
+    """No configuration of BASE is alike one of NEW but in the compared keys: one line, exit 2."""
+    first = pairing.unpaired[0]
+    mine, theirs = labels if first.side == "BASE" else labels[::-1]
+    other = "NEW" if first.side == "BASE" else "BASE"
+    raise UsageError("BASE, NEW", f"no configuration of BASE is {_compared(pairing).replace('`', '')} of NEW: "
+                     f"{first.side}'s {mine[first.config]} and {other}'s {theirs[first.nearest]} differ in {_differs(first)}",
+                     "compare sweeps over the same values, or one configuration against one")
+
+
 def main(args: argparse.Namespace) -> int:
     """Compare BASE and NEW; exit 4 when the gate fails."""
     from ..config.prices import PriceError, load_prices
@@ -178,11 +259,14 @@ def main(args: argparse.Namespace) -> int:
         prices = load_prices(args.prices)
     except PriceError as exc:
         raise UsageError("--prices", str(exc), "give a price table of {model: {input, output}}") from None
-    base, base_labels = side(args.base, "BASE", prices)
-    new, new_labels = side(args.new, "NEW", prices)
-    result = compare(base, new, base_labels, new_labels)
-    failed = args.gate is not None and args.gate.failed(result)
-    text = markdown(result, args.base, args.new, (base_labels, new_labels), args.gate, failed, args.max_rows)
+    base, base_labels, base_parts = side(args.base, "BASE", prices)
+    new, new_labels, new_parts = side(args.new, "NEW", prices)
+    result = compare(base, new, base_parts, new_parts)
+    if not result.pairing.pairs:
+        _refuse_unpaired(result.pairing, (base_labels, new_labels))
+    gate = None if args.gate is None else dataclasses.replace(args.gate, min_paired=args.min_paired)
+    failed = gate is not None and gate.failed(result)
+    text = markdown(result, args.base, args.new, (base_labels, new_labels), gate, failed, args.max_rows)
     if args.markdown:
         try:
             args.markdown.parent.mkdir(parents=True, exist_ok=True)
@@ -195,7 +279,7 @@ def main(args: argparse.Namespace) -> int:
     code = ExitCode.BELOW_THRESHOLD if failed else ExitCode.SATISFIED
     missing = f", {len(result.only_base)} only in BASE, {len(result.only_new)} only in NEW" if result.only_base or result.only_new else ""
     print(f"compare: {lost} regressed, {gained} improved of {len(result.cases)} cases{missing}; "
-          f"McNemar {fmt_p(result.p)}" + (f"; gate {'failed' if failed else 'passed'}" if args.gate else "")
-          + (" (nothing paired)" if args.gate and not result.cases else "")
+          f"{result.test} {fmt_p(result.p)}" + (f"; gate {'failed' if failed else 'passed'}" if gate else "")
+          + (" (nothing paired)" if gate and not result.cases else " (too few compared)" if gate and gate.too_few(result) else "")
           + f" -> exit {int(code)}" + (f"\n  {args.markdown}" if args.markdown else ""))
     return code

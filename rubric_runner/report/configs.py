@@ -75,13 +75,23 @@ def grader_key(header: RunHeader) -> str:
 
 
 def _shown(values: list[Any]) -> list[str]:
-    """The values of one key as labels show them: a common leading path left out, long ones cut."""
+    """The values of one key as labels show them: a leading path common to its path values left out, long
+    ones cut (a path to its tail, where paths differ); uncut where cutting would make two read alike."""
     texts = [" ".join(str(v).split()) if not isinstance(v, (dict, list)) else json.dumps(v, default=str) for v in values]
     paths = [t for t in texts if t.startswith("/")]
-    prefix = os.path.dirname(os.path.commonprefix(paths)) if len(set(paths)) > 1 and len(paths) == len(texts) else ""
+    prefix = os.path.dirname(os.path.commonprefix(paths)) if len(set(paths)) > 1 else ""
     if len(prefix) > 1:
-        texts = ["\u2026" + t[len(prefix):] for t in texts]
-    return [t if len(t) <= VALUE_CHARS else t[: VALUE_CHARS - 1] + "\u2026" for t in texts]
+        texts = ["\u2026" + t[len(prefix):] if t.startswith(prefix + "/") else t for t in texts]
+    cut = [_cut(t) for t in texts]
+    return [c if cut.count(c) == texts.count(t) else t for c, t in zip(cut, texts)]
+
+
+def _cut(text: str) -> str:
+    if len(text) <= VALUE_CHARS:
+        return text
+    if text.startswith(("/", "\u2026/")):
+        return "\u2026" + text[1 - VALUE_CHARS:]
+    return text[: VALUE_CHARS - 1] + "\u2026"
 
 
 def labels(parts: dict[str, dict[str, Any]], fallback: dict[str, str]) -> dict[str, str]:

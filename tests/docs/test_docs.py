@@ -320,7 +320,7 @@ COMMANDS: dict[str, dict[str, Runs | StopsAtKey | Composes | Skipped]] = {
         "rubric-runner worker=scripted grader=scripted rubric=code_tasks hydra.run.dir=eval/base": Runs(),
         "rubric-runner worker=scripted grader=scripted rubric=code_tasks hydra.run.dir=eval/new": Runs(),
         "rubric-runner compare eval/base eval/new --markdown eval/compare.md --fail-on-regression": Runs(says=(
-            "compare: 0 regressed, 0 improved of 12 cases; McNemar p = 1.0; gate passed -> exit 0",)),
+            "compare: 0 regressed, 0 improved of 12 cases; exact McNemar p = 1.0; gate passed -> exit 0",)),
     },
     "ci-and-integrations.md > JUnit XML: `report --junit`": {
         "rubric-runner worker=scripted grader=scripted rubric=code_tasks hydra.run.dir=eval/new": Runs(),
