@@ -296,6 +296,12 @@ COMMANDS: dict[str, dict[str, Runs | StopsAtKey | Composes | Skipped]] = {
         "rubric-runner -m worker=scripted grader=scripted rubric=humaneval 'rubric.tasks=[0:10]' loop=rubric,resample,single": Runs(
             exit_code=1),
     },
+    "loop-controls.md > Which loop policy?": {
+        "rubric-runner -m worker=scripted grader=scripted rubric=humaneval 'rubric.tasks=[0:10]' loop.returns=last,best": Runs(
+            exit_code=1),
+        "rubric-runner policies outputs/multirun/DATE/TIME": Skipped(
+            "a sweep dir is named by when it started; tests/loop/test_policy_runs.py runs policies on its own runs"),
+    },
     "loop-controls.md > What checking every attempt costs": {
         ".venv/bin/python benchmarks/run.py --only attempt_checks --repeats 9": Skipped(
             "a benchmark: takes minutes; its figures are in benchmarks/results/"),

@@ -179,7 +179,7 @@ def test_a_plugin_adds_a_command(monkeypatch, capsys):
     assert capsys.readouterr().out == "hello ada\n"
     assert [failure.name for failure in plugins.failures] == ["broken"]
     assert run_command(["greeet"]) == 2
-    assert "(commands: compare, continue, doctor, golden, greet, plugins, regrade, report, resume, review, tools;" in capsys.readouterr().err
+    assert "(commands: compare, continue, doctor, golden, greet, plugins, policies, regrade, report, resume, review, tools;" in capsys.readouterr().err
 
 
 def echo(text: str) -> str:
