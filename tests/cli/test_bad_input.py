@@ -213,7 +213,7 @@ DETAILS = {  # what else the line must say
     "sweep-bad-second-value": "'rubric/haikuu' not found",
     "unknown-key-in-user-rubric": "Key 'criteria_typo' not in 'RubricConfig'",
     "dataset-bad-json": "line 2: Expecting property name enclosed in double quotes at column 13",
-    "neither-command-nor-override": "neither a command nor an override (commands: compare, continue, doctor, golden, plugins, regrade, report, resume, review, tools;",
+    "neither-command-nor-override": "neither a command nor an override (commands: compare, continue, doctor, golden, plugins, policies, regrade, report, resume, review, tools;",
     "continue-no-record": "holds no record of a run (continue a run that ended with a verdict)",
     "two-missing-keys": "set OPENAI_API_KEY and GOOGLE_API_KEY in the environment",
     "regrade-empty-dir": "holds no .hydra/overrides.yaml",
