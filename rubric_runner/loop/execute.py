@@ -61,10 +61,7 @@ class Execution:
                 self.stop_now("KeyboardInterrupt: stopped without waiting for a checkpoint")
                 raise
             except Exception as exc:  # whatever breaks the run as a whole still leaves its record
-                full = out_of_space(exc, self.database())
-                if full is not None:  # nothing more can be logged: the record (if it fits) says why
-                    self.record.fail(NoSpace(*full, str(self.run_dir)))
-                else:
+                if not self.ran_out_of_space(exc):  # else nothing more can be logged: the record (if it fits) says why
                     self.record.fail(exc)
                     log.exception("run_error")
             finally:
@@ -89,12 +86,9 @@ class Execution:
             else:
                 notify_run_end(event, self.log)
         except Exception as exc:
-            full = out_of_space(exc, self.database())
-            if full is None:
+            if not self.ran_out_of_space(exc):
                 raise
-            if record.error is None or record.error.type != NoSpace.__name__:
-                record.fail(NoSpace(*full, str(self.run_dir)))
-                record.complete(self.started)
+            record.complete(self.started)
             with contextlib.suppress(Exception):  # a record that cannot be written still says running: a resume takes it over
                 write_record(self.run_dir / RESULT_FILE, record)
         if record.aggregate:
@@ -102,6 +96,13 @@ class Execution:
         for line in spend_lines([record]):
             console.line(line)
         console.finish(record.status, record.grading_passes(), str(self.run_dir), record.error and record.error.message)
+
+    def ran_out_of_space(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says the disk is full; if so the record fails with that (once)."""
+        full = out_of_space(exc, self.database())
+        if full is not None and (self.record.error is None or self.record.error.type != NoSpace.__name__):
+            self.record.fail(NoSpace(*full, str(self.run_dir)))
+        return full is not None
 
     def database(self) -> str:
         """The file a SQLite error that names none stands for: the run's checkpoints."""
