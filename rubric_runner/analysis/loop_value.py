@@ -74,6 +74,8 @@ class Attempts:
     """Its ``loop.returns``: the attempt its loop answered with."""
     stop: str = "none"
     """Its ``loop.stop``: the rule that could end its loop before the cap."""
+    siblings: str = ""
+    """Its configuration but ``loop.returns`` and ``loop.stop``: runs of one loop under other policies share it."""
 
     @property
     def grader_revisions(self) -> int:
