@@ -25,7 +25,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 from ..config.schema import STOP
-from .loop_value import Attempts, Comparison, _by_group, final, outcomes, paired
+from .loop_value import Attempts, Comparison, by_group, final, outcomes, paired
 
 RETURNS = ("last", "best", "satisfied")
 """The return rules, ``loop.returns``."""
@@ -257,7 +257,7 @@ def replay_all(runs: list[Attempts], on: str, returns: str = "last", up_to: int 
     """Per configuration, in the runs' order: every policy (caps 1..``up_to``, or the configuration's own
     cap, and the policies its ``siblings`` ran) replayed over its runs."""
     found = []
-    groups = _by_group(runs)
+    groups = by_group(runs)
     for group, members in groups.items():
         cap = up_to or max([run.cap for run in members] + [len(run.satisfied) for run in members])
         chosen = policies(cap, returns)
@@ -313,7 +313,7 @@ def beside_real(runs: list[Attempts], on: str) -> list[Beside]:
     """Per configuration that ran the library's policy, in the runs' order, and each of its ``siblings``:
     the sibling's policy replayed over the first's runs, beside the sibling's runs of the same task and repeat."""
     found = []
-    groups = _by_group(runs)
+    groups = by_group(runs)
     for group, members in groups.items():
         for other in siblings(group, groups):
             policy = own_policy(groups[other][0])
