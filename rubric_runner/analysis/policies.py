@@ -323,7 +323,7 @@ def beside_real(runs: list[Attempts], on: str) -> list[Beside]:
             both = [(r.outcome, final(real, on)) for r, real in pairs if r.outcome is not None and final(real, on) is not None]
             found.append(Beside(
                 group, other, policy, len(pairs), _known([r.outcome for r, _ in pairs]), _known([final(real, on) for _, real in pairs]),
-                (sum(mine == other for mine, other in both), len(both)),
+                (sum(replayed == real for replayed, real in both), len(both)),
                 _sum([r.tokens for r, _ in pairs]), sum(real.tokens for _, real in pairs),
                 _sum([r.cost for r, _ in pairs]), _sum([real.cost for _, real in pairs])))
     return found
