@@ -74,6 +74,8 @@ class Attempts:
     """Its ``loop.returns``: the attempt its loop answered with."""
     stop: str = "none"
     """Its ``loop.stop``: the rule that could end its loop before the cap."""
+    siblings: str = ""
+    """Its configuration but ``loop.returns`` and ``loop.stop``: runs of one loop under other policies share it."""
 
     @property
     def grader_revisions(self) -> int:
@@ -129,7 +131,8 @@ class Arm:
         return self.cost / self.passed if self.passed and self.cost is not None else None
 
 
-def _by_group(runs: Iterable[Attempts]) -> dict[str, list[Attempts]]:
+def by_group(runs: Iterable[Attempts]) -> dict[str, list[Attempts]]:
+    """The runs of each configuration (``Attempts.group``), the configurations in the order their first run came."""
     groups: dict[str, list[Attempts]] = defaultdict(list)
     for run in runs:
         groups[run.group].append(run)
@@ -139,7 +142,7 @@ def _by_group(runs: Iterable[Attempts]) -> dict[str, list[Attempts]]:
 def arms(runs: list[Attempts], on: str) -> list[Arm]:
     """Per configuration, in the runs' order: its final pass rate and its spend."""
     found = []
-    for group, members in _by_group(runs).items():
+    for group, members in by_group(runs).items():
         known = [final(run, on) for run in members if final(run, on) is not None]
         costs = [run.cost for run in members]
         found.append(Arm(group, members[0].arm, len(members), sum(known), len(known), sum(run.tokens for run in members),
@@ -176,7 +179,7 @@ def curve(runs: list[Attempts], on: str) -> dict[str, list[Point]]:
     """Per configuration, for each pass k up to the most any of its runs took: the pass rate of the answers
     standing after pass k, and from k = 2 the net gain and the spend of pass k."""
     found = {}
-    for group, members in _by_group(runs).items():
+    for group, members in by_group(runs).items():
         most = max((len(outcomes(run, on)) for run in members), default=0)
         points = []
         for k in range(1, most + 1):
@@ -284,7 +287,7 @@ def paired(rubric: str, control: str, pairs: Iterable[tuple[Hashable, bool | Non
 def comparisons(runs: list[Attempts], on: str) -> list[Comparison]:
     """The rubric loop against each control of the same configuration but its arm."""
     found = []
-    groups = _by_group(runs)
+    groups = by_group(runs)
     for group, members in groups.items():
         if members[0].arm != RUBRIC:
             continue

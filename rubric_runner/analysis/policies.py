@@ -12,6 +12,11 @@ criteria than the best before them), ``regression`` (after a pass that fails a c
 passed); and ``grader.max_iterations`` = 1..N. A policy that would go on past the passes the run made
 (a cap above the one that ended it, or past the run's own stop rule) is not replayable for that run:
 counted, never guessed. Every policy is paired with the runs as they ran (their own policy).
+
+Where a sweep also ran the loop under other policies (configurations alike but in ``loop.returns`` and
+``loop.stop``: ``Attempts.siblings``), each such policy is replayed over the runs of the library's policy
+and set beside the real runs of the same task and repeat (``beside_real``): the replay's prediction
+against what the policy did.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 from ..config.schema import STOP
-from .loop_value import Attempts, Comparison, _by_group, final, outcomes, paired
+from .loop_value import Attempts, Comparison, by_group, final, outcomes, paired
 
 RETURNS = ("last", "best", "satisfied")
 """The return rules, ``loop.returns``."""
@@ -47,6 +52,10 @@ class Policy:
         if not parts:
             return self.returns
         return ", ".join([self.returns, *parts]) if self.returns != "last" else ", ".join(parts)
+
+
+LIBRARY = Policy()
+"""The library's policy: the last attempt, no stop rule but the cap."""
 
 
 def patience(stop: str) -> int | None:
@@ -114,8 +123,8 @@ def _criteria(run: Attempts) -> list[tuple[tuple[str, bool], ...]]:
 
 
 def own_policy(run: Attempts) -> Policy:
-    """The policy the run ran with."""
-    return Policy(run.returns, run.stop)
+    """The policy the run ran with (``no_gain`` as ``no_gain:1``)."""
+    return Policy(run.returns, "no_gain:1" if run.stop == "no_gain" else run.stop)
 
 
 def _went_on(run: Attempts) -> bool:
@@ -235,11 +244,86 @@ def replay_group(group: str, runs: list[Attempts], chosen: list[Policy], on: str
     return found
 
 
+def siblings(group: str, groups: dict[str, list[Attempts]]) -> list[str]:
+    """The configurations alike but in their policy to ``group`` (``Attempts.siblings``), when ``group``
+    ran the library's policy; none otherwise."""
+    first = groups[group][0]
+    if own_policy(first) != LIBRARY or not first.siblings:
+        return []
+    return [other for other, members in groups.items() if other != group and members[0].siblings == first.siblings]
+
+
 def replay_all(runs: list[Attempts], on: str, returns: str = "last", up_to: int | None = None) -> list[Replayed]:
     """Per configuration, in the runs' order: every policy (caps 1..``up_to``, or the configuration's own
-    cap) replayed over its runs."""
+    cap, and the policies its ``siblings`` ran) replayed over its runs."""
     found = []
-    for group, members in _by_group(runs).items():
+    groups = by_group(runs)
+    for group, members in groups.items():
         cap = up_to or max([run.cap for run in members] + [len(run.satisfied) for run in members])
-        found += replay_group(group, members, policies(cap, returns), on)
+        chosen = policies(cap, returns)
+        chosen += [policy for other in siblings(group, groups) if (policy := own_policy(groups[other][0])) not in chosen]
+        found += replay_group(group, members, chosen, on)
+    return found
+
+
+@dataclass(frozen=True)
+class Beside:
+    """A policy replayed over the runs of the library's policy (``group``), beside the real runs of the
+    configuration alike but in its policy that ran it (``real``), paired on task and repeat where the replay
+    is replayable: the replay's outcomes and spend, then the real ones."""
+
+    group: str
+    real: str
+    policy: Policy
+    pairs: int
+    predicted: tuple[int, int]
+    """The replay's answers passed, and those whose outcome is known."""
+    passed: tuple[int, int]
+    """The real runs' final answers passed, and those whose outcome is known."""
+    agreed: tuple[int, int]
+    """The pairs whose replayed and real outcomes are alike, and those with both known."""
+    predicted_tokens: int | None
+    tokens: int
+    predicted_cost: float | None
+    cost: float | None
+
+    @property
+    def token_change(self) -> float | None:
+        """The real runs' tokens against the replay's (0.004: 0.4% more); None when undefined."""
+        return None if not self.predicted_tokens else self.tokens / self.predicted_tokens - 1
+
+    def as_dict(self) -> dict[str, object]:
+        """The figures as JSON: undefined ones null."""
+        def side(counts: tuple[int, int], tokens: int | None, cost: float | None) -> dict[str, object]:
+            return {"passed": counts[0], "known": counts[1], "rate": counts[0] / counts[1] if counts[1] else None,
+                    "tokens": tokens, "usd": cost}
+
+        return {"configuration": self.group, "policy": self.policy.name, "real_configuration": self.real, "pairs": self.pairs,
+                "replayed": side(self.predicted, self.predicted_tokens, self.predicted_cost),
+                "real": side(self.passed, self.tokens, self.cost),
+                "agreed": self.agreed[0], "compared": self.agreed[1], "token_change": self.token_change}
+
+
+def _known(outcomes: list[bool | None]) -> tuple[int, int]:
+    known = [value for value in outcomes if value is not None]
+    return sum(known), len(known)
+
+
+def beside_real(runs: list[Attempts], on: str) -> list[Beside]:
+    """Per configuration that ran the library's policy, in the runs' order, and each of its ``siblings``:
+    the sibling's policy replayed over the first's runs, beside the sibling's runs of the same task and repeat."""
+    found = []
+    groups = by_group(runs)
+    for group, members in groups.items():
+        for other in siblings(group, groups):
+            policy = own_policy(groups[other][0])
+            theirs = {(run.task, run.repeat): run for run in groups[other]}
+            done = [(replay(run, policy, on), theirs[run.task, run.repeat]) for run in members if (run.task, run.repeat) in theirs]
+            pairs = [(replayed, real) for replayed, real in done if replayed.replayable]
+            both = [(r.outcome, final(real, on)) for r, real in pairs if r.outcome is not None and final(real, on) is not None]
+            found.append(Beside(
+                group, other, policy, len(pairs), _known([r.outcome for r, _ in pairs]), _known([final(real, on) for _, real in pairs]),
+                (sum(replayed == real for replayed, real in both), len(both)),
+                _sum([r.tokens for r, _ in pairs]), sum(real.tokens for _, real in pairs),
+                _sum([r.cost for r, _ in pairs]), _sum([real.cost for _, real in pairs])))
     return found

@@ -2,7 +2,8 @@
 
 Replays other loop policies over the runs' own records (``analysis.policies``), with no model call, and
 prints, per configuration, each policy's pass rate, spend and its paired difference against the runs as
-they ran: the table report.md's "Which loop policy?" holds, or with ``--json`` its figures (null where
+they ran, then, where a configuration alike but in its policy ran one, the replay beside those real runs:
+the tables report.md's "Which loop policy?" holds, or with ``--json`` their figures (null where
 undefined). Exit 0, or 2 on a usage error.
 """
 
@@ -11,9 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..analysis.policies import RETURNS
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..report.columns import Table
 
 
 def _passes(value: str) -> int:
@@ -44,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
     """Print the replay of the runs under ``args.dir``."""
     from ..config.prices import PriceError, load_prices
     from ..records import collect
-    from ..report.columns import policy_table
+    from ..report.columns import policy_tables
     from ..report.runs import expand
     from ..report.stats import by_group
 
@@ -57,17 +62,27 @@ def main(args: argparse.Namespace) -> int:
     runs = expand(collect(args.dir))
     if not runs:
         raise UsageError("RUN_OR_SWEEP_DIR", f"no runs under {args.dir}", "give a run dir or a sweep dir that holds result.json files")
-    found = policy_table(runs, by_group(runs, prices), prices, args.returns, args.up_to)
+    found = policy_tables(runs, by_group(runs, prices), prices, args.returns, args.up_to)
     if found is None:
         print(f"policies: no run under {args.dir} took more than one grading pass: every policy returns what it did")
         return 0
-    on, table, replayed = found
+    on, tables, replayed, beside = found
     if args.json:
-        print(json.dumps({"on": on, "policies": [r.as_dict() for r in replayed]}, indent=2))
+        print(json.dumps({"on": on, "policies": [r.as_dict() for r in replayed], "beside_real": [b.as_dict() for b in beside]},
+                         indent=2))
         return 0
-    columns = table.md_columns()
     print(f"policies: {len(runs)} runs under {args.dir}, on the {on}")
+    _print(tables["policies"])
+    if "policies-real" in tables:
+        print("\npolicies: replayed over the runs of the library's policy, beside the real runs of a configuration "
+              "alike but in loop.returns and loop.stop, paired on task and repeat")
+        _print(tables["policies-real"])
+    return 0
+
+
+def _print(table: Table) -> None:
+    """``table`` as Markdown."""
+    columns = table.md_columns()
     print("| " + " | ".join(c.header for c in columns) + " |")
     print("|" + "---|" * len(columns))
     print("".join(table.md_rows()), end="")
-    return 0

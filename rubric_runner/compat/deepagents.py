@@ -1,7 +1,8 @@
 """What rubric_runner takes from deepagents' ``RubricMiddleware`` beyond its documented API, in one place.
 
 The loop's state lives under private keys (``_rubric_status``, ``_rubric_criteria``, ...) that the runner
-reads back from the checkpoint; a regrade calls the middleware's ``after_agent`` hook directly, for one
+reads back from the checkpoint, and from a grading pass's update when a loop policy ends the loop at it
+(``LoopState.after``, ``ended_at_cap``); a regrade calls the middleware's ``after_agent`` hook directly, for one
 grading pass over a saved transcript, with the run's frozen checklist; the grader's calls carry a metadata
 key and its revision requests a message name; what the grader is shown of a transcript is the library's
 window (``grader_view``), and a large tool result moved to a file leaves the library's notice.
@@ -68,6 +69,22 @@ class LoopState:
         evaluations = [e for e in values.get("_rubric_evaluations") or [] if e.get("grading_run_id") == run_id]
         return cls(values.get("_rubric_status"), int(values.get("_rubric_iterations") or 0), evaluations, run_id,
                    list(values.get("_rubric_criteria") or []) or None)
+
+    @classmethod
+    def after(cls, state: dict[str, Any], update: dict[str, Any] | None) -> LoopState | None:
+        """The loop's state once ``update``, what RubricMiddleware's ``after_agent`` hook returned on a thread
+        in ``state``, is applied; None when the hook recorded no grading pass."""
+        if not update or "_rubric_evaluations" not in update:
+            return None
+        return cls.of({**state, **update})
+
+
+def ended_at_cap(update: dict[str, Any]) -> dict[str, Any]:
+    """``update``, a grading pass's that sends the worker back, ending the loop instead as its cap does: no
+    revision request, no jump back to the model, the loop's status ``max_iterations_reached`` (the pass
+    keeps its verdict)."""
+    kept = {key: value for key, value in update.items() if key not in ("jump_to", "messages")}
+    return {**kept, "_rubric_status": "max_iterations_reached"}
 
 
 def grade_once(middleware: Any, messages: list[Any], rubric: str, writer: Any, config: dict[str, Any],

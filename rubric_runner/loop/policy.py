@@ -16,6 +16,7 @@ from typing import Annotated, Any, NotRequired
 from langchain_core.messages import AIMessage
 
 from ..analysis.policies import NOT_GRADED, patience, returned, stops_after
+from ..compat.deepagents import LoopState, ended_at_cap
 from ..config.schema import LoopConfig, LoopReturn
 from .answers import RETURNED, attempt_messages
 
@@ -43,17 +44,16 @@ def _why_stopped(stop: str, at: int) -> str:
 def settle(returns: str, stop: str, state: dict[str, Any], update: dict[str, Any] | None) -> dict[str, Any] | None:
     """The library's ``update`` after a grading pass, with the policy applied: the loop stopped when the
     stop rule fires at this pass, and at the loop's end the chosen attempt restored and noted."""
-    if not update or "_rubric_evaluations" not in update:
+    loop = LoopState.after(state, update)
+    if loop is None:
         return update
-    run_id = state.get("_current_grading_run_id")
-    evaluations = [e for e in update["_rubric_evaluations"] if e.get("grading_run_id") == run_id]
+    evaluations = loop.evaluations
     passes = [_criteria(e) for e in evaluations]
     stopped = None
     if update.get("jump_to") == "model":
         if stop == "none" or stops_after(stop, passes) != len(passes):
             return update
-        update = {key: value for key, value in update.items() if key not in ("jump_to", "messages")}
-        update["_rubric_status"] = "max_iterations_reached"
+        update = ended_at_cap(update)
         stopped = _why_stopped(stop, len(passes))
     attempts = attempt_messages(state.get("messages", []))
     scored = [sum(ok for _, ok in c) if c else (NOT_GRADED if e.get("result") == "grader_error" else 0)
@@ -69,7 +69,7 @@ def settle(returns: str, stop: str, state: dict[str, Any], update: dict[str, Any
     else:
         chosen = len(scored)
         why.append(f"loop.returns={returns}: the last attempt ({chosen} of {chosen}) returned")
-    update[STATE_KEY] = {"grading_run_id": run_id, "attempt": chosen, "of": len(scored), "returns": returns,
+    update[STATE_KEY] = {"grading_run_id": loop.grading_run_id, "attempt": chosen, "of": len(scored), "returns": returns,
                          "stopped": stopped is not None, "why": "; ".join(why)}
     return update
 

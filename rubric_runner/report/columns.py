@@ -651,17 +651,41 @@ POLICY_COLUMNS = (
 """Which loop policy: each policy replayed over a configuration's runs, paired against them as they ran."""
 
 
-def policy_table(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]],
-                 returns: str = "last", up_to: int | None = None) -> tuple[str, Table, list[policies.Replayed]] | None:
-    """"Which loop policy?": what it rests on, its table ``policies`` and the replays; None unless some run
-    took more than one grading pass (every policy would return what the runs did)."""
+POLICY_REAL_COLUMNS = (
+    Column("configuration", lambda row: row["label"]),
+    Column("policy", lambda row: row["b"].policy.name),
+    Column("ran by", lambda row: row["real"]),
+    Column("runs paired", lambda row: row["b"].pairs, sort=lambda row: row["b"].pairs),
+    Column("replayed passed", lambda row: str(Rate(*row["b"].predicted)) if row["b"].predicted[1] else "n/a"),
+    Column("real passed", lambda row: str(Rate(*row["b"].passed)) if row["b"].passed[1] else "n/a"),
+    Column("outcomes alike", lambda row: f"{row['b'].agreed[0]}/{row['b'].agreed[1]}"),
+    Column("replayed tokens", lambda row: _spend(row["b"].predicted_tokens, 0), sort=lambda row: _or(row["b"].predicted_tokens, -1)),
+    Column("real tokens", lambda row: _spend(row["b"].tokens, 0), sort=lambda row: row["b"].tokens),
+    Column("real vs replayed tokens", lambda row: "n/a" if row["b"].token_change is None else f"{fmt_num(100 * row['b'].token_change, 1)}%",
+           sort=lambda row: _or(row["b"].token_change, 10**9)),
+    Column("replayed est. USD", lambda row: _spend(row["b"].predicted_cost, 4), sort=lambda row: _or(row["b"].predicted_cost, -1)),
+    Column("real est. USD", lambda row: _spend(row["b"].cost, 4), sort=lambda row: _or(row["b"].cost, -1)),
+)
+"""A policy replayed over the runs of the library's policy beside the real runs of a configuration that ran it."""
+
+
+def policy_tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]], returns: str = "last",
+                  up_to: int | None = None) -> tuple[str, dict[str, Table], list[policies.Replayed], list[policies.Beside]] | None:
+    """"Which loop policy?": what it rests on, its tables ``policies`` and (when a configuration alike but
+    in its policy ran one of them) ``policies-real``, the replays and the replays beside real runs; None
+    unless some run took more than one grading pass (every policy would return what the runs did)."""
     if not any(run.iterations > 1 for run in runs):
         return None
     attempts = [run.attempted(prices) for run in runs]
     on = loop_value.basis(attempts)
     names = {g["key"]: g["label"] for g in groups}
     found = policies.replay_all(attempts, on, returns, up_to)
-    return on, Table("policies", POLICY_COLUMNS, [{"label": names[r.group], "r": r} for r in found]), found
+    beside = policies.beside_real(attempts, on)
+    tables = {"policies": Table("policies", POLICY_COLUMNS, [{"label": names[r.group], "r": r} for r in found])}
+    if beside:
+        tables["policies-real"] = Table("policies-real", POLICY_REAL_COLUMNS,
+                                        [{"label": names[b.group], "real": names[b.real], "b": b} for b in beside])
+    return on, tables, found, beside
 
 
 def _rating(run: Run, resolved: Resolver) -> Rating:

@@ -56,9 +56,14 @@ def policy(header: RunHeader) -> tuple[str, str]:
     return str(loop.get("returns") or "last"), str(loop.get("stop") or "none")
 
 
-def pairing_key(header: RunHeader) -> str:
-    """What runs of arms to compare share: kind, turn and configuration but the ``loop.*`` keys."""
-    part = {key: value for key, value in configuration(header).items() if not key.startswith("loop.")}
+POLICY_KEYS = ("loop.returns", "loop.stop")
+"""The loop's policy: configurations alike but in these keys ran one loop under two policies."""
+
+
+def pairing_key(header: RunHeader, leaving_out: tuple[str, ...] = ("loop.",)) -> str:
+    """What runs to compare share: kind, turn and configuration but the keys that start with one of
+    ``leaving_out`` (by default the ``loop.*`` keys: runs of arms to compare; ``POLICY_KEYS``: of policies)."""
+    part = {key: value for key, value in configuration(header).items() if not key.startswith(leaving_out)}
     return f"{header.kind.value}:{header.turn or 1}:{_digest(part)}"
 
 

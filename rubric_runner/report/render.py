@@ -42,7 +42,7 @@ from .columns import (
     loop_tables,
     matrix_columns,
     people_rows,
-    policy_table,
+    policy_tables,
     run_filters,
     run_rows,
     self_rows,
@@ -186,8 +186,8 @@ def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], p
     }
     if (loop := loop_tables(runs, groups, prices)) is not None:
         context["loop_help"] = {"on": loop[0], "tables": loop[1], "chart": loop_chart(loop[1]["loop-curve"].rows)}
-    if (replayed := policy_table(runs, groups, prices)) is not None:
-        context["policies"] = {"on": replayed[0], "table": replayed[1]}
+    if (replayed := policy_tables(runs, groups, prices)) is not None:
+        context["policies"] = {"on": replayed[0], "tables": replayed[1]}
     if any(name.endswith(".html") for name in templates):
         context["trails"] = [run.trail for run in runs]
     streams = [environment().get_template(name).stream(context) for name in templates]

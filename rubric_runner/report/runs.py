@@ -140,6 +140,8 @@ class Run:
     """Its configuration allows one grading pass (``judge.one_pass``): its first answer is its final one."""
     policy: tuple[str, str] = ("last", "none")
     """``configs.policy``: its ``loop.returns`` and ``loop.stop``."""
+    siblings: str = ""
+    """``configs.pairing_key`` but the policy's keys: runs of one loop under other policies share it."""
 
     @property
     def finished(self) -> bool:
@@ -183,7 +185,7 @@ class Run:
             final_satisfied=self.status is Status.SATISFIED if self.status.decided else None,
             tokens=self.worker_tokens + self.grader_tokens, cost=self.cost(prices), spent=spent, criteria=self.pass_criteria,
             unverified=self.unverified, verdicts=self.verdicts, cap=self.max_iterations,
-            returns=self.policy[0], stop=self.policy[1],
+            returns=self.policy[0], stop=self.policy[1], siblings=self.siblings,
         )
 
 
@@ -248,7 +250,7 @@ def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[Any
                                    for e in record.evaluations)),
         unverified=shared(tuple(e.unverified for e in record.evaluations)),
         cut=shared(tuple(None if e.view is None else e.view.is_cut for e in record.evaluations)),
-        one_pass=one_pass(header), policy=keys[4],
+        one_pass=one_pass(header), policy=keys[4], siblings=keys[5],
     )
 
 
@@ -307,7 +309,8 @@ def expand(jobs: list[Job], live: bool = False) -> list[Run]:
         _mark_running(job.record, live)
         header = job.record.header
         keys = (shared(configs.group_key(header)), shared(configs.grader_key(header)),
-                shared(configs.arm(header)), shared(configs.pairing_key(header)), shared(configs.policy(header)))
+                shared(configs.arm(header)), shared(configs.pairing_key(header)), shared(configs.policy(header)),
+                shared(configs.pairing_key(header, configs.POLICY_KEYS)))
         task_dirs = _task_dirs(job)
         if not task_dirs:
             if job.record.task is not None:

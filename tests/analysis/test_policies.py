@@ -4,7 +4,7 @@ runs a policy cannot be replayed on."""
 from __future__ import annotations
 
 from rubric_runner.analysis.loop_value import CHECKS, VERDICTS, Attempts
-from rubric_runner.analysis.policies import Policy, patience, replay, replay_all, stops_after
+from rubric_runner.analysis.policies import Policy, beside_real, patience, replay, replay_all, stops_after
 
 A, B, C = "a", "b", "c"
 
@@ -85,3 +85,23 @@ def test_a_run_its_own_stop_ended_is_not_replayed_past_it_but_a_satisfied_one_is
     assert replay(stopped, Policy(cap=2), CHECKS).tokens == 220
     kept = Attempts(**{**BROKEN.__dict__, "returns": "best", "final_checked": True})  # it answered with attempt 1
     assert replay(kept, Policy("last"), CHECKS).outcome is False and replay(kept, Policy("best"), CHECKS).outcome is True
+
+
+def test_a_policy_another_configuration_ran_is_replayed_beside_its_runs_of_the_same_tasks():
+    def of(run, group, siblings, returns="last", stop="none", **changes):
+        return Attempts(**{**run.__dict__, "group": group, "siblings": siblings, "returns": returns, "stop": stop, **changes})
+
+    kept = of(BROKEN, "best", "s", "best", final_checked=True)  # it answered with attempt 1
+    runs = [of(BROKEN, "last", "s"), of(FLAT, "last", "s", task="u"), kept, of(BROKEN, "other", "t", "best"),
+            of(FLAT, "stop", "s", stop="no_gain", task="u", checked=(False, False), satisfied=(False, False), spent=FLAT.spent[:2],
+               tokens=222, criteria=FLAT.criteria[:2], verdicts=("needs_revision", "needs_revision"))]
+    found = {b.real: b for b in beside_real(runs, CHECKS)}
+    assert sorted(found) == ["best", "stop"]  # "other" differs in more than the policy; "last" is the source
+    best = found["best"]
+    assert (best.group, best.policy, best.pairs, best.predicted, best.passed, best.agreed) == ("last", Policy("best"), 1, (1, 1), (1, 1), (1, 1))
+    stop = found["stop"]  # paired on task "u" alone; no_gain read as no_gain:1
+    assert (stop.policy, stop.pairs, stop.predicted_tokens, stop.tokens) == (Policy("last", "no_gain:1"), 1, 220, 222)
+    assert round(stop.token_change, 4) == 0.0091 and stop.as_dict()["real"]["usd"] is None
+    names = {r.name for r in replay_all(runs, CHECKS) if r.group == "last"}
+    assert "best" in names and "stop=no_gain:1" in names and "stop=no_gain" not in names
+    assert beside_real([of(BROKEN, "last", ""), of(BROKEN, "best", "", "best")], CHECKS) == []  # no key: never paired

@@ -120,3 +120,22 @@ def test_deepagents_takes_the_grader_hooks_the_runner_passes():
     state = compat_deepagents.grade_once(middleware, [HumanMessage("Write it."), AIMessage("final")], "- c", lambda e: None, {})
     assert state.status == "satisfied" and seen["prepared"] == 2
     assert "[assistant] final" in seen["payload"] and "Write it." not in seen["payload"]
+
+
+def test_deepagents_after_agent_update_applied_is_the_loop_state_and_ended_at_cap_stops_it():
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.runtime import Runtime
+
+    grader = ScriptedChatModel(model="scripted:g", turns=[verdict("needs_revision", ("c", False))])
+    middleware = compat_deepagents.rubric_middleware(model=grader, max_iterations=3)
+    state = {"messages": [HumanMessage("Write it."), AIMessage("first")], "rubric": "- c", "_rubric_iterations": 0,
+             "_current_grading_run_id": "run-1", "_rubric_evaluations": [{"grading_run_id": "run-0", "result": "satisfied"}]}
+    update = middleware.after_agent(state, Runtime(stream_writer=lambda event: None))
+    assert update["jump_to"] == "model" and update["messages"][0].name == compat_deepagents.GRADER_SOURCE
+    loop = compat_deepagents.LoopState.after(state, update)
+    assert (loop.status, loop.iterations, loop.grading_run_id) == ("needs_revision", 1, "run-1")
+    assert [e["result"] for e in loop.evaluations] == ["needs_revision"]  # the earlier grading run's left out
+    ended = compat_deepagents.ended_at_cap(update)
+    assert "jump_to" not in ended and "messages" not in ended
+    assert compat_deepagents.LoopState.after(state, ended).status == "max_iterations_reached"
+    assert compat_deepagents.LoopState.after(state, None) is None and compat_deepagents.LoopState.after(state, {"messages": []}) is None

@@ -297,10 +297,18 @@ COMMANDS: dict[str, dict[str, Runs | StopsAtKey | Composes | Skipped]] = {
             exit_code=1),
     },
     "loop-controls.md > Which loop policy?": {
-        "rubric-runner -m worker=scripted grader=scripted rubric=humaneval 'rubric.tasks=[0:10]' loop.returns=last,best": Runs(
-            exit_code=1),
-        "rubric-runner policies outputs/multirun/DATE/TIME": Skipped(
-            "a sweep dir is named by when it started; tests/loop/test_policy_runs.py runs policies on its own runs"),
+        "rubric-runner -m worker=scripted grader=scripted rubric=humaneval 'rubric.tasks=[0:10]' loop.returns=last,best "
+        "hydra.sweep.dir=outputs/policies-humaneval": Runs(exit_code=1),
+        "rubric-runner policies outputs/policies-humaneval": Runs(says=(
+            "policies: 20 runs under outputs/policies-humaneval, on the hidden checks",
+            "| loop.returns=last | best | loop.returns=best | 10 | 7/10 (70.0%, 95% CI 39.7-89.2%) | 7/10 (70.0%, 95% CI 39.7-89.2%) "
+            "| 10/10 | 32,952 | 32,952 | 0.0% | n/a | n/a |")),
+        "rubric-runner -m worker=scripted grader=scripted rubric=code_tasks loop.stop=none,no_gain "
+        "hydra.sweep.dir=outputs/policies-code": Runs(),
+        "rubric-runner policies outputs/policies-code": Runs(says=(
+            "policies: 24 runs under outputs/policies-code, on the grader's verdicts",
+            "| loop.stop=none | stop=no_gain:1 | loop.stop=no_gain | 12 | 12/12 (100.0%, 95% CI 75.8-100.0%) "
+            "| 12/12 (100.0%, 95% CI 75.8-100.0%) | 12/12 | 28,602 | 28,602 | 0.0% | n/a | n/a |")),
     },
     "loop-controls.md > What checking every attempt costs": {
         ".venv/bin/python benchmarks/run.py --only attempt_checks --repeats 9": Skipped(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.helpers import run_scripted, verdict, write_script
+from support.helpers import md_table, run_cli, run_scripted, scripted_overrides, verdict, write_script
 
 from rubric_runner.cli import run_command
 from rubric_runner.records import RunRecord
@@ -85,3 +85,50 @@ def test_stop_after_no_gain_saves_the_spend_the_replay_predicts(tmp_path, capsys
 def test_a_bad_stop_rule_is_one_error_line(tmp_path, capsys, breaking):
     result, _ = run_scripted(tmp_path, breaking, *CODE, "loop.stop=no_gain:0")
     assert result.status == "error" and result.error.message.startswith("loop.stop: 'no_gain:0' is not a stop rule")
+
+
+def test_a_sweep_over_policies_sets_each_replay_beside_the_real_runs_and_they_agree(tmp_path, capsys):
+    """Three tasks: a revision breaks a passing answer the grader sees get worse; revisions gain nothing; a
+    revision fixes the answer. Swept over loop.returns and loop.stop (basic launcher, real subprocesses)."""
+    flat = verdict("needs_revision", (TESTS, False), (NAME, True))
+    turns = {
+        "breaks": {"worker": [{"content": GOOD}, {"content": BROKEN}, {"content": BROKEN + "\n"}],
+                   "grader": [verdict("needs_revision", (TESTS, True), (NAME, True), (STYLE, False)),
+                              verdict("needs_revision", (TESTS, False), (NAME, True), (STYLE, False)),
+                              verdict("needs_revision", (TESTS, False), (NAME, True), (STYLE, False))]},
+        "flat": {"worker": [{"content": BROKEN}, {"content": BROKEN + "\n"}, {"content": BROKEN + "\n\n"}],
+                 "grader": [flat, flat, flat]},
+        "fixed": {"worker": [{"content": BROKEN}, {"content": GOOD}],
+                  "grader": [flat, verdict("satisfied", (TESTS, True), (NAME, True))]},
+    }
+    script = write_script(tmp_path / "s.yaml", worker=[], grader=[], tasks=turns)
+    data = tmp_path / "tasks.jsonl"
+    rubric = f"- {TESTS}\n- {NAME}"  # names no tool: a satisfied verdict needs no test run of the grader's
+    data.write_text("".join(json.dumps({"id": task, "task": "Write find_duplicates(lst).", "rubric": rubric}) + "\n" for task in turns))
+    sweep_dir = tmp_path / "sweep"
+    proc = run_cli("-m", *CODE, *scripted_overrides(script), f"rubric.dataset={data}", "grader.max_iterations=3",
+                   "loop.returns=last,best", "loop.stop=none,no_gain", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path, timeout=600)
+    assert proc.returncode == 1, proc.stderr[-3000:]  # some runs end max_iterations_reached
+
+    capsys.readouterr()
+    assert run_command(["policies", str(sweep_dir), "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    beside = {row["policy"]: row for row in found["beside_real"]}
+    assert sorted(beside) == ["best", "best, stop=no_gain:1", "stop=no_gain:1"]
+    for policy, row in beside.items():
+        replayed, real = row["replayed"], row["real"]
+        assert row["pairs"] == 3 and (row["agreed"], row["compared"]) == (3, 3), policy
+        assert (replayed["passed"], replayed["known"]) == (real["passed"], real["known"]), policy
+        assert abs(real["tokens"] - replayed["tokens"]) <= 0.01 * replayed["tokens"], (policy, real["tokens"], replayed["tokens"])
+    as_run = next(r for r in found["policies"] if r["policy"] == "as run (last)")
+    assert (as_run["passed"], beside["best"]["real"]["passed"]) == (1, 2)  # best keeps the answer the revision broke
+    assert beside["stop=no_gain:1"]["real"]["tokens"] < 0.9 * as_run["tokens"]  # the stop saved spend
+    assert {r["policy"] for r in found["policies"] if r["configuration"] == beside["best"]["configuration"]} >= set(beside)
+
+    text = (sweep_dir / "report.md").read_text()
+    (row,) = [r for r in md_table(text, "### The replay beside real runs") if r["policy"] == "best"]
+    assert (row["replayed passed"], row["real passed"], row["outcomes alike"]) == ("2/3 (66.7%, 95% CI 20.8-93.9%)",) * 2 + ("3/3",)
+    assert row["real vs replayed tokens"] == "0.0%" and '<table id="policies-real"' in (sweep_dir / "report.html").read_text()
+    capsys.readouterr()
+    assert run_command(["policies", str(sweep_dir)]) == 0
+    assert "beside the real runs of a configuration alike but in loop.returns and loop.stop" in capsys.readouterr().out
