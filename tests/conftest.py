@@ -5,6 +5,7 @@ pyproject.toml)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import sys
@@ -35,6 +36,7 @@ the ``CLUSTER_MODULES``; ``slow`` (a long run) is set where the test is."""
 POSTGRES_FIXTURES = {"postgres", "pg_env"}
 
 
+@functools.cache
 def _source(function) -> str:
     try:
         return inspect.getsource(function)
@@ -42,16 +44,31 @@ def _source(function) -> str:
         return ""
 
 
+@functools.cache
+def _words(function) -> frozenset[str]:
+    """The names in a function's source."""
+    return frozenset(re.findall(r"\w+", _source(function)))
+
+
+@functools.cache
+def _helpers(module) -> dict[str, object]:
+    """The module's own functions, by name."""
+    return {name: value for name, value in vars(module).items() if inspect.isfunction(value)
+            and value.__module__ == module.__name__}
+
+
 def _code_of(item: pytest.Item) -> str:
-    """The test's source, its fixtures' and that of the module's functions they name (called, or handed on)."""
+    """The test's source, its fixtures' and that of the module's functions they name (called, or handed on).
+    Sources and their names are read once per function: the suite's tests share fixtures and helpers."""
     fixtures = [defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values()]
     text = "\n".join(_source(function) for function in [item.function, *fixtures])
-    helpers = {name: value for name, value in vars(item.module).items() if inspect.isfunction(value)
-               and value.__module__ == item.module.__name__}
+    helpers = _helpers(item.module)
+    named = frozenset().union(*map(_words, [item.function, *fixtures]))
     seen: set[str] = set()
-    while called := {name for name in helpers if name not in seen and re.search(rf"\b{name}\b", text)}:
+    while called := {name for name in helpers if name not in seen and name in named}:
         seen |= called
         text += "\n" + "\n".join(_source(helpers[name]) for name in called)
+        named = named.union(*(_words(helpers[name]) for name in called))
     return text
 
 

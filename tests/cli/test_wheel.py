@@ -27,13 +27,14 @@ def _run(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: floa
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    """The python of a fresh venv holding the wheel built from this checkout and its dependencies only."""
+    """The python of a fresh venv holding the wheel built from this checkout and its dependencies only (put
+    there by this environment's pip: the venv needs no pip of its own, whose install takes seconds)."""
     root = tmp_path_factory.mktemp("wheel")
     _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", str(ROOT), "-w", str(root / "dist"), cwd=root)
     [wheel] = (root / "dist").glob("rubric_runner-*.whl")
-    _run(sys.executable, "-m", "venv", str(root / "venv"), cwd=root)
+    _run(sys.executable, "-m", "venv", "--without-pip", str(root / "venv"), cwd=root)
     python = root / "venv" / "bin" / "python"
-    _run(str(python), "-m", "pip", "install", "--quiet", str(wheel), cwd=root)
+    _run(sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", str(wheel), cwd=root)
     return python
 
 

@@ -11,6 +11,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from support.forks import Forks
 from support.helpers import (
     SCRIPTED_EVIDENCE,
     cli_process,
@@ -201,17 +202,21 @@ def test_a_many_task_run_killed_again_and_again_resumes_to_the_end(tmp_path):
     run_dir = tmp_path / "run"
     args = ["worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE, "run.console=false", f"worker.script={script}",
             f"grader.script={script}", f"rubric.dataset={dataset}", "run.concurrency=4", f"hydra.run.dir={run_dir}"]
-    for kill_after in (6, 18, 30):
-        with cli_process(*args, cwd=tmp_path) as proc:
+    forks = Forks(dict(os.environ), tmp_path)  # four runs, each forked: no interpreter start-up each time
+    try:
+        for kill_after in (6, 18, 30):
+            child = forks.start(args, tmp_path)
             deadline = time.monotonic() + 120
             while sum(e["event"] == "task_end" for e in _events(run_dir)) < kill_after:
-                assert time.monotonic() < deadline and proc.poll() is None, "the run ended before it could be killed"
+                assert time.monotonic() < deadline and forks.poll(child) is None, "the run ended before it could be killed"
                 time.sleep(0.01)
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.communicate(timeout=60)
-        args = ["resume", str(run_dir)]
-    resumed = run_cli(*args, cwd=tmp_path)
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+            forks.signal(child, signal.SIGKILL)
+            assert forks.wait(child)[0] == -signal.SIGKILL
+            args = ["resume", str(run_dir)]
+        code, out, err = forks.wait(forks.start(args, tmp_path))
+    finally:
+        forks.close()
+    assert code == 0, out + err
     record = json.loads((run_dir / "result.json").read_text())
     assert record["aggregate"]["statuses"] == {"satisfied": 40} and record["resumed"] == 3
     for task in ids:

@@ -54,8 +54,9 @@ VERIFIED = ("preset", "dataset", "sweep_basic", "sweep_joblib", "api", "follow_u
 SCRIPTED = ("worker=scripted", "grader=scripted")
 CODE = (*SCRIPTED, "rubric=code")
 MESSAGE = "Now add a docstring"
-LATENCY = 3.0
-"""Seconds of the scripted reply a signal arrives in."""
+LATENCY = 1.5
+"""Seconds of the scripted reply a signal arrives in (the signal is sent within a poll, 0.05 s, of the reply's
+start). A cell pays it once or twice: SIGINT lets the reply end before the run stops, and the resume replays it."""
 HIDDEN = {
     "find_duplicates": {"run_test_suite": {"suite": str(DATA_DIR / "suites" / "find_duplicates_hidden.yaml")}},
     "chunk": {"run_test_suite": {"function": "chunk", "cases": [

@@ -53,13 +53,17 @@ class Forks:
         reply = self._ask({"argv": [str(arg) for arg in argv], "cwd": str(cwd), "api": api, "out": str(out), "err": str(err)})
         return Child(reply["pid"], out, err)
 
+    def poll(self, child: Child) -> int | None:
+        """The child's exit code (minus the signal that ended it, as ``subprocess`` says), None while it runs."""
+        return self._ask({"poll": child.pid})["returncode"]
+
     def wait(self, child: Child, timeout: float = 120) -> tuple[int, str, str]:
-        """The child's exit code (minus the signal that ended it, as ``subprocess`` says), stdout and stderr;
-        whatever it left running in its process group is killed."""
+        """The child's exit code (as ``poll`` gives it), stdout and stderr; whatever it left running in its
+        process group is killed."""
         deadline = time.monotonic() + timeout
         code = None
         while code is None:
-            code = self._ask({"poll": child.pid})["returncode"]
+            code = self.poll(child)
             if code is None:
                 if time.monotonic() > deadline:
                     self.signal(child, signal.SIGKILL)
