@@ -179,6 +179,8 @@ class TaskRun:
         if record.rubric_carried_over:
             del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
         saved = await shared.agent.aget_state(run_config) if record.resumed else None
+        if self.task.workspace is not None and plan.follow_up is None and not (saved is not None and saved.values.get("messages")):
+            agent_input["files"] = self.task.workspace.state_files()  # the task's first turn: never again on its thread
         ended = saved is not None and not saved.tasks and self._turn_ended(saved.values)
         if saved is not None and saved.tasks:  # steps begun (``next`` leaves out those whose writes are saved)
             agent_input = None  # continue the interrupted step from the last checkpoint
