@@ -52,6 +52,7 @@ from .limits import LimitExceeded, TaskGuard
 from .plan import Plan
 from .policy import STATE_KEY as RETURNED_KEY
 from .signals import StopRequest, StopRequested
+from .workspaces import attempt_name, keep, keep_seed, kept, texts
 
 
 @dataclass
@@ -173,14 +174,18 @@ class TaskRun:
         recorder = Recorder(self.log, record, self.console, plan.config.run.preview_chars)
         guard = TaskGuard(plan.config.limits, shared.budgets, record, self.dir)  # after the recorder, whose counts it reads
         grading = TaskGrading(plan.config.grader, plan.strategy or "", self.task.rubric, self.log, self.console)
-        CURRENT_TASK.set(TaskContext(self.ref, self.task.tools, recorder, grading, guard))
+        workspace = self.task.workspace
+        CURRENT_TASK.set(TaskContext(self.ref, self.task.tools, recorder, grading, guard, workspace,
+                                     plan.config.rubric.workspace_diff_max_bytes))
+        if workspace is not None:
+            keep_seed(plan.run_dir, self.task.id, workspace)
         run_config = {"configurable": {"thread_id": record.thread_id}, **trace_labels(shared.run.header, record, self.task.id, self.repeat)}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(self.task.message)], "rubric": self.task.rubric}
         if record.rubric_carried_over:
             del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
         saved = await shared.agent.aget_state(run_config) if record.resumed else None
-        if self.task.workspace is not None and plan.follow_up is None and not (saved is not None and saved.values.get("messages")):
-            agent_input["files"] = self.task.workspace.state_files()  # the task's first turn: never again on its thread
+        if workspace is not None and plan.follow_up is None and not (saved is not None and saved.values.get("messages")):
+            agent_input["files"] = workspace.state_files()  # the task's first turn: never again on its thread
         ended = saved is not None and not saved.tasks and self._turn_ended(saved.values)
         if saved is not None and saved.tasks:  # steps begun (``next`` leaves out those whose writes are saved)
             agent_input = None  # continue the interrupted step from the last checkpoint
@@ -247,9 +252,19 @@ class TaskRun:
         returned = values.get(RETURNED_KEY)
         if returned and returned.get("grading_run_id") == loop.grading_run_id and loop.grading_run_id:
             record.returned = Returned.model_validate(returned)
+        if self.task.workspace is not None:
+            self._read_back_workspace(values)
         node = self.shared.plan.config.grader
         record.status = final_status(Status.of_loop(loop.status), record.evaluations, node.strict_coverage,
                                      node.on_cut_view is OnCutView.fail)
+
+    def _read_back_workspace(self, values: dict[str, Any]) -> None:
+        """Each grading pass's workspace as it was kept, and the final one, kept from the state now."""
+        record = self.record
+        found = [kept(self.dir, attempt_name(attempt)) for attempt in range(1, record.iterations + 1)]
+        record.workspaces = [workspace for workspace in found if workspace is not None]
+        record.final_workspace = keep(self.dir, "final", self.task.workspace, texts(values.get("files")),
+                                      self.shared.plan.config.rubric.workspace_diff_max_bytes)
 
     async def _verify(self, checks: list[Any], messages: list[Any]) -> None:
         """Run the task's hidden checks on every attempt the grader judged (``rubric.verify_every_attempt``;
