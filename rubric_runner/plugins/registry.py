@@ -128,10 +128,21 @@ def local_tool(path: str, key: str) -> ToolEntry:
 
 
 def tool_settings(tool: BaseTool) -> dict[str, Any]:
-    """The tool's settings: injected arguments the model never sees, with their fields."""
+    """The tool's settings: injected arguments the model never sees, with their fields (not those the
+    agent's state fills, ``state_arguments``)."""
     visible = set(tool.tool_call_schema.model_fields) if hasattr(tool.tool_call_schema, "model_fields") else set()
     fields = tool.get_input_schema().model_fields
-    return {name: field for name, field in fields.items() if name not in visible}
+    state = state_arguments(tool)
+    return {name: field for name, field in fields.items() if name not in visible and name not in state}
+
+
+def state_arguments(tool: BaseTool) -> dict[str, Any]:
+    """The tool's arguments LangChain's tool node fills from the agent's state (``InjectedState``), with their fields."""
+    from langgraph.prebuilt import InjectedState
+
+    fields = tool.get_input_schema().model_fields
+    return {name: field for name, field in fields.items()
+            if any(isinstance(item, InjectedState) or item is InjectedState for item in field.metadata)}
 
 
 @functools.lru_cache(maxsize=256)
@@ -177,6 +188,13 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str, rubric: st
     asynchronous = has_coroutine(tool)
     if not fields and asynchronous:
         return tool
+    state = state_arguments(tool)
+    schema = tool.tool_call_schema
+    if state:  # the wrapper takes them too, so the tool node still fills them from the state
+        from pydantic import create_model
+
+        schema = create_model(f"{tool.name}_call", __base__=schema, **{
+            name: (Annotated[(field.annotation, *field.metadata)], field.default) for name, field in state.items()})
     # The wrapper is the tool callbacks see; the inner call stays silent so it is recorded once.
     silent = {"callbacks": []}
 
@@ -198,7 +216,7 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str, rubric: st
         coroutine=acall,
         name=tool.name,
         description=tool.description,
-        args_schema=tool.tool_call_schema,
+        args_schema=schema,
     )
 
 

@@ -1,0 +1,99 @@
+"""The grader's tools over the worker's files as a grading pass reads them, registered as the built-in tools are.
+
+Each reads the ``files`` the runner puts in the grader's state (``loop.workspaces.grader_state``), injected
+by LangChain's tool node, never shown to the model: ``ls``, ``read_file`` (offset, limit), ``glob`` and
+``grep`` read them (deep agents' offloaded ``/large_tool_results/*`` included) and change nothing;
+``run_tests`` runs the task's test command in the sandbox over a copy of them, the protected files put
+back as the task's seed has them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain_core.tools import InjectedToolArg, tool
+from langgraph.prebuilt import InjectedState
+from pydantic import Field, PositiveFloat, PositiveInt
+
+from ..compat.deepagents import glob_files
+from ..context import current_task
+from ..sandbox import Limits, run_command
+from .builtin import steady
+
+Files = Annotated[dict[str, Any], InjectedState("files")]
+"""The worker's files at this pass (path -> deep agents' FileData), from the grader's state."""
+READ_LINES = 200
+"""The lines ``read_file`` gives when the grader asks for no limit."""
+
+
+def _text(data: dict[str, Any]) -> str:
+    from deepagents.backends.utils import file_data_to_string
+
+    return file_data_to_string(data)
+
+
+@tool
+async def ls(path: str = "/", files: Files = None) -> str:
+    """List the files and directories directly under a directory of the worker's workspace (default: /)."""
+    base = "/" + path.strip("/")
+    prefix = base.rstrip("/") + "/"
+    entries = sorted({prefix + name.split("/", 1)[0] + ("/" if "/" in name else "")
+                      for name in (p[len(prefix):] for p in files or {} if p.startswith(prefix))})
+    return "\n".join(entries) if entries else f"No files under {base}"
+
+
+@tool
+async def read_file(file_path: str, offset: int = 0, limit: int = READ_LINES, files: Files = None) -> str:
+    """Read a file of the worker's workspace, with line numbers: ``limit`` lines from line ``offset`` (0-based)."""
+    from deepagents.backends.utils import format_content_with_line_numbers
+
+    path = "/" + file_path.lstrip("/")
+    if path not in (files or {}):
+        return f"Error: File '{path}' not found"
+    lines = _text(files[path]).splitlines()
+    offset, limit = max(int(offset), 0), max(int(limit), 0)
+    if lines and offset >= len(lines):
+        return f"Error: Line offset {offset} exceeds file length ({len(lines)} lines)"
+    window = lines[offset:offset + limit]
+    more = f"\n[{len(lines) - offset - len(window)} more lines: read on with offset={offset + len(window)}]" if offset + len(window) < len(lines) else ""
+    return (format_content_with_line_numbers(window, start_line=offset + 1) if window else "(empty)") + more
+
+
+@tool
+async def glob(pattern: str, path: str = "/", files: Files = None) -> str:
+    """Find the worker's files whose path matches a glob pattern (e.g. ``**/*.py``), under ``path``."""
+    return glob_files(files or {}, pattern, path)
+
+
+@tool
+async def grep(pattern: str, path: str = "/", glob: str | None = None, files: Files = None) -> str:
+    """Find the lines of the worker's files that contain ``pattern`` (literal text), under ``path``, in files
+    matching ``glob`` if given."""
+    from deepagents.backends.utils import format_grep_matches, grep_matches_from_files
+
+    found = grep_matches_from_files(files or {}, pattern, path, glob)
+    if found.error:
+        return f"Error: {found.error}"
+    return format_grep_matches(found.matches or [], "content")
+
+
+@tool
+async def run_tests(
+    files: Files = None,
+    command: Annotated[str | None, InjectedToolArg, Field(description="the task's test command, run in the workspace's root")] = None,
+    wall_seconds: Annotated[PositiveFloat, InjectedToolArg, Field(description="wall-clock limit")] = 60.0,
+    cpu_seconds: Annotated[PositiveInt, InjectedToolArg, Field(description="CPU time limit")] = 30,
+    memory_mb: Annotated[PositiveInt, InjectedToolArg, Field(description="address-space limit in MiB")] = 1024,
+    output_chars: Annotated[PositiveInt, InjectedToolArg, Field(description="the most characters of output returned")] = 4000,
+) -> dict:
+    """Run the task's tests on the worker's workspace as it is now, in a sandbox, with the protected files
+    (the tests) as the task gave them. Returns ok, the command's exit code and the tail of its output."""
+    if not command:
+        return {"ok": False, "failures": ["run_tests has no test command configured"]}
+    task = current_task()
+    workspace = task.workspace if task is not None else None
+    tree = {path: _text(data) for path, data in (files or {}).items()}
+    if workspace is not None:
+        tree.update({path: workspace.files[path] for path in workspace.protected_paths()})
+    limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb, output_tail_chars=output_chars)
+    return steady(run_command(tree, command, limits))
