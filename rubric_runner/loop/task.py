@@ -9,8 +9,10 @@ back from it.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass, field
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +54,7 @@ from .limits import LimitExceeded, TaskGuard
 from .plan import Plan
 from .policy import STATE_KEY as RETURNED_KEY
 from .signals import StopRequest, StopRequested
-from .workspaces import attempt_name, keep, keep_seed, kept, texts
+from .workspaces import attempt_name, files_at, keep, keep_seed, kept, texts
 
 
 @dataclass
@@ -258,6 +260,15 @@ class TaskRun:
         record.status = final_status(Status.of_loop(loop.status), record.evaluations, node.strict_coverage,
                                      node.on_cut_view is OnCutView.fail)
 
+    def _checked_files(self, answer: str | None) -> str | dict[str, str] | None:
+        """What a check is given: the answer, or a workspace task's kept files ``answer`` names, the protected
+        ones as the seed has them."""
+        workspace = self.task.workspace
+        if workspace is None or answer is None:
+            return answer
+        files = files_at(self.dir, answer, workspace.files)
+        return {**files, **{path: workspace.files[path] for path in workspace.protected_paths()}}
+
     def _read_back_workspace(self, values: dict[str, Any]) -> None:
         """Each grading pass's workspace as it was kept, and the final one, kept from the state now."""
         record = self.record
@@ -272,13 +283,21 @@ class TaskRun:
         record = self.record
         record.first_answer = first_answer(messages)
         found: dict[str | None, Verification] = {}
+        tampered: dict[str | None, list[str]] = {}
 
         async def checked(answer: str | None) -> Verification:
-            if answer not in found:
-                found[answer] = await verify(checks, answer)
-            return found[answer]
+            given = self._checked_files(answer)
+            key = answer if not isinstance(given, dict) else sha256(json.dumps([given, tampered.get(answer)], sort_keys=True).encode()).hexdigest()
+            if key not in found:
+                found[key] = await verify(checks, given, tampered.get(answer))
+            return found[key]
 
-        answers = attempt_answers(messages)
+        answers, first_attempt, final_attempt = attempt_answers(messages), record.first_answer, record.final_answer
+        if self.task.workspace is not None:  # the attempts are the workspaces the passes read; the final one is the last
+            answers = [attempt_name(kept.attempt) for kept in record.workspaces]
+            tampered = {attempt_name(kept.attempt): kept.tampered for kept in record.workspaces}
+            tampered["final"] = record.final_workspace.tampered
+            first_attempt, final_attempt = (answers or ["final"])[0], "final"
         every = self.shared.plan.config.rubric.verify_every_attempt
         record.verified_attempts = []
         for index, answer in enumerate(answers):
@@ -287,13 +306,13 @@ class TaskRun:
             attempt = AttemptVerification(
                 attempt=index + 1, verdict=evaluation.result if evaluation else None,
                 criteria={criterion.name: criterion.passed for criterion in evaluation.criteria} if evaluation else {},
-                verification=await checked(answer) if wanted else None)
+                verification=await checked(answer) if wanted else None, tampered=tampered.get(answer, []))
             record.verified_attempts.append(attempt)
             if attempt.verification is not None:
                 self.log.info("attempt_verified", attempt=attempt.attempt, verdict=attempt.verdict,
                               outcome=attempt.verification.outcome)
-        final = await checked(record.final_answer)
-        first = await checked(record.first_answer)
+        final = await checked(final_attempt)
+        first = await checked(first_attempt)
         record.verification = Verifications(first=first, final=final)
         preview_chars = self.shared.plan.config.run.preview_chars
         for which, verification in (("first", first), ("final", final)):

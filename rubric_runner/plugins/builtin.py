@@ -14,13 +14,13 @@ from .hookspecs import hookimpl
 
 class BuiltinTools:
     """Registers ``run_test_suite``, ``run_check`` and the grader's workspace tools (``ls``, ``read_file``,
-    ``glob``, ``grep``, ``run_tests``) through the same hook as any plugin's tools."""
+    ``glob``, ``grep``, ``run_tests``, and the check ``workspace_tests``) through the same hook as any plugin's tools."""
 
     @hookimpl
     def register_tools(self, register) -> None:
         register(run_test_suite)
         register(run_check)
-        for workspace_tool in (files.ls, files.read_file, files.glob, files.grep, files.run_tests):
+        for workspace_tool in (files.ls, files.read_file, files.glob, files.grep, files.run_tests, files.workspace_tests):
             register(workspace_tool)
 
 

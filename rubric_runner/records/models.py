@@ -272,6 +272,8 @@ class AttemptVerification(_Model):
     verification: Verification | None = None
     """The answer's hidden checks; None when not checked (``rubric.verify_every_attempt: false`` checks
     the first and the final answer only)."""
+    tampered: list[str] = Field(default_factory=list, exclude_if=_omitted_when_empty)
+    """A workspace task's: the protected files the attempt changed (which fail its checks)."""
 
 
 class AttemptWorkspace(_Model):

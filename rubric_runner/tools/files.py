@@ -4,16 +4,18 @@ Each reads the ``files`` the runner puts in the grader's state (``loop.workspace
 by LangChain's tool node, never shown to the model: ``ls``, ``read_file`` (offset, limit), ``glob`` and
 ``grep`` read them (deep agents' offloaded ``/large_tool_results/*`` included) and change nothing;
 ``run_tests`` runs the task's test command in the sandbox over a copy of them, the protected files put
-back as the task's seed has them.
+back as the task's seed has them. ``workspace_tests`` is the hidden check of a workspace task: the same
+run over an attempt's files with the hidden tests added.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from langchain_core.tools import InjectedToolArg, tool
 from langgraph.prebuilt import InjectedState
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import DirectoryPath, Field, PositiveFloat, PositiveInt
 
 from ..compat.deepagents import glob_files
 from ..context import current_task
@@ -97,3 +99,27 @@ async def run_tests(
         tree.update({path: workspace.files[path] for path in workspace.protected_paths()})
     limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb, output_tail_chars=output_chars)
     return steady(run_command(tree, command, limits))
+
+
+def _hidden_files(root: Path, under: str) -> dict[str, str]:
+    """The hidden test files of ``root``, by the workspace paths they take (under ``under``)."""
+    base = "/" + under.strip("/")
+    return {f"{base.rstrip('/')}/{path.relative_to(root).as_posix()}": path.read_text(encoding="utf-8")
+            for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+@tool
+async def workspace_tests(
+    workspace: dict[str, str],
+    tests: Annotated[DirectoryPath, InjectedToolArg, Field(description="the dir of hidden test files, which no model sees")],
+    command: Annotated[str, InjectedToolArg, Field(description="the command that runs them, in the workspace's root")],
+    tests_at: Annotated[str, InjectedToolArg, Field(description="the workspace dir the hidden files are put in")] = "/",
+    wall_seconds: Annotated[PositiveFloat, InjectedToolArg, Field(description="wall-clock limit")] = 60.0,
+    cpu_seconds: Annotated[PositiveInt, InjectedToolArg, Field(description="CPU time limit")] = 30,
+    memory_mb: Annotated[PositiveInt, InjectedToolArg, Field(description="address-space limit in MiB")] = 1024,
+) -> dict:
+    """A hidden check of a workspace task (``rubric.verify``): the hidden tests put into the attempt's files
+    (path -> text, its protected files as the seed has them) and ``command`` run over them in the sandbox;
+    ok when it exits 0."""
+    tree = {**workspace, **_hidden_files(Path(tests), tests_at)}
+    return steady(run_command(tree, command, Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)))

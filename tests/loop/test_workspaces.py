@@ -6,6 +6,7 @@ import json
 
 from support.helpers import run_scripted, verdict, write_script
 
+from rubric_runner.analysis.judge import judge
 from rubric_runner.cli import run_command
 from rubric_runner.loop.workspaces import files_at
 
@@ -70,3 +71,46 @@ def test_the_reports_show_each_attempts_diff(tmp_path):
     assert "+    return a * b" in section and "-    assert add(1, 2) == 3" in section and "- final: /calc.py, /tests/test_calc.py" in section
     html = (run_dir / "report.html").read_text()
     assert "+    assert add(1, 2) == 2" in html and '"tampered":["/tests/test_calc.py"]' in html
+
+
+def _hidden(root):
+    (root / "hidden").mkdir(parents=True)
+    (root / "hidden" / "test_hidden.py").write_text("from calc import add\n\n\ndef test_negative():\n    assert add(-1, -2) == -3\n")
+    return root / "hidden"
+
+
+VERIFY = "+rubric.verify.workspace_tests={{tests: {hidden}, tests_at: hidden, command: 'python -m pytest -q tests hidden'}}"
+NO_SYLLABLES = "~rubric.verify.count_syllables"
+
+
+def test_hidden_checks_run_on_each_attempts_workspace_and_a_tampered_one_fails(tmp_path):
+    repo, hidden = _repo(tmp_path / "repo"), _hidden(tmp_path / "secret")
+    original = (repo / "tests" / "test_calc.py").read_text()
+    worker = [_edit("== 3", "== -1", "/tests/test_calc.py"), {"content": "the tests pass"},
+              {"tool_calls": [{"name": "write_file", "args": {"file_path": "/tests/test_calc.py", "content": original}}]},
+              _edit("a - b", "a + b"), {"content": "fixed add"}]
+    grader = [verdict("needs_revision", (CRITERION, False)), verdict("satisfied", (CRITERION, True))]
+    script = write_script(tmp_path / "s.yaml", worker=worker, grader=grader)
+    result, _ = run_scripted(tmp_path, script, f"rubric.workspace={repo}", "rubric.protected=[tests/*]",
+                             f"rubric.text=- {CRITERION}", NO_SYLLABLES, VERIFY.format(hidden=hidden))
+    task = result.task
+    first, second = task.verified_attempts
+    assert first.tampered == ["/tests/test_calc.py"] and first.verification.outcome == "failed"
+    assert {check.tool: check.outcome for check in first.verification.checks} == {"workspace_tests": "failed", "protected_files": "failed"}
+    assert second.tampered == [] and second.verification.outcome == "passed"
+    assert task.verification.first.outcome == "failed" and task.verification.final.outcome == "passed"
+
+
+def test_a_satisfied_verdict_on_a_tampered_workspace_is_the_graders_error(tmp_path):
+    repo, hidden = _repo(tmp_path / "repo"), _hidden(tmp_path / "secret")
+    worker = [_edit("a - b", "a + b"), _edit("== 3", "== 3 or True", "/tests/test_calc.py"), {"content": "fixed"}]
+    script = write_script(tmp_path / "s.yaml", worker=worker, grader=[verdict("satisfied", (CRITERION, True))])
+    result, run_dir = run_scripted(tmp_path, script, f"rubric.workspace={repo}", "rubric.protected=[tests/*]",
+                                   f"rubric.text=- {CRITERION}", NO_SYLLABLES, VERIFY.format(hidden=hidden))
+    final = result.task.verification.final
+    assert result.status == "satisfied" and final.passed is False  # its code passes the tests; the change to them fails it
+    assert [(c.tool, c.outcome) for c in final.checks] == [("workspace_tests", "passed"), ("protected_files", "failed")]
+    assert run_command(["report", str(run_dir)]) == 0
+    assert "**tampered**: /tests/test_calc.py" in (run_dir / "report.md").read_text()
+    judgement = judge([(result.header, result.task)], {})
+    assert (judgement.satisfied_failed, judgement.satisfied_passed) == (1, 0)
