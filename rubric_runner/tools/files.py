@@ -87,18 +87,33 @@ async def run_tests(
     cpu_seconds: Annotated[PositiveInt, InjectedToolArg, Field(description="CPU time limit")] = 30,
     memory_mb: Annotated[PositiveInt, InjectedToolArg, Field(description="address-space limit in MiB")] = 1024,
     output_chars: Annotated[PositiveInt, InjectedToolArg, Field(description="the most characters of output returned")] = 4000,
-) -> dict:
+) -> str | dict:
     """Run the task's tests on the worker's workspace as it is now, in a sandbox, with the protected files
-    (the tests) as the task gave them. Returns ok, the command's exit code and the tail of its output."""
+    (the tests) as the task gave them. Returns whether they passed, the command's exit code and the end of
+    its output, line by line."""
     if not command:
-        return {"ok": False, "failures": ["run_tests has no test command configured"]}
+        return "ok: false\nrun_tests has no test command configured"
     task = current_task()
     workspace = task.workspace if task is not None else None
     tree = {path: _text(data) for path, data in (files or {}).items()}
     if workspace is not None:
         tree.update({path: workspace.files[path] for path in workspace.protected_paths()})
     limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb, output_tail_chars=output_chars)
-    return steady(run_command(tree, command, limits))
+    return _as_text(run_command(tree, command, limits), output_chars)
+
+
+def _as_text(result: dict[str, Any], output_chars: int) -> str | dict:
+    """A test run as its model reads it: a header line, then the output as it was printed (greppable, and
+    readable by line when deep agents move a long one to a file); a refusal stays the sandbox's result."""
+    if result.get("refused"):
+        return steady(result)
+    ended = f"exit code {result.get('command_exit_code')}"
+    if result.get("killed"):
+        ended = f"killed: {result['killed']}"
+    elif result.get("command_exit_code") is None:
+        ended = "; ".join(result.get("failures") or ["no result"])
+    return (f"ok: {str(bool(result.get('ok'))).lower()} ({ended}; `{result.get('isolation')}` sandbox)\n"
+            f"--- the last {output_chars} characters of its output at most ---\n{result.get('output_tail', '')}")
 
 
 def _hidden_files(root: Path, under: str) -> dict[str, str]:
