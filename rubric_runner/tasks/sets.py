@@ -21,6 +21,8 @@ from .workspace import Workspace, load_workspace
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 SLICE = re.compile(r"^(-?\d*):(-?\d*)$")
+WORKSPACE_CHECK = "workspace_tests"
+"""The hidden check of a workspace task, whose ``tests`` dir a dataset row names relative to the dataset file."""
 BUILTIN_DATASETS = ("humaneval",)
 """Task sets named instead of a file: built from an installed package (see ``rubric_runner/tasks/humaneval.py``)."""
 
@@ -155,6 +157,9 @@ def load_tasks(config: Config) -> list[Task]:
         verify = _mapping(value["verify"], f"{key}.verify", where, '{"run_test_suite": {"suite": "hidden.yaml"}}')
         if not isinstance(verify, dict) or not all(isinstance(v, dict) for v in verify.values()):
             raise UsageError(f"{key}.verify", f"{where}: must map tool names to settings", "e.g. verify: {run_test_suite: {suite: hidden.yaml}}")
+        hidden = (verify.get(WORKSPACE_CHECK) or {}).get("tests")
+        if isinstance(hidden, str) and not Path(hidden).expanduser().is_absolute():  # beside the row's workspace
+            verify[WORKSPACE_CHECK] = {**verify[WORKSPACE_CHECK], "tests": str(base / hidden)}
         workspace = own
         if value["workspace"] not in (None, "") or value["protected"] not in (None, ""):
             workspace = load_workspace(value["workspace"], value["protected"], base, f"{key}.workspace", rubric.workspace_max_bytes)
