@@ -82,3 +82,22 @@ def test_the_worker_starts_from_the_seed_and_keeps_its_edits(tmp_path):
     assert result.status == "satisfied"
     tools = [m["data"]["content"] for m in json.loads((run_dir / "transcript.json").read_text())["messages"] if m["type"] == "tool"]
     assert "return a - b" in tools[0] and "return a + b" in tools[2]
+
+
+def test_a_follow_up_turn_keeps_the_files_its_thread_has(tmp_path):
+    from rubric_runner.cli import run_command
+
+    _repo(tmp_path / "repo")
+    worker = [
+        {"tool_calls": [{"name": "edit_file", "args": {"file_path": "/src/calc.py", "old_string": "a - b", "new_string": "a + b"}}]},
+        {"content": "fixed add"},
+        {"tool_calls": [{"name": "read_file", "args": {"file_path": "/src/calc.py"}}]},
+        {"content": "it adds"},
+    ]
+    script = write_script(tmp_path / "s.yaml", worker=worker, grader=[verdict("satisfied", (CRITERION, True))] * 2)
+    result, run_dir = run_scripted(tmp_path, script, f"rubric.workspace={tmp_path / 'repo'}", f"rubric.text=- {CRITERION}")
+    assert result.status == "satisfied"
+    assert run_command(["continue", str(run_dir), "Check that add adds"]) == 0
+    turn = run_dir / "turns" / "2"
+    tools = [m["data"]["content"] for m in json.loads((turn / "transcript.json").read_text())["messages"] if m["type"] == "tool"]
+    assert "return a + b" in tools[-1]  # the edit of the first turn, not the seed again
