@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from langchain_core.tools import BaseTool, StructuredTool, Tool
+from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool, Tool
 from langchain_core.tools import tool as as_tool
 from pydantic import TypeAdapter, ValidationError
 
@@ -127,6 +127,14 @@ def local_tool(path: str, key: str) -> ToolEntry:
     return ToolEntry(tool.name, tool, plugin="local", package=module, version="")
 
 
+class FromState(InjectedToolArg):
+    """Marks a tool argument the agent's state fills (its ``key``), as LangGraph's ``InjectedState(key)`` does
+    once the tool is bound (``bind_settings``); named here so that listing tools imports no LangGraph."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
 def tool_settings(tool: BaseTool) -> dict[str, Any]:
     """The tool's settings: injected arguments the model never sees, with their fields (not those the
     agent's state fills, ``state_arguments``)."""
@@ -137,12 +145,9 @@ def tool_settings(tool: BaseTool) -> dict[str, Any]:
 
 
 def state_arguments(tool: BaseTool) -> dict[str, Any]:
-    """The tool's arguments LangChain's tool node fills from the agent's state (``InjectedState``), with their fields."""
-    from langgraph.prebuilt import InjectedState
-
+    """The tool's arguments the agent's state fills (``FromState``), with their fields."""
     fields = tool.get_input_schema().model_fields
-    return {name: field for name, field in fields.items()
-            if any(isinstance(item, InjectedState) or item is InjectedState for item in field.metadata)}
+    return {name: field for name, field in fields.items() if any(isinstance(item, FromState) for item in field.metadata)}
 
 
 @functools.lru_cache(maxsize=256)
@@ -186,15 +191,17 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str, rubric: st
     if missing:
         raise UsageError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
     asynchronous = has_coroutine(tool)
-    if not fields and asynchronous:
-        return tool
     state = state_arguments(tool)
+    if not fields and asynchronous and not state:
+        return tool
     schema = tool.tool_call_schema
-    if state:  # the wrapper takes them too, so the tool node still fills them from the state
+    if state:  # the wrapper takes them as LangGraph's InjectedState, so the tool node fills them from the state
+        from langgraph.prebuilt import InjectedState
         from pydantic import create_model
 
         schema = create_model(f"{tool.name}_call", __base__=schema, **{
-            name: (Annotated[(field.annotation, *field.metadata)], field.default) for name, field in state.items()})
+            name: (Annotated[field.annotation, InjectedState(next(m.key for m in field.metadata if isinstance(m, FromState)))],
+                   field.default) for name, field in state.items()})
     # The wrapper is the tool callbacks see; the inner call stays silent so it is recorded once.
     silent = {"callbacks": []}
 

@@ -1,7 +1,7 @@
 """The grader's tools over the worker's files as a grading pass reads them, registered as the built-in tools are.
 
-Each reads the ``files`` the runner puts in the grader's state (``loop.workspaces.grader_state``), injected
-by LangChain's tool node, never shown to the model: ``ls``, ``read_file`` (offset, limit), ``glob`` and
+Each reads the ``files`` the runner puts in the grader's state (``loop.workspaces.grader_state``), filled
+in by LangGraph's tool node once the tool is bound (``plugins.registry.bind_settings``), never shown to the model: ``ls``, ``read_file`` (offset, limit), ``glob`` and
 ``grep`` read them (deep agents' offloaded ``/large_tool_results/*`` included) and change nothing;
 ``run_tests`` runs the task's test command in the sandbox over a copy of them, the protected files put
 back as the task's seed has them. ``workspace_tests`` is the hidden check of a workspace task: the same
@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from langchain_core.tools import InjectedToolArg, tool
-from langgraph.prebuilt import InjectedState
 from pydantic import DirectoryPath, Field, PositiveFloat, PositiveInt
 
 from ..compat.deepagents import glob_files
 from ..context import current_task
+from ..plugins.registry import FromState
 from ..sandbox import Limits, run_command
 from .builtin import steady
 
-Files = Annotated[dict[str, Any], InjectedState("files")]
-"""The worker's files at this pass (path -> deep agents' FileData), from the grader's state."""
+Files = Annotated[dict[str, Any], FromState("files")]
+"""The worker's files at this pass (path -> deep agents' FileData), from the agent's state."""
 READ_LINES = 200
 """The lines ``read_file`` gives when the grader asks for no limit."""
 
