@@ -1,8 +1,8 @@
 """The grader's tools over the worker's files as a grading pass reads them, registered as the built-in tools are.
 
-Each reads the ``files`` the runner puts in the grader's state (``loop.workspaces.grader_state``), filled
-in by LangGraph's tool node once the tool is bound (``plugins.registry.bind_settings``), never shown to the model: ``ls``, ``read_file`` (offset, limit), ``glob`` and
-``grep`` read them (deep agents' offloaded ``/large_tool_results/*`` included) and change nothing;
+Each reads the ``files`` the runner puts in the grader's state (``loop.workspaces.grader_state``), filled in
+by LangGraph's tool node once the tool is bound (``plugins.registry.bind_settings``), never shown to the
+model: ``ls``, ``read_file`` (offset, limit), ``glob`` and ``grep`` read them (deep agents' offloaded ``/large_tool_results/*`` included) and change nothing;
 ``run_tests`` runs the task's test command in the sandbox over a copy of them, the protected files put
 back as the task's seed has them. ``workspace_tests`` is the hidden check of a workspace task: the same
 run over an attempt's files with the hidden tests added.
