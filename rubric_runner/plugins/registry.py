@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool, Tool
+from langchain_core.tools import BaseTool, StructuredTool, Tool
 from langchain_core.tools import tool as as_tool
 from pydantic import TypeAdapter, ValidationError
 
 from ..context import current_task
 from ..errors import UsageError
+from ..tools.files import FromState
 from .extensions import locate
 from .manager import PLUGINS_ENV, Plugins
 
@@ -125,14 +126,6 @@ def local_tool(path: str, key: str) -> ToolEntry:
         raise UsageError(key, f"{path!r} is not a tool: {exc}", "name a @tool or a function with a docstring") from None
     module = path.rsplit(".", 1)[0]
     return ToolEntry(tool.name, tool, plugin="local", package=module, version="")
-
-
-class FromState(InjectedToolArg):
-    """Marks a tool argument the agent's state fills (its ``key``), as LangGraph's ``InjectedState(key)`` does
-    once the tool is bound (``bind_settings``); named here so that listing tools imports no LangGraph."""
-
-    def __init__(self, key: str) -> None:
-        self.key = key
 
 
 def tool_settings(tool: BaseTool) -> dict[str, Any]:

@@ -18,9 +18,18 @@ from pydantic import DirectoryPath, Field, PositiveFloat, PositiveInt
 
 from ..compat.deepagents import glob_files
 from ..context import current_task
-from ..plugins.registry import FromState
 from ..sandbox import Limits, run_command
 from .builtin import steady
+
+
+class FromState(InjectedToolArg):
+    """Marks a tool argument the agent's state fills (its ``key``), as LangGraph's ``InjectedState(key)`` does
+    once the tool is bound (``plugins.registry.bind_settings``); its own marker, so that listing tools
+    imports no LangGraph."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
 
 Files = Annotated[dict[str, Any], FromState("files")]
 """The worker's files at this pass (path -> deep agents' FileData), from the agent's state."""
