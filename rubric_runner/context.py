@@ -34,6 +34,10 @@ class TaskContext:
     """The task's ``grader.notes.TaskGrading``."""
     guard: Any = None
     """The task's ``loop.limits.TaskGuard`` (none in a regrade)."""
+    workspace: Any = None
+    """The task's ``tasks.workspace.Workspace``, when it has one: its seed and protected globs."""
+    workspace_diff_cap: int = 0
+    """``rubric.workspace_diff_max_bytes``: the most bytes of a kept workspace diff."""
     earlier_replies: int = 0
     """While a ``resample`` worker call runs: the worker's replies of earlier attempts it was not sent
     (``loop.arms``); the response cache's key and a scripted worker's place in its script count them."""

@@ -105,6 +105,17 @@ def grade_once(middleware: Any, messages: list[Any], rubric: str, writer: Any, c
                      list(frozen) or None)
 
 
+def glob_files(files: dict[str, Any], pattern: str, path: str) -> str:
+    """The paths of the state backend's ``files`` under ``path`` that match ``pattern``, as its ``glob`` tool
+    lists them (``No files found`` for none, an error line for a pattern it refuses)."""
+    from deepagents.backends.utils import InvalidGlobPatternError, _glob_search_files
+
+    try:
+        return _glob_search_files(files, pattern, path)
+    except InvalidGlobPatternError as exc:
+        return f"Error: {exc}"
+
+
 def grader_view(messages: list[Any], payload: str | None) -> dict[str, Any]:
     """What the grader is shown of ``messages`` (the transcript its payload was built from), as the library's
     ``_build_grader_transcript`` selects and cuts it: the first user message it did not inject, the last

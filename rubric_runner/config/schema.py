@@ -156,7 +156,7 @@ class RubricConfig:
     # hf:OWNER/NAME[:SPLIT] from the local hub cache, or a built-in set by name (humaneval); null = the one task above
     dataset: Optional[str] = None
     # the dataset's columns for a task's fields, where they are named otherwise: field -> column, e.g.
-    # {task: input, id: sample_id}; fields: id, task, rubric, target, metadata, tools, verify
+    # {task: input, id: sample_id}; fields: id, task, rubric, target, metadata, tools, verify, workspace, protected
     fields: Dict[str, str] = field(default_factory=dict)
     # the dataset's tasks to run: task ids and start:stop slices of its order, e.g. [0:10]; empty = all
     tasks: List[str] = field(default_factory=list)
@@ -169,6 +169,17 @@ class RubricConfig:
     # grader tools a pass must call before its verdict may be satisfied; a rubric line (or a passed
     # criterion) that names a grader tool requires that tool too
     evidence: List[str] = field(default_factory=list)
+    # the files the worker starts from: a dir (relative to the working dir; a preset's from
+    # ${package_data:...}) or inline files, path -> text; seeded into the worker's state on the task's
+    # first turn (a dataset row's own workspace, relative to the dataset file, wins)
+    workspace: Any = None
+    # globs of workspace files the worker must not change (tests, checks): a change is recorded as tampered,
+    # and run_tests and the hidden checks run with them restored from the seed
+    protected: List[str] = field(default_factory=list)
+    # the most bytes a workspace may hold
+    workspace_max_bytes: int = 50_000_000
+    # the most bytes of each attempt's workspace diff a record keeps (the changed files are kept whole)
+    workspace_diff_max_bytes: int = 200_000
 
 
 class LoopArm(StrEnum):

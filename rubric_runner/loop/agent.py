@@ -23,6 +23,7 @@ from ..records import Evaluation
 from .arms import FreshAttempts, fresh_for_grader, grading_passes
 from .plan import Plan
 from .policy import is_default, policy_middleware_class
+from .workspaces import grader_state, grader_state_schema
 
 
 def evaluated(plan: Plan, evaluation: dict[str, Any]) -> None:
@@ -64,6 +65,9 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy
     arguments["prepare_messages_for_grader"] = watched(arguments.get("prepare_messages_for_grader"))
     grading = GraderPass(strategy(plan.strategy), node.max_model_calls,
                          EvidenceRule(sorted(node.tools), list(plan.config.rubric.evidence)), compatible_server(node))
+    if any(task.workspace is not None for task in plan.tasks):  # the grader reads the worker's files
+        arguments["build_grader_state"] = grader_state(arguments.get("build_grader_state"))
+        arguments["grader_state_schema"] = grader_state_schema(arguments.get("grader_state_schema"))
     loop = plan.config.loop
     if loop_policy and not is_default(loop):
         arguments.update(kind=policy_middleware_class(), returns=loop.returns.value, stop=loop.stop)

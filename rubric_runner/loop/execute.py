@@ -24,6 +24,7 @@ from ..plugins.events import RunEnded
 from ..plugins.extensions import notify_run_end
 from ..records import CHECKPOINT_FILE, EVENTS_FILE, RESULT_FILE, RunRecord, TaskRecord, write_record
 from ..sandbox import isolation_setting
+from ..tasks.workspace import unmatched_protected
 from .budgets import Budgets
 from .plan import Plan, connect, prepare
 from .request import Launch
@@ -128,6 +129,8 @@ class Execution:
         for name in self.unavailable_evidence():
             console.warning(f"rubric.evidence requires {name}, which the grader lacks: a satisfied verdict "
                             "will be recorded as unsupported")
+        for task, glob in unmatched_protected(plan.tasks):
+            console.warning(f"protected glob {glob!r} matches no file of task {task}'s workspace")
         if request.regraded_from is not None:
             console.line(f"regrade of {request.regraded_from}: grader={header.grader.model} rubric={header.rubric.name}")
         else:
@@ -149,6 +152,8 @@ class Execution:
         plan = self.plan or self.ready()
         for name in self.unavailable_evidence():
             self.log.warning("evidence_unavailable", tool=name)
+        for task, glob in unmatched_protected(plan.tasks):
+            self.log.warning("protected_unmatched", task_id=task, glob=glob)
         self.log.info("run_start", worker=header.worker.model_dump(), grader=header.grader.model_dump(),
                       rubric=header.rubric.name, overrides=header.sources.overrides, tasks=len(plan.tasks),
                       repeats=plan.config.run.repeats)

@@ -9,8 +9,10 @@ back from it.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass, field
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,7 @@ from .limits import LimitExceeded, TaskGuard
 from .plan import Plan
 from .policy import STATE_KEY as RETURNED_KEY
 from .signals import StopRequest, StopRequested
+from .workspaces import attempt_name, files_at, keep, keep_seed, kept, texts
 
 
 @dataclass
@@ -173,12 +176,18 @@ class TaskRun:
         recorder = Recorder(self.log, record, self.console, plan.config.run.preview_chars)
         guard = TaskGuard(plan.config.limits, shared.budgets, record, self.dir)  # after the recorder, whose counts it reads
         grading = TaskGrading(plan.config.grader, plan.strategy or "", self.task.rubric, self.log, self.console)
-        CURRENT_TASK.set(TaskContext(self.ref, self.task.tools, recorder, grading, guard))
+        workspace = self.task.workspace
+        CURRENT_TASK.set(TaskContext(self.ref, self.task.tools, recorder, grading, guard, workspace,
+                                     plan.config.rubric.workspace_diff_max_bytes))
+        if workspace is not None:
+            keep_seed(plan.run_dir, self.task.id, workspace)
         run_config = {"configurable": {"thread_id": record.thread_id}, **trace_labels(shared.run.header, record, self.task.id, self.repeat)}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(self.task.message)], "rubric": self.task.rubric}
         if record.rubric_carried_over:
             del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
         saved = await shared.agent.aget_state(run_config) if record.resumed else None
+        if workspace is not None and plan.follow_up is None and not (saved is not None and saved.values.get("messages")):
+            agent_input["files"] = workspace.state_files()  # the task's first turn: never again on its thread
         ended = saved is not None and not saved.tasks and self._turn_ended(saved.values)
         if saved is not None and saved.tasks:  # steps begun (``next`` leaves out those whose writes are saved)
             agent_input = None  # continue the interrupted step from the last checkpoint
@@ -245,9 +254,28 @@ class TaskRun:
         returned = values.get(RETURNED_KEY)
         if returned and returned.get("grading_run_id") == loop.grading_run_id and loop.grading_run_id:
             record.returned = Returned.model_validate(returned)
+        if self.task.workspace is not None:
+            self._read_back_workspace(values)
         node = self.shared.plan.config.grader
         record.status = final_status(Status.of_loop(loop.status), record.evaluations, node.strict_coverage,
                                      node.on_cut_view is OnCutView.fail)
+
+    def _checked_files(self, answer: str | None) -> str | dict[str, str] | None:
+        """What a check is given: the answer, or a workspace task's kept files ``answer`` names, the protected
+        ones as the seed has them."""
+        workspace = self.task.workspace
+        if workspace is None or answer is None:
+            return answer
+        files = files_at(self.dir, answer, workspace.files)
+        return {**files, **{path: workspace.files[path] for path in workspace.protected_paths()}}
+
+    def _read_back_workspace(self, values: dict[str, Any]) -> None:
+        """Each grading pass's workspace as it was kept, and the final one, kept from the state now."""
+        record = self.record
+        found = [kept(self.dir, attempt_name(attempt)) for attempt in range(1, record.iterations + 1)]
+        record.workspaces = [workspace for workspace in found if workspace is not None]
+        record.final_workspace = keep(self.dir, "final", self.task.workspace, texts(values.get("files")),
+                                      self.shared.plan.config.rubric.workspace_diff_max_bytes)
 
     async def _verify(self, checks: list[Any], messages: list[Any]) -> None:
         """Run the task's hidden checks on every attempt the grader judged (``rubric.verify_every_attempt``;
@@ -255,13 +283,21 @@ class TaskRun:
         record = self.record
         record.first_answer = first_answer(messages)
         found: dict[str | None, Verification] = {}
+        tampered: dict[str | None, list[str]] = {}
 
         async def checked(answer: str | None) -> Verification:
-            if answer not in found:
-                found[answer] = await verify(checks, answer)
-            return found[answer]
+            given = self._checked_files(answer)
+            key = answer if not isinstance(given, dict) else sha256(json.dumps([given, tampered.get(answer)], sort_keys=True).encode()).hexdigest()
+            if key not in found:
+                found[key] = await verify(checks, given, tampered.get(answer))
+            return found[key]
 
-        answers = attempt_answers(messages)
+        answers, first_attempt, final_attempt = attempt_answers(messages), record.first_answer, record.final_answer
+        if self.task.workspace is not None:  # the attempts are the workspaces the passes read; the final one is the last
+            answers = [attempt_name(kept.attempt) for kept in record.workspaces]
+            tampered = {attempt_name(kept.attempt): kept.tampered for kept in record.workspaces}
+            tampered["final"] = record.final_workspace.tampered
+            first_attempt, final_attempt = (answers or ["final"])[0], "final"
         every = self.shared.plan.config.rubric.verify_every_attempt
         record.verified_attempts = []
         for index, answer in enumerate(answers):
@@ -270,13 +306,13 @@ class TaskRun:
             attempt = AttemptVerification(
                 attempt=index + 1, verdict=evaluation.result if evaluation else None,
                 criteria={criterion.name: criterion.passed for criterion in evaluation.criteria} if evaluation else {},
-                verification=await checked(answer) if wanted else None)
+                verification=await checked(answer) if wanted else None, tampered=tampered.get(answer, []))
             record.verified_attempts.append(attempt)
             if attempt.verification is not None:
                 self.log.info("attempt_verified", attempt=attempt.attempt, verdict=attempt.verdict,
                               outcome=attempt.verification.outcome)
-        final = await checked(record.final_answer)
-        first = await checked(record.first_answer)
+        final = await checked(final_attempt)
+        first = await checked(first_attempt)
         record.verification = Verifications(first=first, final=final)
         preview_chars = self.shared.plan.config.run.preview_chars
         for which, verification in (("first", first), ("final", final)):

@@ -6,18 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..report.live import RunReports
+from ..tools import files
 from ..tools.builtin import run_check, run_test_suite
 from .events import RunEnded, TaskEnded
 from .hookspecs import hookimpl
 
 
 class BuiltinTools:
-    """Registers ``run_test_suite`` and ``run_check`` through the same hook as any plugin's tools."""
+    """Registers ``run_test_suite``, ``run_check`` and the grader's workspace tools (``ls``, ``read_file``,
+    ``glob``, ``grep``, ``run_tests``, and the check ``workspace_tests``) through the same hook as any plugin's tools."""
 
     @hookimpl
     def register_tools(self, register) -> None:
         register(run_test_suite)
         register(run_check)
+        for workspace_tool in (files.ls, files.read_file, files.glob, files.grep, files.run_tests, files.workspace_tests):
+            register(workspace_tool)
 
 
 class OwnReports:

@@ -17,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..context import current_task
 from ..errors import UsageError
+from ..tools.files import FromState
 from .extensions import locate
 from .manager import PLUGINS_ENV, Plugins
 
@@ -128,10 +129,18 @@ def local_tool(path: str, key: str) -> ToolEntry:
 
 
 def tool_settings(tool: BaseTool) -> dict[str, Any]:
-    """The tool's settings: injected arguments the model never sees, with their fields."""
+    """The tool's settings: injected arguments the model never sees, with their fields (not those the
+    agent's state fills, ``state_arguments``)."""
     visible = set(tool.tool_call_schema.model_fields) if hasattr(tool.tool_call_schema, "model_fields") else set()
     fields = tool.get_input_schema().model_fields
-    return {name: field for name, field in fields.items() if name not in visible}
+    state = state_arguments(tool)
+    return {name: field for name, field in fields.items() if name not in visible and name not in state}
+
+
+def state_arguments(tool: BaseTool) -> dict[str, Any]:
+    """The tool's arguments the agent's state fills (``FromState``), with their fields."""
+    fields = tool.get_input_schema().model_fields
+    return {name: field for name, field in fields.items() if any(isinstance(item, FromState) for item in field.metadata)}
 
 
 @functools.lru_cache(maxsize=256)
@@ -175,8 +184,17 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str, rubric: st
     if missing:
         raise UsageError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
     asynchronous = has_coroutine(tool)
-    if not fields and asynchronous:
+    state = state_arguments(tool)
+    if not fields and asynchronous and not state:
         return tool
+    schema = tool.tool_call_schema
+    if state:  # the wrapper takes them as LangGraph's InjectedState, so the tool node fills them from the state
+        from langgraph.prebuilt import InjectedState
+        from pydantic import create_model
+
+        schema = create_model(f"{tool.name}_call", __base__=schema, **{
+            name: (Annotated[field.annotation, InjectedState(next(m.key for m in field.metadata if isinstance(m, FromState)))],
+                   field.default) for name, field in state.items()})
     # The wrapper is the tool callbacks see; the inner call stays silent so it is recorded once.
     silent = {"callbacks": []}
 
@@ -198,7 +216,7 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str, rubric: st
         coroutine=acall,
         name=tool.name,
         description=tool.description,
-        args_schema=tool.tool_call_schema,
+        args_schema=schema,
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 _NAMES = {
     "models": (
-        "ATTEMPT_CHARS", "DID_NOT_RUN", "SCHEMA_VERSION", "USAGE_ERROR", "Aggregate", "AttemptVerification", "BudgetInfo", "CheckOutcome", "CheckResult",
+        "ATTEMPT_CHARS", "DID_NOT_RUN", "SCHEMA_VERSION", "USAGE_ERROR", "Aggregate", "AttemptVerification", "AttemptWorkspace", "BudgetInfo", "CheckOutcome", "CheckResult",
         "ConfigSources", "Coverage", "Criterion", "CutMessage", "ErrorInfo", "Evaluation", "FlaggedReply", "GraderInfo", "GraderView",
         "LimitHit", "ModelInfo", "Place", "Returned", "RubricInfo", "RunHeader", "RunKind", "RunRecord", "TaskRecord", "TaskRow", "TaskTally",
         "ToolOutputCut", "Unsupported", "Usage",

@@ -272,6 +272,27 @@ class AttemptVerification(_Model):
     verification: Verification | None = None
     """The answer's hidden checks; None when not checked (``rubric.verify_every_attempt: false`` checks
     the first and the final answer only)."""
+    tampered: list[str] = Field(default_factory=list, exclude_if=_omitted_when_empty)
+    """A workspace task's: the protected files the attempt changed (which fail its checks)."""
+
+
+class AttemptWorkspace(_Model):
+    """The worker's files at one grading pass (or at the end), kept as their changes against the task's seed."""
+
+    attempt: int | None = None
+    """The grading pass, from 1; None for the final workspace."""
+    diff: str
+    """The unified diff against the seed, relative to the task's record dir."""
+    diff_bytes: int
+    """The diff's size as kept."""
+    diff_cut: bool = False
+    """Whether the diff was cut to ``diff_cap`` bytes (the changed files are kept whole beside it)."""
+    diff_cap: int
+    """``rubric.workspace_diff_max_bytes`` when it was kept."""
+    changed: list[str] = Field(default_factory=list)
+    """The paths added, changed or deleted against the seed."""
+    tampered: list[str] = Field(default_factory=list, exclude_if=_omitted_when_empty)
+    """The protected paths among them."""
 
 
 class Returned(_Model):
@@ -480,6 +501,10 @@ class TaskRecord(_Ending):
     """The hidden ``verify`` checks of the first and the final answer, when the rubric has any."""
     verified_attempts: list[AttemptVerification] = Field(default_factory=list, exclude_if=_omitted_when_empty)
     """Every attempt with its verdict and hidden checks, in order, when the rubric has ``verify`` checks."""
+    workspaces: list[AttemptWorkspace] = Field(default_factory=list, exclude_if=_omitted_when_empty)
+    """A task with a workspace: its files as each grading pass read them, in order."""
+    final_workspace: AttemptWorkspace | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A task with a workspace: its files at the end."""
     returned: Returned | None = Field(default=None, exclude_if=_omitted_when_none)
     """With a ``loop.returns`` or ``loop.stop`` other than the library's: the attempt returned, and why."""
     usage: dict[str, Usage] = Field(default_factory=_usage)

@@ -183,6 +183,7 @@ def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], p
         "spend": spend_lines([job.record for job in jobs]),
         "loop_help": None,
         "policies": None,
+        "runs": runs,
     }
     if (loop := loop_tables(runs, groups, prices)) is not None:
         context["loop_help"] = {"on": loop[0], "tables": loop[1], "chart": loop_chart(loop[1]["loop-curve"].rows)}

@@ -37,7 +37,7 @@ from ..records import (
 )
 from ..records.store import gc_paused
 from . import configs
-from .trails import script_json, trail
+from .trails import script_json, trail, workspace_diffs
 
 TASK_CHARS = 80
 """A single-task job's task is named by its task message, cut to this many characters."""
@@ -142,6 +142,8 @@ class Run:
     """``configs.policy``: its ``loop.returns`` and ``loop.stop``."""
     siblings: str = ""
     """``configs.pairing_key`` but the policy's keys: runs of one loop under other policies share it."""
+    workspaces: tuple[dict[str, Any], ...] = ()
+    """A workspace task's: each attempt's diff, then the final one's (``trails.workspace_diffs``)."""
 
     @property
     def finished(self) -> bool:
@@ -233,6 +235,7 @@ def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[Any
     for key in ("worker", "grader", "rubric"):
         row[key] = shared(row[key])
     regrade = header.kind is RunKind.REGRADE
+    diffs = workspace_diffs(record)
     return Run(
         index=index, job=job, reused=reused, task=task, task_id=record.task_id, repeat=record.repeat,
         group=keys[0], grader_key=keys[1], **row, status=record.status,
@@ -242,7 +245,7 @@ def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[Any
         billed=billed(header, record.usage), transcript=record.regraded_from if regrade else record.run_dir,
         transcript_billed=_transcript_billed(header, record) if regrade else (),
         limit=record.limit, started_at=record.started_at, ended_at=record.ended_at,
-        trail=script_json(trail(header, record)),
+        trail=script_json(trail(header, record, diffs)), workspaces=tuple(diffs),
         arm=keys[2], pairing=keys[3],
         checked=tuple(a.verification.passed if a.verification else None for a in record.verified_attempts),
         spent=_spent(header, record),

@@ -8,6 +8,7 @@ number of bytes to the page.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic_core import to_json
@@ -16,6 +17,8 @@ from ..records import RunHeader, TaskRecord
 
 TEXT_CHARS = 2000
 """The most characters of an explanation, gap, error or final answer a trail shows."""
+DIFF_CHARS = 4000
+"""The most characters of an attempt's workspace diff a report shows."""
 
 
 def _cut(text: str | None, limit: int = TEXT_CHARS) -> str:
@@ -23,11 +26,12 @@ def _cut(text: str | None, limit: int = TEXT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "\u2026"
 
 
-def trail(header: RunHeader, record: TaskRecord) -> dict[str, Any]:
+def trail(header: RunHeader, record: TaskRecord, diffs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A run's trail: ``passes`` (verdict, whether the library marked it unverified, explanation, criteria
     passed of total, failing criteria with their gaps, what the grader was shown when part of the transcript
     was left out), ``attempts`` (the answer each pass graded), ``error``, ``answer``, which attempt the
-    loop's policy ``returned`` and why, where it ran."""
+    loop's policy ``returned`` and why, where it ran, and a workspace task's ``workspaces`` (``diffs``, else
+    read here: ``workspace_diffs``)."""
     passes = []
     for evaluation in record.evaluations:
         failing = [[c.name, _cut(c.gap)] for c in evaluation.criteria if not c.passed]
@@ -46,9 +50,25 @@ def trail(header: RunHeader, record: TaskRecord) -> dict[str, Any]:
         "error": _cut(f"{error.type}: {error.message}") if error else "",
         "answer": _cut(record.final_answer),
         "returned": record.returned.why if record.returned else "",
+        "workspaces": workspace_diffs(record) if diffs is None else diffs,
         "run_dir": record.run_dir or "",
         "overrides": " ".join(header.sources.overrides),
     }
+
+
+def workspace_diffs(record: TaskRecord) -> list[dict[str, Any]]:
+    """Each attempt's workspace (then the final one): which, the paths changed and tampered with, and its diff
+    as kept (cut to ``DIFF_CHARS``; a kept diff already cut says so)."""
+    shown = []
+    for kept in [*record.workspaces, *([record.final_workspace] if record.final_workspace else [])]:
+        try:
+            text = (Path(record.run_dir or ".") / kept.diff).read_text(encoding="utf-8")
+        except OSError:
+            text = ""
+        cut = kept.diff_cut or len(text) > DIFF_CHARS
+        shown.append({"attempt": f"attempt {kept.attempt}" if kept.attempt else "final", "changed": kept.changed,
+                      "tampered": kept.tampered, "diff": _cut(text, DIFF_CHARS) + ("\n[diff cut]" if cut else "")})
+    return shown
 
 
 def script_json(data: Any) -> str:

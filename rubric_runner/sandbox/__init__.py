@@ -11,7 +11,7 @@
 """
 
 from .isolation import ISOLATION_MODES, Choice, choose, isolation_setting, unavailable
-from .run import Limits, pytest_path, run_cases, run_pytest
+from .run import Limits, pytest_path, run_cases, run_command, run_pytest
 
 __all__ = [
     "ISOLATION_MODES",
@@ -21,6 +21,7 @@ __all__ = [
     "isolation_setting",
     "pytest_path",
     "run_cases",
+    "run_command",
     "run_pytest",
     "unavailable",
 ]

@@ -174,6 +174,35 @@ def _run_pytest(request):
     return _report(collector.passed, failures)
 
 
+def _run_command(request):
+    """Write the request's files into ``workspace/`` of the work dir and run its shell command there; ok when it exits 0.
+
+    The command's output is the child's (its tail comes back with the result); ``python`` and ``python3`` are
+    this interpreter, with pytest's site-packages on its path.
+    """
+    import subprocess
+
+    workdir = os.path.join(os.getcwd(), "workspace")
+    for path, text in request["files"].items():
+        target = os.path.normpath(os.path.join(workdir, path.lstrip("/")))
+        if not target.startswith(workdir + os.sep):
+            return _report([], [f"refused a file outside the work dir: {path}"])
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    tools = os.path.join(os.getcwd(), "bin")
+    os.makedirs(tools, exist_ok=True)
+    for name in ("python", "python3"):
+        os.symlink(sys.executable, os.path.join(tools, name))
+    env = {"PATH": f"{tools}:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONPATH": os.pathsep.join(request["import_paths"]), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "LANG": "C.UTF-8"}
+    sys.stdout.flush()
+    code = subprocess.call(request["command"], shell=True, cwd=workdir, env=env, stdin=subprocess.DEVNULL)
+    result = _report([], [] if code == 0 else [f"the command exited with code {code}"])
+    result["command_exit_code"] = code
+    return result
+
+
 def _die_with_parent(libc, parent):
     """Be killed when ``parent`` dies (set after any change of user, which clears the setting)."""
     if sys.platform == "linux":
@@ -194,7 +223,8 @@ def _grandchild(request, libc, parent):
     _die_with_parent(libc, parent)
     _limit(request)
     try:
-        result = _run_pytest(request) if request["mode"] == "pytest" else _run_cases(request)
+        run = {"pytest": _run_pytest, "command": _run_command}.get(request["mode"], _run_cases)
+        result = run(request)
     except BaseException:  # noqa: BLE001
         result = _report([], [traceback.format_exc(limit=3)])
     _write_result(request, result)

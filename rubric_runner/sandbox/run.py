@@ -102,6 +102,15 @@ def run_pytest(code: str, module: str, test_name: str, test_source: str, limits:
     return _run(request, limits)
 
 
+def run_command(files: dict[str, str], command: str, limits: Limits) -> dict[str, Any]:
+    """Write ``files`` (``/path`` -> text) into a fresh work dir and run the shell ``command`` there, as
+    ``run_cases`` runs code (same isolation, limits and result; ``ok`` when it exits 0, ``command_exit_code``
+    its code); ``python`` is the sandbox's interpreter, with pytest importable when it is installed."""
+    site = pytest_path()
+    request = {"mode": "command", "files": files, "command": command, "import_paths": [site] if site else []}
+    return _run(request, limits)
+
+
 @dataclass(frozen=True)
 class Launch:
     """How to start the child for one backend."""

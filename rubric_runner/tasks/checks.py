@@ -19,6 +19,9 @@ from ..plugins.registry import ToolRegistry, tool_settings, validate_settings
 from ..records import CheckOutcome, CheckResult, Verification
 from .sets import Task
 
+PROTECTED_CHECK = "protected_files"
+"""The check a workspace attempt fails when it changed a protected file, whatever its tests say."""
+
 
 @dataclass(frozen=True)
 class Check:
@@ -61,7 +64,7 @@ def resolve_checks(registry: ToolRegistry, rubric: RubricConfig, tasks: list[Tas
     return checks
 
 
-async def run_check(check: Check, answer: str) -> CheckResult:
+async def run_check(check: Check, answer: str | dict[str, str]) -> CheckResult:
     """One check on one answer; whatever goes wrong makes it unverifiable, never passed."""
     try:
         # no callbacks: the run's recorder must not see it (it is nobody's tool call)
@@ -79,11 +82,15 @@ async def run_check(check: Check, answer: str) -> CheckResult:
                        details=details)
 
 
-async def verify(checks: list[Check], answer: str | None) -> Verification:
-    """Every check on ``answer``: failed if any failed, else unverifiable if any was, else passed."""
-    if answer is None or not answer.strip():
+async def verify(checks: list[Check], answer: str | dict[str, str] | None, tampered: list[str] | None = None) -> Verification:
+    """Every check on ``answer`` (a workspace task's: its files, path -> text): failed if any failed, else
+    unverifiable if any was, else passed. ``tampered``: the protected files the attempt changed, which fail it."""
+    if answer is None or (isinstance(answer, str) and not answer.strip()):
         return Verification(outcome=CheckOutcome.UNVERIFIABLE, error="the worker gave no answer")
     results = [await run_check(check, answer) for check in checks]
+    if tampered:
+        results.append(CheckResult(tool=PROTECTED_CHECK, outcome=CheckOutcome.FAILED, details={"tampered": tampered},
+                                   error=f"the attempt changed protected files: {', '.join(tampered)}"))
     outcomes = {result.outcome for result in results}
     outcome = next(o for o in (CheckOutcome.FAILED, CheckOutcome.UNVERIFIABLE, CheckOutcome.PASSED) if o in outcomes)
     passed = None if outcome is CheckOutcome.UNVERIFIABLE else outcome is CheckOutcome.PASSED

@@ -11,14 +11,18 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..config.schema import Config
 from ..errors import UsageError
 from .formats import Row, read_rows
+from .workspace import Workspace, load_workspace
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 SLICE = re.compile(r"^(-?\d*):(-?\d*)$")
+WORKSPACE_CHECK = "workspace_tests"
+"""The hidden check of a workspace task, whose ``tests`` dir a dataset row names relative to the dataset file."""
 BUILTIN_DATASETS = ("humaneval",)
 """Task sets named instead of a file: built from an installed package (see ``rubric_runner/tasks/humaneval.py``)."""
 
@@ -35,6 +39,8 @@ class Task:
     """``verify`` tool -> settings: the rubric's, with the task's own merged over them."""
     index: int = 0
     """Its place in the dataset, which config keys name (``rubric.dataset[3]``)."""
+    workspace: Workspace | None = field(default=None, hash=False)
+    """The files its worker starts from, and those it must not change; None for a task of one message."""
 
 
 def _merged(rubric_verify: dict[str, Any], task_verify: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -67,7 +73,7 @@ def _select(tasks: list[Task], selection: list[str]) -> list[Task]:
     return [task for number, task in enumerate(tasks) if number in chosen]
 
 
-FIELDS = ("id", "task", "rubric", "target", "metadata", "tools", "verify")
+FIELDS = ("id", "task", "rubric", "target", "metadata", "tools", "verify", "workspace", "protected")
 """A task's fields, each read from the dataset's column of that name unless ``rubric.fields`` maps it to another."""
 
 
@@ -115,8 +121,10 @@ def _filled(text: str, target: Any, metadata: dict[str, Any]) -> str:
 def load_tasks(config: Config) -> list[Task]:
     """The run's tasks: those ``rubric.tasks`` selects of ``rubric.dataset``, or the rubric's own task."""
     rubric = config.rubric
+    own = load_workspace(rubric.workspace, rubric.protected or None, Path.cwd(), "rubric.workspace", rubric.workspace_max_bytes)
     if not rubric.dataset:
-        return [Task("task", rubric.task, rubric.text, verify=_merged(rubric.verify, {}))]
+        return [Task("task", rubric.task, rubric.text, verify=_merged(rubric.verify, {}), workspace=own)]
+    base = Path(rubric.dataset).parent if Path(rubric.dataset).is_file() else Path.cwd()
     columns = _columns(dict(rubric.fields))
     rows = _rows(rubric.dataset)
     if not rows:
@@ -149,6 +157,13 @@ def load_tasks(config: Config) -> list[Task]:
         verify = _mapping(value["verify"], f"{key}.verify", where, '{"run_test_suite": {"suite": "hidden.yaml"}}')
         if not isinstance(verify, dict) or not all(isinstance(v, dict) for v in verify.values()):
             raise UsageError(f"{key}.verify", f"{where}: must map tool names to settings", "e.g. verify: {run_test_suite: {suite: hidden.yaml}}")
+        hidden = (verify.get(WORKSPACE_CHECK) or {}).get("tests")
+        if isinstance(hidden, str) and not Path(hidden).expanduser().is_absolute():  # beside the row's workspace
+            verify[WORKSPACE_CHECK] = {**verify[WORKSPACE_CHECK], "tests": str(base / hidden)}
+        workspace = own
+        if value["workspace"] not in (None, "") or value["protected"] not in (None, ""):
+            workspace = load_workspace(value["workspace"], value["protected"], base, f"{key}.workspace", rubric.workspace_max_bytes)
         seen.add(task_id)
-        tasks.append(Task(task_id, message, _filled(text, value["target"], metadata), tools, _merged(rubric.verify, verify), index))
+        tasks.append(Task(task_id, message, _filled(text, value["target"], metadata), tools, _merged(rubric.verify, verify),
+                          index, workspace))
     return _select(tasks, rubric.tasks)

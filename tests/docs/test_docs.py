@@ -80,6 +80,7 @@ KEY = "needs a provider's API key"
 BUILT = "builds the site into site/; test_the_site_builds_in_strict_mode builds it into a temporary dir"
 MISSING_KEY = re.compile(r"^error: [\w.,]+: .* (needs an API key|need API keys) \(set \w+_API_KEY")
 DEMO_ENDS = "status: satisfied after 2 grading pass(es)"
+REPO_TASKS_END = "tasks 4 x repeats 1: 4/4 satisfied (satisfied@1 1.00, satisfied^1 1.00)"
 DOCTOR_SAYS = "sandbox.isolation (how run_test_suite and plugin tools isolate generated code):"
 DOCTOR_EXIT = 0 if choose("auto").backend else 1
 """``rubric-runner doctor`` exits 1 where nothing isolates code (not root, no working bubblewrap)."""
@@ -98,6 +99,7 @@ COMMANDS: dict[str, dict[str, Runs | StopsAtKey | Composes | Skipped]] = {
             "hidden verification: first answer failed, final answer passed",
             DEMO_ENDS,
         )),
+        "rubric-runner worker=scripted grader=scripted rubric=repo_tasks": Runs(says=(REPO_TASKS_END,)),
         "python -m pytest": Skipped("the test suite itself, of which this test is a part"),
     },
     "README.md > Real use": {
@@ -146,6 +148,18 @@ COMMANDS: dict[str, dict[str, Runs | StopsAtKey | Composes | Skipped]] = {
     "rubrics-and-task-sets.md > Many tasks, repeats, cache": {
         "python -m rubric_runner rubric=code_tasks worker=gpt run.concurrency=16 run.repeats=3 "
         "run.cache=outputs/cache.sqlite +run.rate_limits.openai=5": Composes(KEY),
+    },
+    "agentic-tasks.md > The demo": {
+        "rubric-runner worker=scripted grader=scripted rubric=repo_tasks": Runs(says=(REPO_TASKS_END,)),
+    },
+    "agentic-tasks.md > Your own repo": {
+        "rubric-runner --config-dir my_conf rubric=calc worker=scripted grader=scripted "
+        "worker.script=my_conf/calc_script.yaml grader.script=my_conf/calc_script.yaml": Runs(says=(
+            "   verdict: satisfied - run_tests passes; the tests are as given.",
+            "hidden verification: first answer passed, final answer passed",
+            "status: satisfied after 1 grading pass(es)",
+        )),
+        "rubric-runner --config-dir my_conf rubric=calc": StopsAtKey(),
     },
     "rubrics-and-task-sets.md > Writing a rubric": {
         "rubric-runner --config-dir my_conf rubric=strings": Composes(KEY),
@@ -416,7 +430,8 @@ def test_the_readme_keeps_the_fresh_machine_commands_and_is_short():
     assert len(readme.text().splitlines()) <= 200
     quickstart = [c.text for c in readme.all_commands() if c.section == "README.md > Quickstart"]
     assert quickstart == ["scripts/setup", "source .venv/bin/activate",
-                          "rubric-runner worker=scripted grader=scripted rubric=code", "python -m pytest"]
+                          "rubric-runner worker=scripted grader=scripted rubric=code",
+                          "rubric-runner worker=scripted grader=scripted rubric=repo_tasks", "python -m pytest"]
     assert "scripts/setup && .venv/bin/python -m pytest" in (ROOT / ".ci" / "run").read_text()
 
 

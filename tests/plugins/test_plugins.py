@@ -21,11 +21,15 @@ from rubric_runner.plugins import manager
 from rubric_runner.plugins.manager import PluginInfo, Plugins
 from rubric_runner.plugins.registry import ToolRegistry
 
+BUILTIN = ["builtin_tools/run_test_suite", "builtin_tools/run_check", *(f"builtin_tools/{name}" for name in (
+    "ls", "read_file", "glob", "grep", "run_tests", "workspace_tests"))]
+"""The tools rubric_runner registers itself, in order."""
+
 
 def test_builtin_tools_come_through_the_same_hook(monkeypatch):
     monkeypatch.setenv("RUBRIC_RUNNER_PLUGINS", "")
     registry = ToolRegistry(Plugins())
-    assert list(registry.entries) == ["builtin_tools/run_test_suite", "builtin_tools/run_check"]
+    assert list(registry.entries) == BUILTIN
     entry = registry.find("run_test_suite", "grader.tools.run_test_suite")
     assert (entry.plugin, entry.package) == ("builtin_tools", "rubric_runner")
     assert registry.find("builtin_tools/run_test_suite", "k") is entry
@@ -41,9 +45,7 @@ def test_bundled_plugins_load_from_their_packages():
         "textstats": ("rubric_runner_textstats", "0.1.0"),
     }
     registry = ToolRegistry(plugins)
-    assert sorted(registry.entries) == [
-        "builtin_tools/run_check", "builtin_tools/run_test_suite", "syllables/count_syllables", "textstats/text_stats"
-    ]
+    assert sorted(registry.entries) == sorted([*BUILTIN, "syllables/count_syllables", "textstats/text_stats"])
 
 
 def test_without_the_plugin_packages_the_bundled_rubrics_tools_come_with_rubric_runner(monkeypatch):
@@ -73,7 +75,8 @@ def test_unknown_tool_is_a_config_error_naming_the_key(tmp_path):
     assert (result.status, result.exit_code, result.error.key) == ("error", 2, "grader.tools.word_count")
     message = result.error.message
     assert message.startswith("grader.tools.word_count: unknown tool 'word_count'")
-    assert "available tools: count_syllables, run_check, run_test_suite, text_stats" in message
+    assert ("available tools: count_syllables, glob, grep, ls, read_file, run_check, run_test_suite, run_tests, "
+            "text_stats, workspace_tests") in message
     assert "\n" not in message
 
 
@@ -200,7 +203,7 @@ def test_a_plugin_may_not_register_a_dotted_name_which_config_reads_as_an_import
     registry = ToolRegistry(plugins)
     assert [(f.name, f.error) for f in plugins.failures] == [
         ("dotted", "register_tools failed: ValueError: tool name 'my.echo' has a dot (a dotted name in config is an import path)")]
-    assert list(registry.entries) == ["builtin_tools/run_test_suite", "builtin_tools/run_check"]
+    assert list(registry.entries) == BUILTIN
 
 
 UNRULY_TOOLS = '''

@@ -539,3 +539,25 @@ def test_the_config_offers_exactly_the_sandbox_modes():
     from rubric_runner.sandbox import ISOLATION_MODES
 
     assert tuple(Isolation) == ISOLATION_MODES
+
+
+def test_a_workspace_command_runs_contained_for_an_ordinary_user(ordinary_user):
+    """``run_command`` (run_tests, workspace_tests) as the ordinary user: the files' tests run, and the command
+    sees neither the user's home nor the host's /root, and writes nowhere but its own work dir."""
+    (ordinary_user.home / "secret.txt").write_text("the user's own")
+    files = {"/calc.py": "def add(a, b):\n    return a + b\n",
+             "/tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"}
+    command = (f"python -m pytest -q -p no:cacheprovider tests; cat {ordinary_user.home}/secret.txt; ls /root;"
+               f" touch {ordinary_user.tree}/scratch/escaped; echo done")
+    program = ("import json, sys\n"
+               f"sys.path.insert(0, {str(ordinary_user.tree / 'lib')!r})\n"
+               "from rubric_runner.sandbox import Limits, isolation_setting, run_command\n"
+               "with isolation_setting('auto'):\n"
+               f"    print(json.dumps(run_command({files!r}, {command!r}, Limits(wall_seconds=60))))\n")
+    completed = subprocess.run(ordinary_user.command("-I", "-c", program), env=ordinary_user.env("/usr/bin:/bin"),
+                               capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    result = json.loads(completed.stdout)
+    assert result["isolation"] == "bwrap" and result["ok"] is True, result
+    assert "1 passed" in result["output_tail"] and result["output_tail"].rstrip().endswith("done")
+    assert "the user's own" not in result["output_tail"] and not (ordinary_user.tree / "scratch" / "escaped").exists()

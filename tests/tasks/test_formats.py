@@ -151,7 +151,7 @@ def test_a_bad_row_is_one_line_naming_file_row_and_field(tmp_path):
         "rubric.dataset[0].task: tasks.csv line 2: is missing or empty (give the task message; a column of another name: "
         "+rubric.fields.task=NAME)")
     assert _error(f"rubric.dataset={data}", "+rubric.fields.question=input") == (
-        "rubric.fields.question: is not a task field (map one of id, task, rubric, target, metadata, tools, verify to a column)")
+        "rubric.fields.question: is not a task field (map one of id, task, rubric, target, metadata, tools, verify, workspace, protected to a column)")
 
 
 def test_a_bad_row_on_the_command_line_is_one_line_and_exit_2(tmp_path, script):

@@ -100,6 +100,13 @@
     } else {
       panel.appendChild(make("p", "", "No grading pass."));
     }
+    (t.workspaces || []).forEach(function (w) {
+      var files = make("details");
+      files.appendChild(make("summary", "", "workspace, " + w.attempt + ": " + (w.changed.length ? w.changed.join(", ") : "no change")));
+      if (w.tampered.length) files.appendChild(make("p", "gap", "tampered with protected files: " + w.tampered.join(", ")));
+      files.appendChild(make("pre", "", w.diff));
+      panel.appendChild(files);
+    });
     if (t.returned) panel.appendChild(make("p", "returned", "Returned: " + t.returned));
     if (t.error) panel.appendChild(make("p", "gap", t.error));
     var where = make("p");

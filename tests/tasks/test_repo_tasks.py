@@ -1,0 +1,115 @@
+"""rubric=repo_tasks offline: real file edits by the worker, a grader that reads them and runs the tests,
+hidden tests on every attempt's files, a tampered attempt caught, an offloaded tool output read back."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from support.helpers import cli_process, read_events, run_cli, run_in_process
+
+from rubric_runner.compat.deepagents import OFFLOADED
+from rubric_runner.loop.workspaces import files_at
+
+DEMO = ("rubric=repo_tasks", "worker=scripted", "grader=scripted")
+TASKS = ("fix_median", "long_log", "protected_test", "write_report")
+
+
+def _record(run_dir: Path, task: str, repeat: int = 0) -> dict:
+    return json.loads((run_dir / "tasks" / f"{task}-r{repeat}" / "result.json").read_text())
+
+
+def _grader_calls(run_dir: Path, task: str) -> list[tuple[str, str, str]]:
+    events = [e for e in read_events(run_dir) if e.get("task_id") == task and e.get("agent") == "grader"]
+    starts = [e for e in events if e["event"] == "tool_call_start"]
+    ends = [e for e in events if e["event"] == "tool_call_end"]
+    return [(start["tool"], start["input"], end["output"]) for start, end in zip(starts, ends, strict=True)]
+
+
+def test_repo_tasks_offline(tmp_path):
+    result, run_dir = run_in_process(tmp_path, *DEMO)
+    assert result.aggregate.statuses == {"satisfied": 4}
+    for task in TASKS:
+        record = _record(run_dir, task)
+        assert [w["attempt"] for w in record["workspaces"]] == list(range(1, record["iterations"] + 1)), task
+        for kept in record["workspaces"]:
+            assert (run_dir / "tasks" / f"{task}-r0" / kept["diff"]).stat().st_size == kept["diff_bytes"] > 0, task
+        assert record["verification"]["final"]["outcome"] == "passed", task
+        if record["iterations"] > 1:  # the first attempt was wrong, and its hidden tests say so
+            assert record["verification"]["first"]["outcome"] == "failed", task
+
+    tampered = _record(run_dir, "protected_test")
+    first, second = tampered["verified_attempts"]
+    assert first["tampered"] == ["/tests/test_slug.py"] and second.get("tampered") is None
+    assert {check["tool"]: check["outcome"] for check in first["verification"]["checks"]} == {
+        "workspace_tests": "failed", "protected_files": "failed"}
+    assert tampered["workspaces"][0]["tampered"] == ["/tests/test_slug.py"] and "tampered" not in tampered["final_workspace"]
+    calls = _grader_calls(run_dir, "protected_test")
+    assert [name for name, _, _ in calls] == ["run_tests", "read_file", "run_tests", "read_file"]
+    assert calls[0][2].startswith("ok: false (exit code 1;")  # the task's own test, put back, fails the unfixed code
+    assert '== "--hello---world-"' in calls[1][2]  # and the grader reads what the worker did to it
+    assert calls[2][2].startswith("ok: true (exit code 0;")
+
+    calls = _grader_calls(run_dir, "fix_median")
+    assert [name for name, _, _ in calls] == ["run_tests", "read_file", "run_tests"]
+    assert calls[0][2].startswith("ok: false") and calls[2][2].startswith("ok: true")
+    assert "return (ordered[len(ordered) // 2 - 1]" in calls[1][2]
+    report = _grader_calls(run_dir, "write_report")
+    assert "## Risks" not in report[0][2] and "## Risks" in report[1][2]
+
+    worker = json.loads((run_dir / "tasks" / "long_log-r0" / "transcript.json").read_text())["messages"]
+    moved = [found.group(1) for m in worker if m["type"] == "tool" for found in [OFFLOADED.search(str(m["data"]["content"]))] if found]
+    assert moved == ["/large_tool_results/call_0_0"]
+    calls = _grader_calls(run_dir, "long_log")
+    assert [(name, "/large_tool_results" in given) for name, given, _ in calls] == [("grep", True), ("read_file", True), ("run_tests", False)]
+    assert "test_value_with_equals FAILED" in calls[1][2]
+
+    assert (run_dir / "report.md").is_file() and "**tampered**: /tests/test_slug.py" in (run_dir / "report.md").read_text()
+
+
+def _final_workspaces(run_dir: Path) -> dict[str, dict[str, str]]:
+    found = {}
+    for task in TASKS:
+        seed = json.loads((run_dir / "seeds" / f"{task}.json").read_text())
+        for repeat in (0, 1):
+            found[f"{task}-r{repeat}"] = files_at(run_dir / "tasks" / f"{task}-r{repeat}", "final", seed)
+    return found
+
+
+def test_a_run_killed_mid_task_resumes_to_the_same_workspaces(tmp_path):
+    args = [*DEMO, "run.console=false", "run.repeats=2", "run.concurrency=2"]
+    whole = tmp_path / "whole"
+    assert run_cli(*args, f"hydra.run.dir={whole}", cwd=tmp_path, timeout=300).returncode == 0
+    run_dir = tmp_path / "killed"
+    with cli_process(*args, f"hydra.run.dir={run_dir}", cwd=tmp_path) as proc:
+        deadline = time.monotonic() + 120
+        while not any(e["event"] == "tool_call_end" and e.get("agent") == "grader" for e in _events(run_dir)):
+            assert time.monotonic() < deadline and proc.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    assert any(_task_status(run_dir, key) != "satisfied" for key in _keys())  # killed with a task under way
+    resumed = run_cli("resume", str(run_dir), cwd=tmp_path, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert _final_workspaces(run_dir) == _final_workspaces(whole)
+    for key in _keys():
+        for name in ("attempt-1", "attempt-2", "final"):
+            kept = [run / "tasks" / key / "workspace" / name / "changes.json" for run in (whole, run_dir)]
+            assert kept[0].exists() == kept[1].exists() and (not kept[0].exists() or kept[0].read_bytes() == kept[1].read_bytes()), (key, name)
+
+
+def _keys() -> list[str]:
+    return [f"{task}-r{repeat}" for task in TASKS for repeat in (0, 1)]
+
+
+def _task_status(run_dir: Path, key: str) -> str | None:
+    path = run_dir / "tasks" / key / "result.json"
+    return json.loads(path.read_text()).get("status") if path.exists() else None
+
+
+def _events(run_dir: Path) -> list[dict]:
+    path = run_dir / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")] if path.exists() else []
