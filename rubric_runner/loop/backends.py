@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from deepagents.backends import CompositeBackend, FilesystemBackend, StateBackend
+from deepagents.backends import CompositeBackend, StateBackend
 from deepagents.backends.protocol import (
     DeleteResult,
     EditResult,
@@ -19,6 +19,7 @@ from deepagents.backends.protocol import (
     WriteResult,
 )
 
+from ..compat.deepagents import confined_files
 from ..config.schema import WorkerBackend, WorkerConfig
 from ..context import current_task
 from ..sandbox import Limits, run_command
@@ -46,7 +47,7 @@ def task_workspace() -> Path:
     return path
 
 
-class TaskFiles(FilesystemBackend):
+class TaskFiles(confined_files()):
     """``FilesystemBackend`` in virtual mode, rooted at the task at hand's workspace: ``..``, ``~`` and paths
     that resolve outside it (through a symlink) are refused, and the refusal is the tool's error."""
 
@@ -61,14 +62,7 @@ class TaskFiles(FilesystemBackend):
     def cwd(self, _: Path) -> None:
         """``FilesystemBackend.__init__`` sets a fixed root; this backend's follows the task."""
 
-    def _resolve_path(self, key: str) -> Path:
-        """The path in the workspace, or a ``PermissionError`` (which every file operation answers as its
-        error) for one that leaves it: ``FilesystemBackend`` raises a ``ValueError`` that ``write`` lets
-        through, ending the task."""
-        try:
-            return super()._resolve_path(key)
-        except ValueError as exc:
-            raise PermissionError(f"refused, {key} is outside the workspace ({exc})") from None
+    place = "the workspace"
 
 
 class TaskSandbox(TaskFiles, SandboxBackendProtocol):
@@ -118,7 +112,7 @@ def worker_backend(kind: WorkerBackend) -> Any:
 
 
 
-class ReadOnlyFiles(FilesystemBackend):
+class ReadOnlyFiles(confined_files()):
     """A host dir the worker reads and never changes (a skills dir), or, with ``only``, one file in it (a
     memory file)."""
 
@@ -126,14 +120,10 @@ class ReadOnlyFiles(FilesystemBackend):
         super().__init__(root_dir=root, virtual_mode=True)
         self.only = only
 
-    def _resolve_path(self, key: str) -> Path:
-        try:
-            path = super()._resolve_path(key)
-        except ValueError as exc:
-            raise PermissionError(f"refused, {key} is outside the dir ({exc})") from None
-        if self.only is not None and path not in (self.cwd, self.cwd / self.only):
-            raise PermissionError(f"refused, only {self.only} is shown here")
-        return path
+    place = "the dir"
+
+    def refusal(self, path: Path) -> str | None:
+        return None if self.only is None or path in (self.cwd, self.cwd / self.only) else f"only {self.only} is shown here"
 
     def write(self, file_path: str, content: str) -> WriteResult:
         return WriteResult(error=f"Error: {file_path} is read-only")
