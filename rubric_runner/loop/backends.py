@@ -51,6 +51,8 @@ class TaskFiles(confined_files()):
     """``FilesystemBackend`` in virtual mode, rooted at the task at hand's workspace: ``..``, ``~`` and paths
     that resolve outside it (through a symlink) are refused, and the refusal is the tool's error."""
 
+    place = "the workspace"
+
     def __init__(self) -> None:
         super().__init__(root_dir=None, virtual_mode=True)
 
@@ -61,8 +63,6 @@ class TaskFiles(confined_files()):
     @cwd.setter
     def cwd(self, _: Path) -> None:
         """``FilesystemBackend.__init__`` sets a fixed root; this backend's follows the task."""
-
-    place = "the workspace"
 
 
 class TaskSandbox(TaskFiles, SandboxBackendProtocol):
