@@ -479,6 +479,58 @@ def bench_sandbox(repeats: int) -> dict:
     return rows
 
 
+EXECUTE_TESTS = "def test_one():\n    assert 1 + 1 == 2\n\n\ndef test_two():\n    assert 'a' * 2 == 'aa'\n"
+
+
+def bench_execute(tmp: Path, repeats: int) -> dict:
+    """The sandbox backend's ``execute`` (``TaskSandbox``: copy in, sandbox, mirror back) of ``true`` and of a
+    small pytest run, against the same command under a bare ``bwrap`` with the same binds and work dir."""
+    from rubric_runner.context import CURRENT_TASK, TaskContext, TaskRef
+    from rubric_runner.loop.backends import WORKSPACE_DIR, TaskSandbox
+    from rubric_runner.sandbox import bwrap, isolation_setting, pytest_path
+
+    if bwrap.unavailable() is not None:
+        return {"skipped": bwrap.unavailable()}
+    task_dir = tmp / "execute-task"
+    workspace = task_dir / WORKSPACE_DIR
+    workspace.mkdir(parents=True)
+    (workspace / "test_small.py").write_text(EXECUTE_TESTS)
+    site = pytest_path()
+    path = f"{os.path.dirname(bwrap.python())}:/usr/local/bin:/usr/bin:/bin"
+    commands = {"true": "true", "pytest": "python3 -m pytest -q -p no:cacheprovider test_small.py"}
+    backend = TaskSandbox()
+    CURRENT_TASK.set(TaskContext(TaskRef("execute", 0, str(task_dir), None)))
+
+    def sandboxed(command: str):
+        def once() -> None:
+            with isolation_setting("bwrap"):
+                answer = backend.execute(command)
+            assert answer.exit_code == 0, answer
+
+        return once
+
+    def bare(command: str):
+        argv = [*bwrap.command(shutil.which("bwrap"), [site])[:-1], "--bind", str(workspace), "/tmp/sandbox", "--chdir", "/tmp/sandbox",
+                "--setenv", "PATH", path, "--setenv", "PYTHONPATH", site, "/bin/sh", "-c", command]
+
+        def once() -> None:
+            subprocess.run(argv, env={}, capture_output=True, check=True)
+
+        return once
+
+    actions = {}
+    for name, command in commands.items():
+        actions[f"{name}_execute"], actions[f"{name}_bare_bwrap"] = sandboxed(command), bare(command)
+    for action in actions.values():  # bubblewrap's one-time check, and warm file caches
+        action()
+    rows = _interleaved(actions, repeats, cpu=False)  # the work is in subprocesses
+    rows["user"] = "root" if os.getuid() == 0 else "not root"
+    for name in commands:
+        rows[f"ratio_{name}"] = round(rows[f"{name}_execute"]["median_s"] / rows[f"{name}_bare_bwrap"]["median_s"], 3)
+    rows["target"] = "execute / bare bwrap <= 1.2, for true and for the small pytest run"
+    return rows
+
+
 def scripted_task_run(run_dir: Path, tasks: int, concurrency: int = 32, *extra: str):
     """A run of ``tasks`` trivial one-iteration scripted tasks in ``run_dir`` (its script and task set
     beside it); with ``run.resume=true`` in ``extra``, that run resumed. Returns its ``RunRecord``.
@@ -702,8 +754,8 @@ def bench_policies(tmp: Path, repeats: int) -> dict:
     return rows
 
 
-BENCHES = ("startup", "overhead", "concurrency", "instructions", "cache", "memory", "sweep", "sandbox", "checkpoint_bytes", "scale",
-           "report", "attempt_checks", "policies")
+BENCHES = ("startup", "overhead", "concurrency", "instructions", "cache", "memory", "sweep", "sandbox", "execute", "checkpoint_bytes",
+           "scale", "report", "attempt_checks", "policies")
 
 
 def _table(results: dict) -> str:
@@ -750,6 +802,8 @@ def main() -> None:
                 results["benchmarks"][name] = bench_sweep(tmp)
             elif name == "sandbox":
                 results["benchmarks"][name] = bench_sandbox(max(15, args.repeats))
+            elif name == "execute":
+                results["benchmarks"][name] = bench_execute(tmp, max(15, args.repeats))
             elif name == "checkpoint_bytes":
                 results["benchmarks"][name] = bench_checkpoint_bytes(tmp)
             elif name == "scale":

@@ -5,12 +5,14 @@ reads back from the checkpoint, and from a grading pass's update when a loop pol
 (``LoopState.after``, ``ended_at_cap``); a regrade calls the middleware's ``after_agent`` hook directly, for one
 grading pass over a saved transcript, with the run's frozen checklist; the grader's calls carry a metadata
 key and its revision requests a message name; what the grader is shown of a transcript is the library's
-window (``grader_view``), and a large tool result moved to a file leaves the library's notice.
+window (``grader_view``), and a large tool result moved to a file leaves the library's notice; a
+``FilesystemBackend`` refuses a path out of its root in ``_resolve_path`` (``confined_files``).
 Each assumption is pinned by ``tests/compat/test_deepagents.py``.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import warnings
@@ -29,6 +31,32 @@ OFFLOADED = re.compile(r"saved in the filesystem at this path: (\S+)")
 """The notice deepagents leaves in place of a tool result it moved to a file."""
 SUBAGENT_TOOL = "task"
 """The tool through which a deep agent calls a subagent."""
+
+
+@functools.cache
+def confined_files() -> type:
+    """``FilesystemBackend`` (virtual mode) whose refusal of a path out of its root (``_resolve_path``'s
+    ``ValueError``, which its ``write`` lets through, ending the task) is a ``PermissionError``, which every
+    file operation answers as its error; a subclass's ``refusal(path)`` may refuse more (a reason, or None)."""
+    from deepagents.backends import FilesystemBackend
+
+    class ConfinedFiles(FilesystemBackend):
+        place = "its root"
+
+        def refusal(self, path: Any) -> str | None:
+            return None
+
+        def _resolve_path(self, key: str) -> Any:
+            try:
+                path = super()._resolve_path(key)
+            except ValueError as exc:
+                raise PermissionError(f"refused, {key} is outside {self.place} ({exc})") from None
+            reason = self.refusal(path)
+            if reason is not None:
+                raise PermissionError(f"refused, {reason}")
+            return path
+
+    return ConfinedFiles
 
 
 def grader_response() -> type:

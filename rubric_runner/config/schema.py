@@ -66,6 +66,17 @@ class Isolation(StrEnum):
     """No isolation: the code runs with this user's access (a warning on the console and in events)."""
 
 
+class WorkerBackend(StrEnum):
+    """Where the worker's files live (``worker.backend``)."""
+
+    state = "state"
+    """In the agent's state, and so in its checkpoints: deepagents' ``StateBackend``."""
+    sandbox = "sandbox"
+    """The task's workspace dir, with ``execute``: each command runs in the sandbox on a copy of it."""
+    filesystem = "filesystem"
+    """The task's workspace dir (``FilesystemBackend`` in virtual mode), without ``execute``."""
+
+
 @dataclass
 class ModelConfig:
     """One chat model: the worker or the grader."""
@@ -94,11 +105,40 @@ class ModelConfig:
 
 
 @dataclass
+class SubagentConfig:
+    """A subagent the worker hands work to with its ``task`` tool (``worker.subagents``)."""
+
+    # the name the worker's task tool calls it by
+    name: str = MISSING
+    # what it does: the worker reads this to choose it
+    description: str = MISSING
+    # its instructions
+    system_prompt: str = ""
+    # tools it may call, by registered name or import path as in worker.tools (without settings);
+    # empty: the worker's tools
+    tools: List[str] = field(default_factory=list)
+    # a model group (conf/model: haiku, gpt, ...) or provider:model-id; null: the worker's model. A scripted
+    # subagent replays the section of worker.script named after it
+    model: Optional[str] = None
+
+
+@dataclass
 class WorkerConfig(ModelConfig):
     """The deep agent that does the work."""
 
     # the worker's system prompt (from the prompt/worker group)
     system_prompt: str = ""
+    # where the worker's files live: state (in the agent's state and checkpoints), filesystem (the
+    # task's workspace dir, <task's record dir>/workspace, as its /) or sandbox (that dir, and an execute
+    # tool whose commands run in the sandbox, under sandbox.isolation, on a copy of it)
+    backend: WorkerBackend = WorkerBackend.state
+    # subagents the worker may hand work to with its task tool: a list of {name, description,
+    # system_prompt, tools, model}
+    subagents: List[SubagentConfig] = field(default_factory=list)
+    # dirs of skills (each skill a subdir with a SKILL.md), shown to the worker read-only
+    skills: List[str] = field(default_factory=list)
+    # memory files loaded into the worker's system prompt, such as AGENTS.md, shown to it read-only
+    memory: List[str] = field(default_factory=list)
 
 
 @dataclass

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from dataclasses import is_dataclass
+import re
+from dataclasses import is_dataclass, replace
 from typing import Any, get_type_hints
 from urllib.parse import urlsplit
 
@@ -12,9 +13,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..environment import POSTGRES_URL_ENV
 from ..errors import UsageError
+from ..paths import CONF_DIR
 from ..redaction import secret_entries
 from .prices import PRICES_FILE, PriceError, load_prices, price_of
-from .schema import STOP, Checkpointer, Config, ModelConfig
+from .schema import STOP, Checkpointer, Config, ModelConfig, WorkerConfig
+
+SUBAGENT_NAME = re.compile(r"^[A-Za-z][\w-]*$")
+"""A subagent's name, as the worker's task tool is called with it."""
 
 
 def _unknown_keys(node: DictConfig, schema: type, prefix: str = "") -> list[tuple[str, list[str]]]:
@@ -96,6 +101,7 @@ def validate(cfg: DictConfig) -> Config:
         _check_base_url(node.base_url, f"{role}.base_url")
         _check_tool_settings(node.tools, f"{role}.tools")
     _check_tool_settings(config.rubric.verify, "rubric.verify")
+    _check_worker_files(config.worker)
     if config.rubric.tasks and not config.rubric.dataset:
         raise UsageError("rubric.tasks", "selects tasks of a dataset, but rubric.dataset is not set",
                           "set rubric.dataset, or drop rubric.tasks")
@@ -132,6 +138,50 @@ def validate(cfg: DictConfig) -> Config:
     _check_limits(config)
     _check_prices(config)
     return config
+
+
+def model_groups() -> list[str]:
+    """The model groups a subagent's model may name (conf/model)."""
+    return sorted(path.stem for path in (CONF_DIR / "model").glob("*.yaml"))
+
+
+def subagent_model(worker: WorkerConfig, model: str | None) -> ModelConfig:
+    """The model config of a subagent whose ``model`` is ``model``: the worker's, with a model group's
+    settings (conf/model/NAME.yaml, its script left out: a scripted subagent replays ``worker.script``)
+    or another provider:model-id over it."""
+    if model is None:
+        return worker
+    if ":" in model:
+        return replace(worker, model=model)
+    group = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{model}.yaml"), resolve=False)
+    return replace(worker, **{key: value for key, value in group.items() if key != "script"})
+
+
+def _check_worker_files(worker: WorkerConfig) -> None:
+    """The worker's subagents are named once each, with a known model; its skills dirs and memory files exist."""
+    seen: set[str] = set()
+    for index, spec in enumerate(worker.subagents):
+        key = f"worker.subagents[{index}]"
+        if not SUBAGENT_NAME.match(spec.name):
+            raise UsageError(f"{key}.name", f"{spec.name!r} is not a name the task tool can call",
+                             "letters, digits, _ and -, starting with a letter, e.g. researcher")
+        if spec.name in seen:
+            raise UsageError(f"{key}.name", f"a second subagent named {spec.name!r}", "give each subagent its own name")
+        seen.add(spec.name)
+        if not spec.description.strip():
+            raise UsageError(f"{key}.description", "is empty", "say what the subagent does: the worker chooses it by this")
+        model = spec.model
+        if model is not None and ":" not in model and model not in model_groups():
+            raise UsageError(f"{key}.model", f"{model!r} is neither a model group nor provider:model-id",
+                             f"one of {', '.join(model_groups())}, or e.g. anthropic:claude-haiku-4-5; null for the worker's")
+        if model is not None and ":" in model and (model.startswith(":") or model.endswith(":")):
+            raise UsageError(f"{key}.model", f"{model!r} is not 'provider:model-id'", "e.g. anthropic:claude-haiku-4-5")
+    for index, folder in enumerate(worker.skills):
+        if not os.path.isdir(os.path.expanduser(folder)):
+            raise UsageError(f"worker.skills[{index}]", f"{folder} is not a dir", "give a dir of skills, each a subdir with a SKILL.md")
+    for index, file in enumerate(worker.memory):
+        if not os.path.isfile(os.path.expanduser(file)):
+            raise UsageError(f"worker.memory[{index}]", f"{file} is not a file", "give a memory file such as AGENTS.md")
 
 
 LIMIT_EXAMPLES = {

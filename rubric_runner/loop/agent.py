@@ -21,6 +21,7 @@ from ..observe.recorder import ToolCallWatch
 from ..plugins.events import GradingPassed
 from ..records import Evaluation
 from .arms import FreshAttempts, fresh_for_grader, grading_passes
+from .backends import worker_files
 from .plan import Plan
 from .policy import is_default, policy_middleware_class
 from .workspaces import grader_state, grader_state_schema
@@ -82,18 +83,37 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy
     )
 
 
+def subagents(plan: Plan) -> list[dict[str, Any]]:
+    """``worker.subagents`` as ``create_deep_agent`` takes them: each with its model, its own tools (else the
+    worker's), and its tool calls reported to the task's recorder as ``subagent:NAME``'s."""
+    own_tools = plan.subagent_tools or {}
+    return [
+        {"name": spec.name, "description": spec.description, "system_prompt": spec.system_prompt,
+         "model": plan.models[f"subagent:{spec.name}"],
+         "middleware": [ToolCallWatch(f"subagent:{spec.name}", plan.config.run.tool_output_chars)],
+         **({"tools": own_tools[spec.name]} if spec.name in own_tools else {})}
+        for spec in plan.config.worker.subagents
+    ]
+
+
 def build_agent(plan: Plan, checkpointer: Any) -> Any:
     """``create_deep_agent(worker, middleware=[RubricMiddleware(grader, ...), *the worker's])``, a cut stream
     retried (``ReplyRetry``); a ``resample`` worker is sent a fresh conversation on each attempt
-    (``arms.FreshAttempts``)."""
+    (``arms.FreshAttempts``); the worker's files live in ``worker.backend`` (``backends``), beside its
+    skills and memory, and it may hand work to ``worker.subagents``."""
     from deepagents import create_deep_agent
 
     own = [*([ToolCallContent()] if compatible_server(plan.config.worker) else []), ReplyRetry(plan.config.worker),
            ToolCallWatch("worker", plan.config.run.tool_output_chars), *([FreshAttempts()] if plan.config.loop.arm is LoopArm.resample else [])]
+    backend, skills, memory = worker_files(plan.config.worker)
     return create_deep_agent(
         model=plan.models["worker"],
         tools=plan.worker_tools,
         system_prompt=plan.config.worker.system_prompt or None,
         middleware=[grader_middleware(plan, loop_policy=True), *own, *plan.extensions.worker_middleware],
+        subagents=subagents(plan) or None,
+        skills=skills,
+        memory=memory,
+        backend=backend,
         checkpointer=checkpointer,
     )

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..config.fingerprint import fingerprint
 from ..config.schema import Checkpointer, Config
-from ..config.validate import validate
+from ..config.validate import subagent_model, validate
 from ..errors import check_database
 from ..grader.middleware import GraderPass
 from ..grader.probe import choose_strategy
@@ -61,6 +61,8 @@ class Plan:
     """A sweep's job: the sweep dir, which holds the sweep's budget ledger."""
     strategy: str | None = None
     """How the grader's verdict comes back, once ``connect`` has chosen it."""
+    subagent_tools: dict[str, list[Any]] | None = None
+    """Each of ``worker.subagents``' own tools, by its name (none: the worker's)."""
 
     def keys(self) -> list[tuple[Task, int]]:
         """Each task x repeat, in the run's order."""
@@ -108,6 +110,8 @@ def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str,
     rubric = config.rubric.name
     grader_tools = registry.resolve(config.grader.tools, "grader", rubric)
     worker_tools = registry.resolve(config.worker.tools, "worker", rubric)
+    subagent_tools = {spec.name: registry.resolve(dict.fromkeys(spec.tools), f"worker.subagents[{index}]", rubric)
+                      for index, spec in enumerate(config.worker.subagents) if spec.tools}
     for task in tasks:
         for name, settings in task.tools.items():
             key = f"rubric.dataset[{task.index}].tools.{name}"
@@ -125,13 +129,14 @@ def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str,
                        "finished tasks keep their records, the others run again from the start")
     single = follow_up is not None or (len(tasks) == 1 and config.run.repeats == 1)
     return Plan(config, run_dir, home, tasks, single, registry, worker_tools, grader_tools, checks, extensions, models,
-                follow_up, sweep_dir)
+                follow_up, sweep_dir, subagent_tools=subagent_tools)
 
 
 def build_models(config: Config, roles: tuple[str, ...], home: Path) -> dict[str, Any]:
     """The chat models of ``roles``, with the run's response cache and rate limiters (no network yet), each
     call handed to the recorder and the guard of the task at hand (the guard refuses one past a limit), and
-    a reply that is no answer failed (``ReplyCheck``)."""
+    a reply that is no answer failed (``ReplyCheck``); with the worker, each subagent's (``subagent:NAME``),
+    a scripted one replaying its section of the worker's script."""
     from langchain_core.rate_limiters import InMemoryRateLimiter
 
     extras: dict[str, Any] = {"callbacks": [TaskCallback("recorder"), TaskCallback("guard", raise_error=True), ReplyCheck()]}
@@ -147,6 +152,11 @@ def build_models(config: Config, roles: tuple[str, ...], home: Path) -> dict[str
         provider = split_model(node.model)[0]
         own = {**extras, **({"rate_limiter": limiters[provider]} if provider in limiters else {})}
         models[role] = build_chat_model(node, role, home, own)
+    for spec in config.worker.subagents if "worker" in roles else ():
+        node = subagent_model(config.worker, spec.model)
+        provider = split_model(node.model)[0]
+        own = {**extras, **({"rate_limiter": limiters[provider]} if provider in limiters else {})}
+        models[f"subagent:{spec.name}"] = build_chat_model(node, "worker", home, own, section=spec.name)
     return models
 
 

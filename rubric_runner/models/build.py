@@ -49,16 +49,17 @@ def client_kwargs(node: ModelConfig) -> dict[str, Any]:
 
 
 def build_chat_model(
-    node: ModelConfig, role: str, state_dir: Path | None = None, extras: dict[str, Any] | None = None
+    node: ModelConfig, role: str, state_dir: Path | None = None, extras: dict[str, Any] | None = None,
+    section: str | None = None,
 ) -> BaseChatModel:
     """Build the chat model a config node describes; ``role`` names the config key.
 
-    ``state_dir`` (the run dir) keeps a scripted model's position in its script;
-    ``extras`` (``cache``, ``rate_limiter``) go to the chat model class as they are.
+    ``state_dir`` (the run dir) keeps a scripted model's position in its script, whose ``section``
+    (default: ``role``) it replays; ``extras`` (``cache``, ``rate_limiter``) go to the chat model class as they are.
     """
     extras = extras or {}
     if is_scripted(node):
-        return _build_scripted(node, role, state_dir, extras)
+        return _build_scripted(node, role, state_dir, extras, section or role)
     from deepagents.profiles.provider.provider_profiles import apply_provider_profile
     from langchain.chat_models import init_chat_model
 
@@ -85,14 +86,14 @@ def build_chat_model(
         raise UsageError(f"{role}.model", problem, fix) from None
 
 
-def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None, extras: dict[str, Any]) -> BaseChatModel:
+def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None, extras: dict[str, Any], section: str) -> BaseChatModel:
     from .scripted import CURSOR_DIR, ScriptedChatModel, ScriptError, load_script
 
     if not node.script:
         raise UsageError(f"{role}.script", "the scripted model needs a script file", f"set {role}.script=PATH")
     try:
-        turns, turns_by_task = load_script(node.script, role)
+        turns, turns_by_task = load_script(node.script, section)
     except ScriptError as exc:
         raise UsageError(f"{role}.script", str(exc), "fix the script file") from None
-    cursor_dir = state_dir / CURSOR_DIR / role if state_dir else None
+    cursor_dir = state_dir / CURSOR_DIR / section if state_dir else None
     return ScriptedChatModel(model=node.model, turns=turns, turns_by_task=turns_by_task, cursor_dir=cursor_dir, **extras)

@@ -2,8 +2,11 @@
 
 - ``run_cases(code, function, cases, limits)`` and ``run_pytest(code, module, test_name,
   test_source, limits)`` run the code and return a structured result (``ok``, ``passed``,
-  ``failures``, ``killed``, ``isolation``, ...); ``Limits`` bounds time, memory, processes and
-  output; ``pytest_path()`` says whether pytest-file suites can run.
+  ``failures``, ``killed``, ``isolation``, ...); ``run_command(command, workspace, limits)`` runs a
+  shell command on a copy of a dir and mirrors the copy back (``output``, ``exit_code``, ``killed``, ...),
+  ``run_on_files(files, command, limits)`` the same on a fresh dir of files (``ok`` when it exits 0);
+  ``Limits`` bounds time, memory, processes and output; ``pytest_path()`` says whether pytest-file
+  suites can run.
 - Isolation follows the current setting (``sandbox.isolation`` of the run, default ``auto``):
   ``isolation_setting(mode, notify)`` sets it for a block of code, ``ISOLATION_MODES`` lists the
   modes, ``choose(mode)`` says which backend would run code now (or why none would) and
@@ -11,7 +14,7 @@
 """
 
 from .isolation import ISOLATION_MODES, Choice, choose, isolation_setting, unavailable
-from .run import Limits, pytest_path, run_cases, run_command, run_pytest
+from .run import Limits, pytest_path, run_cases, run_command, run_on_files, run_pytest
 
 __all__ = [
     "ISOLATION_MODES",
@@ -22,6 +25,7 @@ __all__ = [
     "pytest_path",
     "run_cases",
     "run_command",
+    "run_on_files",
     "run_pytest",
     "unavailable",
 ]

@@ -4,6 +4,11 @@ Started by ``run.py`` as ``python -I -S child.py`` (under bubblewrap, or
 directly) with a JSON request on stdin. Uses the standard library only (and
 pytest, from the request's ``import_paths``, in pytest mode). Prints one
 result line tagged with the request's nonce on stdout.
+
+In shell mode the command runs under ``/bin/sh -c`` on a copy of the host dir
+whose descriptor the request names (``workspace_fd``): copied into the private
+work dir before, and the work dir mirrored back once the command has ended.
+Only this process holds the descriptor; the command never does.
 """
 
 import ctypes
@@ -11,6 +16,7 @@ import json
 import os
 import resource
 import signal
+import stat
 import sys
 import traceback
 
@@ -174,41 +180,114 @@ def _run_pytest(request):
     return _report(collector.passed, failures)
 
 
-def _run_command(request):
-    """Write the request's files into ``workspace/`` of the work dir and run its shell command there; ok when it exits 0.
-
-    The command's output is the child's (its tail comes back with the result); ``python`` and ``python3`` are
-    this interpreter, with pytest's site-packages on its path.
-    """
-    import subprocess
-
-    workdir = os.path.join(os.getcwd(), "workspace")
-    for path, text in request["files"].items():
-        target = os.path.normpath(os.path.join(workdir, path.lstrip("/")))
-        if not target.startswith(workdir + os.sep):
-            return _report([], [f"refused a file outside the work dir: {path}"])
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    tools = os.path.join(os.getcwd(), "bin")
-    os.makedirs(tools, exist_ok=True)
-    for name in ("python", "python3"):
-        os.symlink(sys.executable, os.path.join(tools, name))
-    env = {"PATH": f"{tools}:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "PYTHONDONTWRITEBYTECODE": "1",
-           "PYTHONPATH": os.pathsep.join(request["import_paths"]), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "LANG": "C.UTF-8"}
-    sys.stdout.flush()
-    code = subprocess.call(request["command"], shell=True, cwd=workdir, env=env, stdin=subprocess.DEVNULL)
-    result = _report([], [] if code == 0 else [f"the command exited with code {code}"])
-    result["command_exit_code"] = code
-    return result
-
-
 def _die_with_parent(libc, parent):
     """Be killed when ``parent`` dies (set after any change of user, which clears the setting)."""
     if sys.platform == "linux":
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() not in (parent, 0):  # it died before the setting took effect (0: parent outside our pid namespace)
         os._exit(128 + signal.SIGKILL)
+
+
+def _kind(mode):
+    return "l" if stat.S_ISLNK(mode) else "d" if stat.S_ISDIR(mode) else "f" if stat.S_ISREG(mode) else None
+
+
+def _entries(dir_fd):
+    """Every dir, regular file and symlink under ``dir_fd``: relative path -> (kind, permission bits)."""
+    found = {}
+    for top, dirs, files, top_fd in os.fwalk(".", dir_fd=dir_fd):
+        for name in dirs + files:
+            mode = os.stat(name, dir_fd=top_fd, follow_symlinks=False).st_mode
+            if _kind(mode):
+                found[os.path.normpath(os.path.join(top, name))] = (_kind(mode), stat.S_IMODE(mode))
+    return found
+
+
+def _read(path, dir_fd):
+    handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    with os.fdopen(handle, "rb") as opened:
+        return opened.read()
+
+
+def _write(path, data, mode, dir_fd):
+    handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode | 0o600, dir_fd=dir_fd)
+    with os.fdopen(handle, "wb") as opened:
+        opened.write(data)
+
+
+def _mirror(source_fd, target_fd, owner=None):
+    """Make the tree under ``target_fd`` the one under ``source_fd``: what differs rewritten, what is gone
+    removed, no symlink followed (each entry's parents are dirs on both sides once the mismatches are gone);
+    then, given an ``owner``, every entry handed to it."""
+    source, target = _entries(source_fd), _entries(target_fd)
+    for path in sorted(target, reverse=True):  # children before their dirs
+        if source.get(path, (None,))[0] != target[path][0]:
+            (os.rmdir if target[path][0] == "d" else os.unlink)(path, dir_fd=target_fd)
+            del target[path]
+    for path, (kind, mode) in sorted(source.items()):  # dirs before their children
+        if kind == "d":
+            if path not in target:
+                os.mkdir(path, 0o700, dir_fd=target_fd)
+            os.chmod(path, mode | 0o700, dir_fd=target_fd)
+        elif kind == "l":
+            link = os.readlink(path, dir_fd=source_fd)
+            if path in target and os.readlink(path, dir_fd=target_fd) != link:
+                os.unlink(path, dir_fd=target_fd)
+                del target[path]
+            if path not in target:
+                os.symlink(link, path, dir_fd=target_fd)
+        else:
+            data = _read(path, source_fd)
+            if path not in target or _read(path, target_fd) != data:
+                _write(path, data, mode, target_fd)
+    for path in sorted(source, reverse=True) if owner is not None else ():
+        os.chown(path, owner, owner, dir_fd=target_fd, follow_symlinks=False)
+
+
+def _reclaim(path):
+    """Root, whose capabilities bubblewrap cut to a few: take back what the command's user made unreadable."""
+    os.lchown(path, 0, 0)
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode) | 0o700)
+        for name in os.listdir(path):
+            _reclaim(os.path.join(path, name))
+
+
+def _shell(request, libc, parent):
+    """The command, as the sandbox's user, with its limits, in the work dir (the workspace's copy)."""
+    os.close(request["workspace_fd"])
+    _drop_privileges(request["workdir"], switch_user=request["isolation"] != "none")
+    _die_with_parent(libc, parent)
+    _limit(request)
+    os.environ.update(PATH=request["path"], PYTHONPATH=os.pathsep.join(request.get("import_paths", [])))
+    os.execv("/bin/sh", ["/bin/sh", "-c", request["command"]])
+
+
+def _run_shell(request, libc):
+    """Copy the workspace in, run the command, mirror the work dir back; the result line has its exit code."""
+    workdir, switched = request["workdir"], request["isolation"] != "none" and os.getuid() == 0
+    try:
+        os.makedirs(workdir, exist_ok=True)
+        work_fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
+        _mirror(request["workspace_fd"], work_fd, NOBODY if switched else None)
+    except OSError as exc:
+        _write_result(request, {"error": f"the workspace could not be copied in: {exc}"})
+        return 0
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        _shell(request, libc, parent)
+    _, status = os.waitpid(pid, 0)
+    code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
+    try:
+        if switched:
+            _reclaim(workdir)
+        _mirror(work_fd, request["workspace_fd"])
+    except OSError as exc:
+        _write_result(request, {"exit_code": code, "error": f"the workspace could not be copied back: {exc}"})
+        return code
+    _write_result(request, {"exit_code": code})
+    return code
 
 
 def _write_result(request, result):
@@ -223,8 +302,7 @@ def _grandchild(request, libc, parent):
     _die_with_parent(libc, parent)
     _limit(request)
     try:
-        run = {"pytest": _run_pytest, "command": _run_command}.get(request["mode"], _run_cases)
-        result = run(request)
+        result = _run_pytest(request) if request["mode"] == "pytest" else _run_cases(request)
     except BaseException:  # noqa: BLE001
         result = _report([], [traceback.format_exc(limit=3)])
     _write_result(request, result)
@@ -239,6 +317,8 @@ def main():
         problem = os.strerror(ctypes.get_errno())
         _write_result(request, {"refused": f"the namespace backend could not create namespaces ({problem})"})
         return
+    if request["mode"] == "shell":
+        sys.exit(_run_shell(request, libc))
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:

@@ -18,7 +18,7 @@ from pydantic import DirectoryPath, Field, PositiveFloat, PositiveInt
 
 from ..compat.deepagents import glob_files
 from ..context import current_task
-from ..sandbox import Limits, run_command
+from ..sandbox import Limits, run_on_files
 from .builtin import steady
 
 
@@ -89,7 +89,7 @@ async def grep(pattern: str, path: str = "/", glob: str | None = None, files: Fi
 
 
 @tool
-async def run_tests(
+def run_tests(
     files: Files = None,
     command: Annotated[str | None, InjectedToolArg, Field(description="the task's test command, run in the workspace's root")] = None,
     wall_seconds: Annotated[PositiveFloat, InjectedToolArg, Field(description="wall-clock limit")] = 60.0,
@@ -107,8 +107,8 @@ async def run_tests(
     tree = {path: _text(data) for path, data in (files or {}).items()}
     if workspace is not None:
         tree.update({path: workspace.files[path] for path in workspace.protected_paths()})
-    limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb, output_tail_chars=output_chars)
-    return _as_text(run_command(tree, command, limits), output_chars)
+    limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)
+    return _as_text(run_on_files(tree, command, limits, output_chars), output_chars)
 
 
 def _as_text(result: dict[str, Any], output_chars: int) -> str | dict:
@@ -116,13 +116,13 @@ def _as_text(result: dict[str, Any], output_chars: int) -> str | dict:
     readable by line when deep agents move a long one to a file); a refusal stays the sandbox's result."""
     if result.get("refused"):
         return steady(result)
-    ended = f"exit code {result.get('command_exit_code')}"
+    ended = f"exit code {result.get('exit_code')}"
     if result.get("killed"):
         ended = f"killed: {result['killed']}"
-    elif result.get("command_exit_code") is None:
-        ended = "; ".join(result.get("failures") or ["no result"])
+    elif result.get("error"):
+        ended = result["error"]
     return (f"ok: {str(bool(result.get('ok'))).lower()} ({ended}; `{result.get('isolation')}` sandbox)\n"
-            f"--- the last {output_chars} characters of its output at most ---\n{result.get('output_tail', '')}")
+            f"--- the last {output_chars} characters of its output at most ---\n{result.get('output', '')}")
 
 
 def _hidden_files(root: Path, under: str) -> dict[str, str]:
@@ -133,7 +133,7 @@ def _hidden_files(root: Path, under: str) -> dict[str, str]:
 
 
 @tool
-async def workspace_tests(
+def workspace_tests(
     workspace: dict[str, str],
     tests: Annotated[DirectoryPath, InjectedToolArg, Field(description="the dir of hidden test files, which no model sees")],
     command: Annotated[str, InjectedToolArg, Field(description="the command that runs them, in the workspace's root")],
@@ -146,4 +146,4 @@ async def workspace_tests(
     (path -> text, its protected files as the seed has them) and ``command`` run over them in the sandbox;
     ok when it exits 0."""
     tree = {**workspace, **_hidden_files(Path(tests), tests_at)}
-    return steady(run_command(tree, command, Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)))
+    return steady(run_on_files(tree, command, Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from support.helpers import verdict
 
 from rubric_runner.compat import deepagents as compat_deepagents
@@ -139,3 +140,19 @@ def test_deepagents_after_agent_update_applied_is_the_loop_state_and_ended_at_ca
     assert "jump_to" not in ended and "messages" not in ended
     assert compat_deepagents.LoopState.after(state, ended).status == "max_iterations_reached"
     assert compat_deepagents.LoopState.after(state, None) is None and compat_deepagents.LoopState.after(state, {"messages": []}) is None
+
+
+def test_deepagents_filesystem_backend_refuses_a_path_out_of_its_root_in_resolve_path(tmp_path):
+    from deepagents.backends import FilesystemBackend
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "out").symlink_to(outside)
+    bare = FilesystemBackend(root_dir=root, virtual_mode=True)
+    with pytest.raises(ValueError, match="outside root directory"):  # the library lets it through
+        bare.write("/out/x.txt", "x")
+    confined = compat_deepagents.confined_files()(root_dir=root, virtual_mode=True)
+    assert "refused, /out/x.txt is outside its root" in confined.write("/out/x.txt", "x").error
+    assert confined.read("/out/x.txt").error and list(outside.iterdir()) == []
+    assert confined.write("/in.txt", "x").error is None and (root / "in.txt").read_text() == "x"

@@ -11,11 +11,13 @@ report a child process refreshes, run as that user too.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import pwd
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +42,7 @@ from support.helpers import (
 from rubric_runner.plugins.registry import bind_settings
 from rubric_runner.sandbox import (
     Limits,
+    bwrap,
     choose,
     isolation_setting,
     pytest_path,
@@ -542,7 +545,7 @@ def test_the_config_offers_exactly_the_sandbox_modes():
 
 
 def test_a_workspace_command_runs_contained_for_an_ordinary_user(ordinary_user):
-    """``run_command`` (run_tests, workspace_tests) as the ordinary user: the files' tests run, and the command
+    """``run_on_files`` (run_tests, workspace_tests) as the ordinary user: the files' tests run, and the command
     sees neither the user's home nor the host's /root, and writes nowhere but its own work dir."""
     (ordinary_user.home / "secret.txt").write_text("the user's own")
     files = {"/calc.py": "def add(a, b):\n    return a + b\n",
@@ -551,13 +554,123 @@ def test_a_workspace_command_runs_contained_for_an_ordinary_user(ordinary_user):
                f" touch {ordinary_user.tree}/scratch/escaped; echo done")
     program = ("import json, sys\n"
                f"sys.path.insert(0, {str(ordinary_user.tree / 'lib')!r})\n"
-               "from rubric_runner.sandbox import Limits, isolation_setting, run_command\n"
+               "from rubric_runner.sandbox import Limits, isolation_setting, run_on_files\n"
                "with isolation_setting('auto'):\n"
-               f"    print(json.dumps(run_command({files!r}, {command!r}, Limits(wall_seconds=60))))\n")
+               f"    print(json.dumps(run_on_files({files!r}, {command!r}, Limits(wall_seconds=60))))\n")
     completed = subprocess.run(ordinary_user.command("-I", "-c", program), env=ordinary_user.env("/usr/bin:/bin"),
                                capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr
     result = json.loads(completed.stdout)
     assert result["isolation"] == "bwrap" and result["ok"] is True, result
-    assert "1 passed" in result["output_tail"] and result["output_tail"].rstrip().endswith("done")
-    assert "the user's own" not in result["output_tail"] and not (ordinary_user.tree / "scratch" / "escaped").exists()
+    assert "1 passed" in result["output"] and result["output"].rstrip().endswith("done")
+    assert "the user's own" not in result["output"] and not (ordinary_user.tree / "scratch" / "escaped").exists()
+
+
+# --- shell commands on a workspace (the sandbox backend's execute) ----------------------------------------
+
+COMMAND_PROBE = r'''
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from rubric_runner.sandbox import Limits, isolation_setting, run_command
+settings = json.loads(sys.argv[2])
+home, workspace, port = settings["home"], Path(settings["workspace"]), settings["port"]
+COMMANDS = {
+    "reads_home": f"cat {home}/secret.txt",
+    "writes_outside": f"echo escaped > {home}/escaped.txt; echo escaped > {workspace.parent}/escaped.txt; echo mine > mine.txt",
+    "connects_loopback": f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=1)'",
+    "fork_bomb": "b() { b | b & }; b; sleep 30",
+    "cpu_loop": "while :; do :; done",
+    "fills_disk": "i=0; while [ $i -lt 40 ]; do head -c 4000000 /dev/zero > fill$i || break; i=$((i+1)); done; exit 7",
+}
+outcomes = {}
+with isolation_setting(settings["isolation"]):
+    for name, command in COMMANDS.items():
+        (workspace / name).mkdir()
+        outcomes[name] = run_command(command, workspace / name, Limits(wall_seconds=4, cpu_seconds=1))
+print(json.dumps(outcomes))
+'''
+COMMAND_BOUND_SECONDS = 12.0
+
+
+def _listener() -> tuple[socket.socket, list]:
+    """A loopback listener that counts the connections it accepts."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    accepted: list = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                accepted.append(server.accept())
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server, accepted
+
+
+def _check_commands(outcomes: dict, home: Path, workspace: Path, backend: str, accepted: list) -> None:
+    """Each command was contained: no home read or written, nothing outside its dir, no connection, bounded."""
+    for name, result in outcomes.items():
+        assert (result["isolation"], result["isolated"]) == (backend, True), (name, result)
+        assert result["duration_s"] < COMMAND_BOUND_SECONDS, (name, result)
+    assert hostile.SECRET_TEXT not in outcomes["reads_home"]["output"] and outcomes["reads_home"]["exit_code"] != 0
+    assert not (home / "escaped.txt").exists() and not (workspace / "escaped.txt").exists()
+    assert (workspace / "writes_outside" / "mine.txt").read_text() == "mine\n"
+    refused = outcomes["connects_loopback"]
+    assert refused["exit_code"] != 0 and ("ConnectionRefusedError" in refused["output"] or "Network is unreachable" in refused["output"])
+    assert accepted == []
+    assert outcomes["fork_bomb"]["killed"] == "wall-clock limit of 4s exceeded"
+    assert outcomes["cpu_loop"]["killed"] in ("CPU time limit exceeded", "killed (CPU time hard limit or out of memory)")
+    filled = sum(path.stat().st_size for path in (workspace / "fills_disk").iterdir())
+    assert outcomes["fills_disk"]["exit_code"] == 7 and 0 < filled <= bwrap.TMP_BYTES, outcomes["fills_disk"]
+
+
+def _command_probe(tmp: Path, home: Path, isolation: str) -> tuple[dict, Path, list]:
+    """The commands run by this process; (outcomes, workspace, accepted connections)."""
+    server, accepted = _listener()
+    workspace = tmp / "workspaces"
+    workspace.mkdir()
+    settings = {"home": str(home), "workspace": str(workspace), "port": server.getsockname()[1], "isolation": isolation}
+    try:
+        ran = subprocess.run([sys.executable, "-c", COMMAND_PROBE, str(ROOT), json.dumps(settings)],
+                             capture_output=True, text=True, timeout=300)
+    finally:
+        server.close()
+    assert ran.returncode == 0, ran.stderr
+    return json.loads(ran.stdout), workspace, accepted
+
+
+@pytest.mark.skipif(choose("auto").backend is None, reason="nothing isolates here (rubric-runner doctor says why)")
+@pytest.mark.parametrize("isolation", ["auto", pytest.param("namespaces", marks=ROOT_ONLY)])
+def test_a_command_on_a_workspace_is_contained(tmp_path, isolation):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "secret.txt").write_text(hostile.SECRET_TEXT)
+    (home / "secret.txt").chmod(0o600)
+    outcomes, workspace, accepted = _command_probe(tmp_path, home, isolation)
+    _check_commands(outcomes, home, workspace, auto_backend() if isolation == "auto" else isolation, accepted)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (scripts/setup installs it as root)")
+def test_a_command_on_a_workspace_is_contained_for_an_ordinary_user(ordinary_user):
+    home = ordinary_user.home
+    (home / "secret.txt").write_text(hostile.SECRET_TEXT)
+    os.chown(home / "secret.txt", ordinary_user.uid, ordinary_user.gid)
+    (home / "secret.txt").chmod(0o600)
+    (home / "escaped.txt").unlink(missing_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=ordinary_user.tree / "scratch"))
+    workspace = scratch / "workspaces"
+    workspace.mkdir()
+    for path in (scratch, workspace):
+        os.chown(path, ordinary_user.uid, ordinary_user.gid)
+    server, accepted = _listener()
+    settings = {"home": str(home), "workspace": str(workspace), "port": server.getsockname()[1], "isolation": "auto"}
+    try:
+        ran = subprocess.run(ordinary_user.command("-I", "-c", COMMAND_PROBE, str(ordinary_user.tree / "lib"), json.dumps(settings)),
+                             env=ordinary_user.env("/usr/bin:/bin"), capture_output=True, text=True, timeout=300)
+    finally:
+        server.close()
+    assert ran.returncode == 0, ran.stderr
+    _check_commands(json.loads(ran.stdout), home, workspace, "bwrap", accepted)
+    assert (workspace / "writes_outside" / "mine.txt").stat().st_uid == ordinary_user.uid

@@ -1,0 +1,156 @@
+"""The worker's backend (``worker.backend``): where its files live and where ``execute`` runs.
+
+One agent serves every task of a plan, so one backend object does too; the disk backends find the task
+at hand through ``context.current_task()`` and work in its own dir, ``<task's record dir>/workspace/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from deepagents.backends import CompositeBackend, StateBackend
+from deepagents.backends.protocol import (
+    DeleteResult,
+    EditResult,
+    ExecuteResponse,
+    FileUploadResponse,
+    SandboxBackendProtocol,
+    WriteResult,
+)
+
+from ..compat.deepagents import confined_files
+from ..config.schema import WorkerBackend, WorkerConfig
+from ..context import current_task
+from ..sandbox import Limits, run_command
+
+WORKSPACE_DIR = "workspace"
+"""The task's workspace, under its record dir."""
+OUTPUT_CHARS = 30000
+"""Characters of a command's output the worker reads (the end of it)."""
+SKILLS_ROUTE, MEMORY_ROUTE = "/.skills/", "/.memory/"
+"""Where the worker reads its skills dirs and memory files: ``/.skills/N/``, ``/.memory/N/FILE``."""
+
+
+def task_workspace() -> Path:
+    """The dir of the task at hand's workspace, ``<task's record dir>/workspace/``, made on first use.
+
+    On ``filesystem`` and ``sandbox`` this dir is the worker's ``/``: a file seeded at ``DIR/src/a.py``
+    reads as ``/src/a.py`` in the worker's file tools, and ``execute`` runs in (a copy of) it. Seeding
+    a task's files before its first turn writes them here, inside the task's context.
+    """
+    task = current_task()
+    if task is None or task.ref.run_dir is None:
+        raise RuntimeError("no task is being worked on here, so there is no workspace")
+    path = Path(task.ref.run_dir) / WORKSPACE_DIR
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class TaskFiles(confined_files()):
+    """``FilesystemBackend`` in virtual mode, rooted at the task at hand's workspace: ``..``, ``~`` and paths
+    that resolve outside it (through a symlink) are refused, and the refusal is the tool's error."""
+
+    place = "the workspace"
+
+    def __init__(self) -> None:
+        super().__init__(root_dir=None, virtual_mode=True)
+
+    @property
+    def cwd(self) -> Path:  # type: ignore[override]
+        return task_workspace().resolve()
+
+    @cwd.setter
+    def cwd(self, _: Path) -> None:
+        """``FilesystemBackend.__init__`` sets a fixed root; this backend's follows the task."""
+
+
+class TaskSandbox(TaskFiles, SandboxBackendProtocol):
+    """The task's workspace with ``execute``: each command runs under ``rubric_runner.sandbox``
+    (``sandbox.isolation``) on a copy of the workspace, mirrored back when it ends.
+
+    The file tools work on the workspace directly, as ``TaskFiles`` (the paths read alike on both disk
+    backends, and a file read starts no sandbox); only commands run inside it, with run_test_suite's
+    bounds (``Limits``: wall clock, CPU, memory, processes, output, a private tmpfs) and its user rules
+    (root's code runs as nobody; an ordinary user's in a user namespace).
+    """
+
+    def __init__(self, limits: Limits | None = None) -> None:
+        super().__init__()
+        self.limits = limits or Limits()
+
+    @property
+    def id(self) -> str:
+        task = current_task()
+        return f"rubric-sandbox:{task.ref.task_id}-r{task.ref.repeat}" if task is not None else "rubric-sandbox"
+
+    def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
+        limits = self.limits
+        if timeout:
+            limits = Limits(**{**vars(limits), "wall_seconds": min(float(timeout), limits.wall_seconds)})
+        result = run_command(command, task_workspace(), limits, OUTPUT_CHARS)
+        if result.get("refused"):
+            return ExecuteResponse(output=f"sandbox: refused to run the command: {result['refused']}", exit_code=None)
+        notes = [f"[sandbox: {result['killed']}]"] if result["killed"] else []
+        notes += [f"[sandbox: {result['error']}]"] if result.get("error") else []
+        if result["truncated"]:
+            notes.insert(0, f"[output cut to its last {OUTPUT_CHARS} characters]")
+        output = "\n".join([result["output"], *notes]) if notes else result["output"]
+        return ExecuteResponse(output=output, exit_code=result["exit_code"], truncated=result["truncated"])
+
+
+def worker_backend(kind: WorkerBackend) -> Any:
+    """The backend the plan's worker (and its subagents) share: ``state`` (files in the agent's state and
+    checkpoints), ``filesystem`` (``TaskFiles``) or ``sandbox`` (``TaskSandbox``)."""
+    if kind is WorkerBackend.sandbox:
+        return TaskSandbox()
+    if kind is WorkerBackend.filesystem:
+        return TaskFiles()
+    return StateBackend()
+
+
+
+
+
+class ReadOnlyFiles(confined_files()):
+    """A host dir the worker reads and never changes (a skills dir), or, with ``only``, one file in it (a
+    memory file)."""
+
+    def __init__(self, root: Path, only: str | None = None) -> None:
+        super().__init__(root_dir=root, virtual_mode=True)
+        self.only = only
+
+    place = "the dir"
+
+    def refusal(self, path: Path) -> str | None:
+        return None if self.only is None or path in (self.cwd, self.cwd / self.only) else f"only {self.only} is shown here"
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        return WriteResult(error=f"Error: {file_path} is read-only")
+
+    def edit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:  # noqa: FBT001, FBT002
+        return EditResult(error=f"Error: {file_path} is read-only")
+
+    def delete(self, file_path: str) -> DeleteResult:
+        return DeleteResult(error=f"Error: {file_path} is read-only")
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        return [FileUploadResponse(path=path, error="permission_denied") for path, _ in files]
+
+
+def worker_files(worker: WorkerConfig) -> tuple[Any, list[str] | None, list[str] | None]:
+    """The worker's backend, and the sources of its skills and memory for ``create_deep_agent``: each
+    skills dir and memory file a read-only route beside the backend (``SKILLS_ROUTE``, ``MEMORY_ROUTE``)."""
+    routes: dict[str, Any] = {}
+    skills, memory = [], []
+    for index, folder in enumerate(worker.skills):
+        route = f"{SKILLS_ROUTE}{index}/"
+        routes[route] = ReadOnlyFiles(Path(folder).expanduser().resolve())
+        skills.append(route)
+    for index, file in enumerate(worker.memory):
+        path = Path(file).expanduser().resolve()
+        route = f"{MEMORY_ROUTE}{index}/"
+        routes[route] = ReadOnlyFiles(path.parent, only=path.name)
+        memory.append(route + path.name)
+    backend = worker_backend(worker.backend)
+    return (CompositeBackend(default=backend, routes=routes) if routes else backend), skills or None, memory or None
