@@ -1,6 +1,6 @@
 """The bubblewrap backend: new namespaces, and a file system of /usr, Python and pytest, read-only.
 
-The code sees a fresh /proc, a minimal /dev, a private tmpfs /tmp (its work
+The code sees a fresh /proc, a minimal /dev, a private tmpfs /tmp open to all (its work
 dir is /tmp/sandbox) and, read-only, /usr, the Python installation, pytest's
 site-packages and the sandbox's own child script: nothing of $HOME or the
 project. It gets new user (when not root), pid, network (nothing but its own
@@ -69,7 +69,7 @@ def command(bwrap: str, readable: list[str]) -> list[str]:
             system += ["--symlink", os.readlink(link), link]
         elif os.path.isdir(link):
             system += ["--ro-bind", link, link]
-    fresh = ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    fresh = ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--perms", "1777", "--tmpfs", "/tmp"]
     bound = _outside_usr([sys.base_prefix, os.path.dirname(python()), *readable])
     dirs = [arg for path in _ancestors([*bound, CHILD_INSIDE]) for arg in ("--dir", path)]
     binds = [arg for path in bound for arg in ("--ro-bind", path, path)]

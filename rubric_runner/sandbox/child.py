@@ -8,7 +8,10 @@ result line tagged with the request's nonce on stdout.
 In shell mode the command runs under ``/bin/sh -c`` on a copy of the host dir
 whose descriptor the request names (``workspace_fd``): copied into the private
 work dir before, and the work dir mirrored back once the command has ended.
-Only this process holds the descriptor; the command never does.
+Only this process holds the descriptor; the command never does. The command's
+``PATH`` starts with a dir beside the work dir where ``python`` and ``python3``
+are this interpreter, so ``python -m pytest`` works where the system has no
+``python``.
 """
 
 import ctypes
@@ -256,11 +259,23 @@ def _reclaim(path):
 def _shell(request, libc, parent):
     """The command, as the sandbox's user, with its limits, in the work dir (the workspace's copy)."""
     os.close(request["workspace_fd"])
+    shims = _python_shims(request["workdir"])
     _drop_privileges(request["workdir"], switch_user=request["isolation"] != "none")
     _die_with_parent(libc, parent)
     _limit(request)
-    os.environ.update(PATH=request["path"], PYTHONPATH=os.pathsep.join(request.get("import_paths", [])))
+    os.environ.update(PATH=f"{shims}:{request['path']}", PYTHONPATH=os.pathsep.join(request.get("import_paths", [])))
     os.execv("/bin/sh", ["/bin/sh", "-c", request["command"]])
+
+
+def _python_shims(workdir):
+    """A dir beside the work dir (so never mirrored back) holding ``python`` and ``python3`` links to this
+    interpreter."""
+    shims = os.path.join(os.path.dirname(workdir), "python-bin")
+    os.makedirs(shims, exist_ok=True)
+    for name in ("python", "python3"):
+        if not os.path.lexists(os.path.join(shims, name)):
+            os.symlink(sys.executable, os.path.join(shims, name))
+    return shims
 
 
 def _run_shell(request, libc):

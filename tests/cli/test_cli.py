@@ -73,7 +73,7 @@ def test_console_script_is_installed():
 def test_help_lists_groups_and_options(tmp_path):
     proc = run_cli("--help", cwd=tmp_path)
     assert proc.returncode == 0
-    for line in ("rubric          code, code_tasks, haiku, humaneval, summary", "prompt/grader   builtin, code_reviewer", "exit codes: 0 satisfied"):
+    for line in ("rubric          code, code_tasks, haiku, humaneval, repo_tasks, summary", "prompt/grader   builtin, code_reviewer", "exit codes: 0 satisfied"):
         assert line in proc.stdout
     assert "sonnet" in proc.stdout and "model " not in proc.stdout
 

@@ -41,8 +41,8 @@ def test_a_resume_without_a_plugin_the_run_used_is_one_line_and_touches_nothing(
     proc = run_cli("resume", str(run_dir), cwd=tmp_path, env={PLUGINS_ENV: ""})
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.splitlines() == [
-        "error: grader.tools.count_syllables: unknown tool 'count_syllables' (available tools: run_check, "
-        "run_test_suite; install the plugin that provides it; RUBRIC_RUNNER_PLUGINS='' limits which plugins load)"]
+        "error: grader.tools.count_syllables: unknown tool 'count_syllables' (available tools: glob, grep, ls, "
+        "read_file, run_check, run_test_suite, run_tests, workspace_tests; install the plugin that provides it; RUBRIC_RUNNER_PLUGINS='' limits which plugins load)"]
     assert digests(run_dir) == before
     proc = run_cli("resume", str(run_dir), cwd=tmp_path)  # with the plugin: nothing to redo, every task kept
     record = json.loads((run_dir / "result.json").read_text())
