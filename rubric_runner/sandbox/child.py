@@ -11,7 +11,8 @@ work dir before, and the work dir mirrored back once the command has ended.
 Only this process holds the descriptor; the command never does. The command's
 ``PATH`` starts with a dir beside the work dir where ``python`` and ``python3``
 are this interpreter, so ``python -m pytest`` works where the system has no
-``python``.
+``python``; pytest loads no plugin it is not named (``-p NAME``), as in
+pytest mode: the site-packages it comes from are the runner's, not the task's.
 """
 
 import ctypes
@@ -263,7 +264,8 @@ def _shell(request, libc, parent):
     _drop_privileges(request["workdir"], switch_user=request["isolation"] != "none")
     _die_with_parent(libc, parent)
     _limit(request)
-    os.environ.update(PATH=f"{shims}:{request['path']}", PYTHONPATH=os.pathsep.join(request.get("import_paths", [])))
+    os.environ.update(PATH=f"{shims}:{request['path']}", PYTHONPATH=os.pathsep.join(request.get("import_paths", [])),
+                      PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # the runner's own pytest plugins are not the task's
     os.execv("/bin/sh", ["/bin/sh", "-c", request["command"]])
 
 
