@@ -152,7 +152,7 @@ def test_ctrl_c_of_a_ray_sweep_records_its_running_jobs_interrupted_and_the_summ
     address, _, cluster_env = ray_cluster
     for name, value in cluster_env.items():
         monkeypatch.setenv(name, value)
-    slow = write_script(tmp_path / "slow.yaml", [{"content": "slow", "latency": 4}], [])
+    slow = write_script(tmp_path / "slow.yaml", [{"content": "slow", "latency": 8}], [])
     sweep_dir = tmp_path / "sweep"
     with cli_process("-m", "hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address={address}", *SCRIPTED,
                      f"worker.script={slow}", "grader.script=${worker.script}", "tags=[a],[b]",
