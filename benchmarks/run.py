@@ -484,7 +484,8 @@ EXECUTE_TESTS = "def test_one():\n    assert 1 + 1 == 2\n\n\ndef test_two():\n  
 
 def bench_execute(tmp: Path, repeats: int) -> dict:
     """The sandbox backend's ``execute`` (``TaskSandbox``: copy in, sandbox, mirror back) of ``true`` and of a
-    small pytest run, against the same command under a bare ``bwrap`` with the same binds and work dir."""
+    small pytest run, against the same command under a bare ``bwrap`` with the same binds, work dir and
+    environment (pytest's plugin autoload off, as the sandbox has it)."""
     from rubric_runner.context import CURRENT_TASK, TaskContext, TaskRef
     from rubric_runner.loop.backends import WORKSPACE_DIR, TaskSandbox
     from rubric_runner.sandbox import bwrap, isolation_setting, pytest_path
@@ -511,7 +512,7 @@ def bench_execute(tmp: Path, repeats: int) -> dict:
 
     def bare(command: str):
         argv = [*bwrap.command(shutil.which("bwrap"), [site])[:-1], "--bind", str(workspace), "/tmp/sandbox", "--chdir", "/tmp/sandbox",
-                "--setenv", "PATH", path, "--setenv", "PYTHONPATH", site, "/bin/sh", "-c", command]
+                "--setenv", "PATH", path, "--setenv", "PYTHONPATH", site, "--setenv", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1", "/bin/sh", "-c", command]
 
         def once() -> None:
             subprocess.run(argv, env={}, capture_output=True, check=True)
