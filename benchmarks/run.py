@@ -487,13 +487,13 @@ def bench_execute(tmp: Path, repeats: int) -> dict:
     small pytest run, against the same command under a bare ``bwrap`` with the same binds, work dir and
     environment (pytest's plugin autoload off, as the sandbox has it)."""
     from rubric_runner.context import CURRENT_TASK, TaskContext, TaskRef
-    from rubric_runner.loop.backends import WORKSPACE_DIR, TaskSandbox
+    from rubric_runner.loop.backends import LIVE_DIR, TaskSandbox
     from rubric_runner.sandbox import bwrap, isolation_setting, pytest_path
 
     if bwrap.unavailable() is not None:
         return {"skipped": bwrap.unavailable()}
     task_dir = tmp / "execute-task"
-    workspace = task_dir / WORKSPACE_DIR
+    workspace = task_dir / LIVE_DIR
     workspace.mkdir(parents=True)
     (workspace / "test_small.py").write_text(EXECUTE_TESTS)
     site = pytest_path()

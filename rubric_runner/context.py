@@ -36,6 +36,9 @@ class TaskContext:
     """The task's ``loop.limits.TaskGuard`` (none in a regrade)."""
     workspace: Any = None
     """The task's ``tasks.workspace.Workspace``, when it has one: its seed and protected globs."""
+    files_dir: str | None = None
+    """On the disk backends (``worker.backend``), the dir of the worker's files; on ``state`` they are in the
+    agent's state."""
     workspace_diff_cap: int = 0
     """``rubric.workspace_diff_max_bytes``: the most bytes of a kept workspace diff."""
     earlier_replies: int = 0

@@ -21,7 +21,7 @@ from ..observe.recorder import ToolCallWatch
 from ..plugins.events import GradingPassed
 from ..records import Evaluation
 from .arms import FreshAttempts, fresh_for_grader, grading_passes
-from .backends import worker_files
+from .backends import live_files, worker_files
 from .plan import Plan
 from .policy import is_default, policy_middleware_class
 from .workspaces import grader_state, grader_state_schema
@@ -67,7 +67,9 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy
     grading = GraderPass(strategy(plan.strategy), node.max_model_calls,
                          EvidenceRule(sorted(node.tools), list(plan.config.rubric.evidence)), compatible_server(node))
     if any(task.workspace is not None for task in plan.tasks):  # the grader reads the worker's files
-        arguments["build_grader_state"] = grader_state(arguments.get("build_grader_state"))
+        backend = plan.config.worker.backend
+        arguments["build_grader_state"] = grader_state(arguments.get("build_grader_state"),
+                                                       lambda state: live_files(backend, state))
         arguments["grader_state_schema"] = grader_state_schema(arguments.get("grader_state_schema"))
     loop = plan.config.loop
     if loop_policy and not is_default(loop):

@@ -1,7 +1,7 @@
 """The worker's backend (``worker.backend``): where its files live and where ``execute`` runs.
 
 One agent serves every task of a plan, so one backend object does too; the disk backends find the task
-at hand through ``context.current_task()`` and work in its own dir, ``<task's record dir>/workspace/``.
+at hand through ``context.current_task()`` and work in its own dir, ``<task's record dir>/files/``.
 """
 
 from __future__ import annotations
@@ -18,14 +18,18 @@ from deepagents.backends.protocol import (
     SandboxBackendProtocol,
     WriteResult,
 )
+from deepagents.backends.utils import create_file_data
 
 from ..compat.deepagents import confined_files
 from ..config.schema import WorkerBackend, WorkerConfig
 from ..context import current_task
 from ..sandbox import Limits, run_command
+from ..tasks.workspace import Workspace
+from ..tools.files import dir_texts
 
-WORKSPACE_DIR = "workspace"
-"""The task's workspace, under its record dir."""
+LIVE_DIR = "files"
+"""The worker's files on the disk backends, under the task's record dir (beside ``workspace/``, where the
+kept attempts are)."""
 OUTPUT_CHARS = 30000
 """Characters of a command's output the worker reads (the end of it)."""
 SKILLS_ROUTE, MEMORY_ROUTE = "/.skills/", "/.memory/"
@@ -33,7 +37,7 @@ SKILLS_ROUTE, MEMORY_ROUTE = "/.skills/", "/.memory/"
 
 
 def task_workspace() -> Path:
-    """The dir of the task at hand's workspace, ``<task's record dir>/workspace/``, made on first use.
+    """The dir of the task at hand's files, ``<task's record dir>/files/``, made on first use.
 
     On ``filesystem`` and ``sandbox`` this dir is the worker's ``/``: a file seeded at ``DIR/src/a.py``
     reads as ``/src/a.py`` in the worker's file tools, and ``execute`` runs in (a copy of) it. Seeding
@@ -42,7 +46,7 @@ def task_workspace() -> Path:
     task = current_task()
     if task is None or task.ref.run_dir is None:
         raise RuntimeError("no task is being worked on here, so there is no workspace")
-    path = Path(task.ref.run_dir) / WORKSPACE_DIR
+    path = Path(task.ref.run_dir) / LIVE_DIR
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -97,6 +101,28 @@ class TaskSandbox(TaskFiles, SandboxBackendProtocol):
             notes.insert(0, f"[output cut to its last {OUTPUT_CHARS} characters]")
         output = "\n".join([result["output"], *notes]) if notes else result["output"]
         return ExecuteResponse(output=output, exit_code=result["exit_code"], truncated=result["truncated"])
+
+
+def seed(kind: WorkerBackend, workspace: Workspace) -> dict[str, Any]:
+    """A workspace task's seed put where the worker reads it before its first turn: on ``state`` the agent
+    input's ``files`` (returned); on the disk backends written into the task's dir, and the input's ``files``
+    empty (tools that read the state's files find the key, and ``run_tests`` reads the dir)."""
+    if kind is WorkerBackend.state:
+        return {"files": workspace.state_files()}
+    root = task_workspace()
+    for path, text in workspace.files.items():
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return {"files": {}}
+
+
+def live_files(kind: WorkerBackend, state: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The worker's files now, as the state backend holds them (path -> FileData): the state's ``files`` on
+    ``state``, the task's dir read on the disk backends (``tools.files.dir_texts``)."""
+    if kind is WorkerBackend.state:
+        return dict(state.get("files") or {})
+    return {path: create_file_data(text) for path, text in dir_texts(task_workspace()).items()}
 
 
 def worker_backend(kind: WorkerBackend) -> Any:

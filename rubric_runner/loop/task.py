@@ -20,7 +20,7 @@ from langchain_core.messages import HumanMessage
 
 from ..compat.deepagents import LoopState
 from ..compat.langchain import transcript_messages
-from ..config.schema import KeepCheckpoints, OnCutView
+from ..config.schema import KeepCheckpoints, OnCutView, WorkerBackend
 from ..context import CURRENT_TASK, TaskContext, TaskRef
 from ..errors import out_of_space
 from ..grader.evidence import final_status
@@ -49,6 +49,7 @@ from ..records import (
 from ..tasks.checks import verify
 from ..tasks.sets import Task
 from .answers import attempt_answers, final_answer, first_answer, graded_attempts
+from .backends import LIVE_DIR, live_files, seed
 from .budgets import Budgets
 from .limits import LimitExceeded, TaskGuard
 from .plan import Plan
@@ -177,7 +178,9 @@ class TaskRun:
         guard = TaskGuard(plan.config.limits, shared.budgets, record, self.dir)  # after the recorder, whose counts it reads
         grading = TaskGrading(plan.config.grader, plan.strategy or "", self.task.rubric, self.log, self.console)
         workspace = self.task.workspace
+        on_disk = plan.config.worker.backend is not WorkerBackend.state
         CURRENT_TASK.set(TaskContext(self.ref, self.task.tools, recorder, grading, guard, workspace,
+                                     str(self.dir / LIVE_DIR) if on_disk else None,
                                      plan.config.rubric.workspace_diff_max_bytes))
         if workspace is not None:
             keep_seed(plan.run_dir, self.task.id, workspace)
@@ -187,7 +190,7 @@ class TaskRun:
             del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
         saved = await shared.agent.aget_state(run_config) if record.resumed else None
         if workspace is not None and plan.follow_up is None and not (saved is not None and saved.values.get("messages")):
-            agent_input["files"] = workspace.state_files()  # the task's first turn: never again on its thread
+            agent_input.update(seed(plan.config.worker.backend, workspace))  # the task's first turn: never again on its thread
         ended = saved is not None and not saved.tasks and self._turn_ended(saved.values)
         if saved is not None and saved.tasks:  # steps begun (``next`` leaves out those whose writes are saved)
             agent_input = None  # continue the interrupted step from the last checkpoint
@@ -274,7 +277,8 @@ class TaskRun:
         record = self.record
         found = [kept(self.dir, attempt_name(attempt)) for attempt in range(1, record.iterations + 1)]
         record.workspaces = [workspace for workspace in found if workspace is not None]
-        record.final_workspace = keep(self.dir, "final", self.task.workspace, texts(values.get("files")),
+        record.final_workspace = keep(self.dir, "final", self.task.workspace,
+                                      texts(live_files(self.shared.plan.config.worker.backend, values)),
                                       self.shared.plan.config.rubric.workspace_diff_max_bytes)
 
     async def _verify(self, checks: list[Any], messages: list[Any]) -> None:

@@ -88,12 +88,14 @@ def attempt_name(attempt: int) -> str:
     return f"attempt-{attempt}"
 
 
-def grader_state(user: Callable[[Any, int], Mapping[str, Any]] | None) -> Callable[[Any, int], dict[str, Any]]:
+def grader_state(user: Callable[[Any, int], Mapping[str, Any]] | None,
+                 read_files: Callable[[Any], dict[str, Any]]) -> Callable[[Any, int], dict[str, Any]]:
     """``build_grader_state``: the user's own fields, and the worker's files as this pass reads them
-    (``files``, which the grader's file tools read), kept as the pass's attempt in the task's record dir."""
+    (``read_files`` of the worker's state, FileData by path: ``files``, which the grader's file tools read),
+    kept as the pass's attempt in the task's record dir."""
     def build(state: Any, iteration: int) -> dict[str, Any]:
         fields = dict(user(state, iteration)) if user is not None else {}
-        files = state.get("files") or {}
+        files = read_files(state)
         task = current_task()
         if task is not None and task.workspace is not None and task.ref.run_dir:
             keep(Path(task.ref.run_dir), attempt_name(iteration + 1), task.workspace, texts(files),

@@ -31,10 +31,17 @@ class FromState(InjectedToolArg):
         self.key = key
 
 
-Files = Annotated[dict[str, Any], FromState("files")]
+Files = Annotated[dict[str, Any] | None, FromState("files")]
 """The worker's files at this pass (path -> deep agents' FileData), from the agent's state."""
 READ_LINES = 200
 """The lines ``read_file`` gives when the grader asks for no limit."""
+
+
+def dir_texts(root: Path) -> dict[str, str]:
+    """The files under ``root`` (a disk backend's worker files) by ``/relative`` path, as text (not UTF-8:
+    read with replacements); symlinks left out."""
+    return {f"/{path.relative_to(root).as_posix()}": path.read_text(encoding="utf-8", errors="replace")
+            for path in sorted(root.rglob("*")) if path.is_file() and not path.is_symlink()}
 
 
 def _text(data: dict[str, Any]) -> str:
@@ -105,6 +112,8 @@ def run_tests(
     task = current_task()
     workspace = task.workspace if task is not None else None
     tree = {path: _text(data) for path, data in (files or {}).items()}
+    if not files and task is not None and task.files_dir:  # a disk backend's worker: its files are on disk
+        tree = dir_texts(Path(task.files_dir))
     if workspace is not None:
         tree.update({path: workspace.files[path] for path in workspace.protected_paths()})
     limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)

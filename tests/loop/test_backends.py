@@ -37,7 +37,7 @@ def test_a_file_written_then_run_on_the_sandbox_backend_is_in_the_tasks_dir_and_
     ], grader=[SATISFIED])
     result, run_dir = run_scripted(tmp_path, script, "worker.backend=sandbox")
     assert result.status == "satisfied"
-    workspace = run_dir / "workspace"
+    workspace = run_dir / "files"
     assert (workspace / "src" / "hello.py").read_text() == "print('hello from the sandbox')\n"
     assert (workspace / "made.txt").read_text() == "made\n"
     transcript = json.loads((run_dir / "transcript.json").read_text())
@@ -75,7 +75,7 @@ def test_the_filesystem_backend_keeps_the_files_in_each_tasks_workspace_and_has_
     result, run_dir = run_scripted(tmp_path, script, "worker.backend=filesystem", f"rubric.dataset={tmp_path / 'tasks.jsonl'}")
     assert result.status == "satisfied"
     for task in ("a-r0", "b-r0"):
-        workspace = run_dir / "tasks" / task / "workspace"
+        workspace = run_dir / "tasks" / task / "files"
         assert sorted(p.name for p in workspace.iterdir()) == ["notes.md"]
     assert not (run_dir / "notes.md").exists()
 
@@ -105,7 +105,7 @@ def test_a_subagents_work_through_the_task_tool_is_in_the_record(tmp_path, backe
     assert "# notes by the helper" in reads[0]["output"]
     assert result.task.usage["worker"].calls == 5  # the worker's three replies and the helper's two, within the task call
     if backend == "filesystem":
-        assert (run_dir / "workspace" / "notes.md").read_text() == "# notes by the helper\n"
+        assert (run_dir / "files" / "notes.md").read_text() == "# notes by the helper\n"
 
 
 def test_skills_and_memory_reach_the_workers_prompt_and_are_never_written(tmp_path, fake_keys):

@@ -113,3 +113,33 @@ def _task_status(run_dir: Path, key: str) -> str | None:
 def _events(run_dir: Path) -> list[dict]:
     path = run_dir / "events.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")] if path.exists() else []
+
+
+def _outcomes(run_dir: Path) -> dict[str, tuple]:
+    """What each task's record says of its workspaces: status, each attempt's changed and tampered paths,
+    the final files' changes, and the hidden checks' outcomes."""
+    found = {}
+    for task in TASKS:
+        record = _record(run_dir, task)
+        found[task] = (record["status"], [(w["changed"], w.get("tampered")) for w in record["workspaces"]],
+                       record["final_workspace"]["changed"],
+                       [a["verification"]["outcome"] for a in record["verified_attempts"]])
+    return found
+
+
+def test_the_disk_backends_seed_keep_and_grade_the_same_workspaces_as_state(tmp_path):
+    """``worker.backend=filesystem`` and ``sandbox``: the seed written into the task's ``files/`` dir, the
+    grader reading that dir, the kept attempts beside it in ``workspace/``; the records read as on ``state``."""
+    runs = {backend: run_in_process(tmp_path / backend, *DEMO, f"worker.backend={backend}")
+            for backend in ("state", "filesystem", "sandbox")}
+    expected = _outcomes(runs["state"][1])
+    assert all(status == "satisfied" for status, *_ in expected.values())
+    for backend in ("filesystem", "sandbox"):
+        result, run_dir = runs[backend]
+        assert result.aggregate.statuses == {"satisfied": 4}, backend
+        assert _outcomes(run_dir) == expected, backend
+        fixed = run_dir / "tasks" / "fix_median-r0"
+        assert (fixed / "files" / "stats.py").read_text() == files_at(fixed, "final", json.loads(
+            (run_dir / "seeds" / "fix_median.json").read_text()))["/stats.py"]
+        assert not (fixed / "files" / "attempt-1").exists() and (fixed / "workspace" / "attempt-1" / "changes.json").is_file()
+    assert not (runs["state"][1] / "tasks" / "fix_median-r0" / "files").exists()
