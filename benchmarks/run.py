@@ -500,7 +500,7 @@ def bench_execute(tmp: Path, repeats: int) -> dict:
     path = f"{os.path.dirname(bwrap.python())}:/usr/local/bin:/usr/bin:/bin"
     commands = {"true": "true", "pytest": "python3 -m pytest -q -p no:cacheprovider test_small.py"}
     backend = TaskSandbox()
-    CURRENT_TASK.set(TaskContext(TaskRef("execute", 0, str(task_dir), None)))
+    CURRENT_TASK.set(TaskContext(TaskRef("execute", 0, str(task_dir), None), files_dir=str(workspace)))
 
     def sandboxed(command: str):
         def once() -> None:

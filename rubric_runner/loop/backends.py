@@ -37,16 +37,17 @@ SKILLS_ROUTE, MEMORY_ROUTE = "/.skills/", "/.memory/"
 
 
 def task_workspace() -> Path:
-    """The dir of the task at hand's files, ``<task's record dir>/files/``, made on first use.
+    """The dir of the task at hand's files, ``<task's record dir>/files/`` (its context's ``files_dir``,
+    which the task run sets on a disk backend), made on first use.
 
     On ``filesystem`` and ``sandbox`` this dir is the worker's ``/``: a file seeded at ``DIR/src/a.py``
     reads as ``/src/a.py`` in the worker's file tools, and ``execute`` runs in (a copy of) it. Seeding
     a task's files before its first turn writes them here, inside the task's context.
     """
     task = current_task()
-    if task is None or task.ref.run_dir is None:
-        raise RuntimeError("no task is being worked on here, so there is no workspace")
-    path = Path(task.ref.run_dir) / LIVE_DIR
+    if task is None or task.files_dir is None:
+        raise RuntimeError("no task is being worked on here on a disk backend, so there is no workspace")
+    path = Path(task.files_dir)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

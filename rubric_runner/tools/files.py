@@ -38,9 +38,9 @@ READ_LINES = 200
 
 
 def dir_texts(root: Path) -> dict[str, str]:
-    """The files under ``root`` (a disk backend's worker files) by ``/relative`` path, as text (not UTF-8:
-    read with replacements); symlinks left out."""
-    return {f"/{path.relative_to(root).as_posix()}": path.read_text(encoding="utf-8", errors="replace")
+    """The files under ``root`` (a disk backend's worker files) by ``/relative`` path, as text decoded from
+    their bytes as the seed is (line endings as written; not UTF-8: read with replacements); symlinks left out."""
+    return {f"/{path.relative_to(root).as_posix()}": path.read_bytes().decode("utf-8", "replace")
             for path in sorted(root.rglob("*")) if path.is_file() and not path.is_symlink()}
 
 
