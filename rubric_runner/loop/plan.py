@@ -34,6 +34,7 @@ from ..records import CHECKPOINT_FILE, TASKS_DIR, GraderInfo, ModelInfo, RubricI
 from ..redaction import redact_config
 from ..tasks.checks import Check, resolve_checks
 from ..tasks.sets import Task, load_tasks
+from ..tasks.trajectory import Rules
 from .arms import grading_passes
 from .followup import FollowUp, check_thread_kept
 
@@ -52,7 +53,7 @@ class Plan:
     registry: ToolRegistry
     worker_tools: list[Any]
     grader_tools: list[Any]
-    checks: dict[str, list[Check]]
+    checks: dict[str, list[Check | Rules]]
     extensions: LoopExtensions
     models: dict[str, Any]
     """The chat models by role (``worker``, ``grader``)."""

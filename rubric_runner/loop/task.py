@@ -48,7 +48,8 @@ from ..records import (
 )
 from ..tasks.checks import verify
 from ..tasks.sets import Task
-from .answers import attempt_answers, final_answer, first_answer, graded_attempts
+from ..tasks.trajectory import Rules, worker_calls
+from .answers import attempt_messages, final_answer, first_answer, graded_attempts
 from .backends import LIVE_DIR, live_files, seed
 from .budgets import Budgets
 from .limits import LimitExceeded, TaskGuard
@@ -283,40 +284,47 @@ class TaskRun:
 
     async def _verify(self, checks: list[Any], messages: list[Any]) -> None:
         """Run the task's hidden checks on every attempt the grader judged (``rubric.verify_every_attempt``;
-        else on the first and the final answer only), each distinct answer once; record and log what they found."""
+        else on the first and the final answer only), each distinct answer once, trajectory rules on the
+        worker's calls up to it; record and log what they found."""
         record = self.record
         record.first_answer = first_answer(messages)
-        found: dict[str | None, Verification] = {}
+        found: dict[tuple[str | None, int | None], Verification] = {}
         tampered: dict[str | None, list[str]] = {}
+        on_calls = any(isinstance(check, Rules) for check in checks)
+        ends = attempt_messages(messages)
 
-        async def checked(answer: str | None) -> Verification:
+        async def checked(answer: str | None, attempt: int | None) -> Verification:
+            """``answer``'s checks, on the calls up to attempt ``attempt``'s answer (from 1; None: all)."""
             given = self._checked_files(answer)
+            calls = worker_calls(messages, ends[attempt - 1] if attempt is not None and attempt <= len(ends) else None)
             key = answer if not isinstance(given, dict) else sha256(json.dumps([given, tampered.get(answer)], sort_keys=True).encode()).hexdigest()
-            if key not in found:
-                found[key] = await verify(checks, given, tampered.get(answer))
-            return found[key]
+            seen = (key, len(calls) if on_calls else None)  # an attempt's calls are the first of all the calls
+            if seen not in found:
+                found[seen] = await verify(checks, given, tampered.get(answer), calls, self.task.workspace)
+            return found[seen]
 
-        answers, first_attempt, final_attempt = attempt_answers(messages), record.first_answer, record.final_answer
+        answers = [(message.text, number) for number, message in enumerate(ends, 1)]
+        first_attempt, final_attempt = (record.first_answer, 1 if ends else None), (record.final_answer, None)
         if self.task.workspace is not None:  # the attempts are the workspaces the passes read; the final one is the last
-            answers = [attempt_name(kept.attempt) for kept in record.workspaces]
+            answers = [(attempt_name(kept.attempt), kept.attempt) for kept in record.workspaces]
             tampered = {attempt_name(kept.attempt): kept.tampered for kept in record.workspaces}
             tampered["final"] = record.final_workspace.tampered
-            first_attempt, final_attempt = (answers or ["final"])[0], "final"
+            first_attempt, final_attempt = (answers or [("final", None)])[0], ("final", None)
         every = self.shared.plan.config.rubric.verify_every_attempt
         record.verified_attempts = []
-        for index, answer in enumerate(answers):
+        for index, (answer, number) in enumerate(answers):
             evaluation = record.evaluations[index] if index < len(record.evaluations) else None
             wanted = every or index in (0, len(answers) - 1)
             attempt = AttemptVerification(
                 attempt=index + 1, verdict=evaluation.result if evaluation else None,
                 criteria={criterion.name: criterion.passed for criterion in evaluation.criteria} if evaluation else {},
-                verification=await checked(answer) if wanted else None, tampered=tampered.get(answer, []))
+                verification=await checked(answer, number) if wanted else None, tampered=tampered.get(answer, []))
             record.verified_attempts.append(attempt)
             if attempt.verification is not None:
                 self.log.info("attempt_verified", attempt=attempt.attempt, verdict=attempt.verdict,
                               outcome=attempt.verification.outcome)
-        final = await checked(final_attempt)
-        first = await checked(first_attempt)
+        final = await checked(*final_attempt)
+        first = await checked(*first_attempt)
         record.verification = Verifications(first=first, final=final)
         preview_chars = self.shared.plan.config.run.preview_chars
         for which, verification in (("first", first), ("final", final)):

@@ -239,7 +239,7 @@ class CheckResult(_Model):
     details: dict[str, Any] | None = Field(default=None, exclude_if=_omitted_when_none)
     """The tool's result, as it returned it."""
     error: str | None = Field(default=None, exclude_if=_omitted_when_none)
-    """Why the check is unverifiable."""
+    """Why the check is unverifiable, or which of its rules failed (the protected files, a trajectory rule)."""
 
 
 class Verification(_Model):

@@ -3,7 +3,8 @@
 A check is a registered tool with settings, as in ``grader.tools``. It takes the answer text as its one
 argument the model would fill (``code`` for ``run_test_suite``, ``text`` for ``count_syllables``) and
 passes when its result carries ``ok: true``. A result without a boolean ``ok``, a sandbox refusal, or a
-tool that raises makes the check unverifiable: never a pass nor a fail.
+tool that raises makes the check unverifiable: never a pass nor a fail. ``trajectory`` is no tool: its
+rules run on the worker's tool calls (``rubric_runner/tasks/trajectory.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from ..config.schema import RubricConfig
 from ..errors import UsageError
 from ..plugins.registry import ToolRegistry, tool_settings, validate_settings
 from ..records import CheckOutcome, CheckResult, Verification
+from . import trajectory
 from .sets import Task
+from .trajectory import Call, Rules
+from .workspace import Workspace
 
 PROTECTED_CHECK = "protected_files"
 """The check a workspace attempt fails when it changed a protected file, whatever its tests say."""
@@ -48,7 +52,7 @@ def resolve_check(registry: ToolRegistry, name: str, settings: dict[str, Any], k
     return Check(name, tool, visible[0], settings)
 
 
-def resolve_checks(registry: ToolRegistry, rubric: RubricConfig, tasks: list[Task]) -> dict[str, list[Check]]:
+def resolve_checks(registry: ToolRegistry, rubric: RubricConfig, tasks: list[Task]) -> dict[str, list[Check | Rules]]:
     """Each task's checks (task id -> checks), resolved and validated before any model call.
 
     The rubric's own settings are checked under their keys first (``rubric.verify.NAME``); a task's
@@ -56,11 +60,16 @@ def resolve_checks(registry: ToolRegistry, rubric: RubricConfig, tasks: list[Tas
     """
     for name, settings in rubric.verify.items():
         key = f"rubric.verify.{name}"
-        validate_settings(registry.find(name, key).tool, dict(settings or {}), key, rubric.name)
-    checks = {}
+        if name == trajectory.NAME:
+            trajectory.parse(settings, key)
+        else:
+            validate_settings(registry.find(name, key).tool, dict(settings or {}), key, rubric.name)
+    checks: dict[str, list[Check | Rules]] = {}
     for task in tasks:
         prefix = f"rubric.dataset[{task.index}].verify" if rubric.dataset else "rubric.verify"
-        checks[task.id] = [resolve_check(registry, name, settings, f"{prefix}.{name}", rubric.name) for name, settings in task.verify.items()]
+        checks[task.id] = [trajectory.for_task(settings, f"{prefix}.{name}", task.workspace) if name == trajectory.NAME
+                           else resolve_check(registry, name, settings, f"{prefix}.{name}", rubric.name)
+                           for name, settings in task.verify.items()]
     return checks
 
 
@@ -82,12 +91,15 @@ async def run_check(check: Check, answer: str | dict[str, str]) -> CheckResult:
                        details=details)
 
 
-async def verify(checks: list[Check], answer: str | dict[str, str] | None, tampered: list[str] | None = None) -> Verification:
-    """Every check on ``answer`` (a workspace task's: its files, path -> text): failed if any failed, else
-    unverifiable if any was, else passed. ``tampered``: the protected files the attempt changed, which fail it."""
+async def verify(checks: list[Check | Rules], answer: str | dict[str, str] | None, tampered: list[str] | None = None,
+                 calls: list[Call] | None = None, workspace: Workspace | None = None) -> Verification:
+    """Every check on ``answer`` (a workspace task's: its files, path -> text), trajectory rules on ``calls``
+    (the worker's up to it; ``workspace``: the task's): failed if any failed, else unverifiable if any was,
+    else passed. ``tampered``: the protected files the attempt changed, which fail it."""
     if answer is None or (isinstance(answer, str) and not answer.strip()):
         return Verification(outcome=CheckOutcome.UNVERIFIABLE, error="the worker gave no answer")
-    results = [await run_check(check, answer) for check in checks]
+    results = [trajectory.check(check, calls or [], workspace) if isinstance(check, Rules) else await run_check(check, answer)
+               for check in checks]
     if tampered:
         results.append(CheckResult(tool=PROTECTED_CHECK, outcome=CheckOutcome.FAILED, details={"tampered": tampered},
                                    error=f"the attempt changed protected files: {', '.join(tampered)}"))
