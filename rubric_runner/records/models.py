@@ -252,6 +252,10 @@ class Verification(_Model):
     error: str | None = Field(default=None, exclude_if=_omitted_when_none)
     """Why nothing could be checked (e.g. the worker gave no answer)."""
 
+    def failures(self) -> list[str]:
+        """Each failed check in one line: its tool and what failed (``trajectory: max_calls.execute: ...``)."""
+        return [f"{check.tool}: {check.error or 'failed'}" for check in self.checks if check.outcome is CheckOutcome.FAILED]
+
 
 class Verifications(_Model):
     """The hidden verification of the worker's first attempt and of its final answer."""

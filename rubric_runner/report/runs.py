@@ -128,6 +128,8 @@ class Run:
     """``configs.pairing_key``: runs of arms to compare share it."""
     checked: tuple[bool | None, ...] = ()
     """Each attempt's hidden checks: passed, failed, or None (not checked, or unverifiable)."""
+    failed_checks: tuple[str, ...] = ()
+    """The final answer's failed hidden checks, one line each (``Verification.failures``)."""
     spent: tuple[Billed, ...] = ()
     """What the run was billed when each pass ended; empty when its record does not say."""
     pass_criteria: tuple[Criteria, ...] = ()
@@ -248,6 +250,7 @@ def _run(index: int, job: Job, record: TaskRecord, reused: bool, keys: tuple[Any
         trail=script_json(trail(header, record, diffs)), workspaces=tuple(diffs),
         arm=keys[2], pairing=keys[3],
         checked=tuple(a.verification.passed if a.verification else None for a in record.verified_attempts),
+        failed_checks=tuple(final.failures()) if final else (),
         spent=_spent(header, record),
         pass_criteria=shared(tuple(shared(tuple(shared((shared(c.name.strip()), c.passed)) for c in e.criteria))
                                    for e in record.evaluations)),

@@ -30,8 +30,9 @@ def trail(header: RunHeader, record: TaskRecord, diffs: list[dict[str, Any]] | N
     """A run's trail: ``passes`` (verdict, whether the library marked it unverified, explanation, criteria
     passed of total, failing criteria with their gaps, what the grader was shown when part of the transcript
     was left out), ``attempts`` (the answer each pass graded), ``error``, ``answer``, which attempt the
-    loop's policy ``returned`` and why, where it ran, and a workspace task's ``workspaces`` (``diffs``, else
-    read here: ``workspace_diffs``)."""
+    loop's policy ``returned`` and why, where it ran, a workspace task's ``workspaces`` (``diffs``, else
+    read here: ``workspace_diffs``), and the hidden checks each attempt (``checks``) and the final answer
+    (``final_checks``) failed, one line each."""
     passes = []
     for evaluation in record.evaluations:
         failing = [[c.name, _cut(c.gap)] for c in evaluation.criteria if not c.passed]
@@ -44,6 +45,7 @@ def trail(header: RunHeader, record: TaskRecord, diffs: list[dict[str, Any]] | N
             "failing": failing,
         })
     error = record.error
+    final = record.verification.final if record.verification else None
     return {
         "passes": passes,
         "attempts": record.attempts,
@@ -51,6 +53,8 @@ def trail(header: RunHeader, record: TaskRecord, diffs: list[dict[str, Any]] | N
         "answer": _cut(record.final_answer),
         "returned": record.returned.why if record.returned else "",
         "workspaces": workspace_diffs(record) if diffs is None else diffs,
+        "checks": [[_cut(line) for line in a.verification.failures()] if a.verification else [] for a in record.verified_attempts],
+        "final_checks": [_cut(line) for line in final.failures()] if final else [],
         "run_dir": record.run_dir or "",
         "overrides": " ".join(header.sources.overrides),
     }

@@ -99,6 +99,7 @@ def create_app(run_dir: Path, port: int, blind: bool = False) -> Any:
             "task.html", key=item.key, name=name(item), record=item.record, label=label, criteria=item.criteria,
             hidden=blind and label is None, verdict=item.record.status.value, token=token,
             checked=_shown(item.checked, "passed", "failed") if item.checked is not None else None,
+            failures=item.record.verification.final.failures() if item.record.verification and item.record.verification.final else [],
             revisions=item.revisions(), messages=item.messages, next=next(iter(after), None)))
 
     async def label(request: Any) -> Response:

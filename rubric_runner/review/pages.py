@@ -39,6 +39,7 @@ TASK = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{{ n
 <h2>Grader</h2>
 {% if hidden %}<p id="verdict-hidden">Hidden until you label this answer (blind review).</p>{% else %}
 <p id="verdict">{{ verdict }}{% if checked %}; hidden checks: {{ checked }}{% endif %}</p>
+{% if failures %}<ul id="failed-checks">{% for line in failures %}<li class="flag">{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% for e in record.evaluations %}<div class="msg"><b>pass {{ loop.index }}: {{ e.result }}{% if e.unverified %} (unverified){% endif %}</b> {{ e.explanation }}
 {% if e.view and e.view.is_cut %}<p class="view">cut view: {{ e.view.describe() }}</p>{% endif %}
 <ul>{% for c in e.criteria %}<li>{{ "pass" if c.passed else "fail" }}: {{ c.name }}{% if c.gap %} ({{ c.gap }}){% endif %}</li>{% endfor %}</ul></div>{% endfor %}{% endif %}

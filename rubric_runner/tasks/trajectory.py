@@ -157,7 +157,8 @@ def check(rules: Rules, calls: Sequence[Call], workspace: Workspace | None) -> C
         verdicts.append(_verdict(f"called_after_last_edit.{tool}", failure, edits[-1:], _path))
     for tool, limit in rules.max_calls:
         made = list(calls) if tool == ALL else [call for call in calls if call.name == tool]
-        what = "tool calls" if tool == ALL else f"calls of {tool}"
+        noun = "call" if len(made) == 1 else "calls"
+        what = f"tool {noun}" if tool == ALL else f"{noun} of {tool}"
         verdicts.append(_verdict(f"max_calls.{tool}", f"{len(made)} {what}, at most {limit}" if len(made) > limit else None, made[limit:]))
     if rules.never_wrote_protected and workspace is not None:
         wrote = [call for call in edits if workspace.is_protected(_path(call))]

@@ -150,6 +150,19 @@ def test_the_page_shows_the_tool_calls_their_outputs_and_the_diff_between_revisi
     assert '<p id="verdict">satisfied' in page and "pass 1: needs_revision" in page  # not blind: the verdicts show
 
 
+def test_the_page_names_each_failed_hidden_check_in_one_line(tmp_path):
+    script = write_script(tmp_path / "s.yaml", worker=[{"tool_calls": [{"name": "ls", "args": {"path": "/"}}]}, {"content": "done"}],
+                          grader=[verdict("satisfied", ("c", True))])
+    run_dir = tmp_path / "run"
+    made = run_cli(*scripted_overrides(script, "+rubric.verify.trajectory={max_calls:{ls:0},called:[ls]}"), f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    with serving(run_dir) as (url, _):
+        page = urllib.request.urlopen(url + "task/.").read().decode()
+    assert '<p id="verdict">satisfied; hidden checks: failed</p>' in page
+    assert ('<ul id="failed-checks"><li class="flag">count_syllables: failed</li>'  # the haiku rubric's own check
+            '<li class="flag">trajectory: max_calls.ls: 1 call of ls, at most 0</li></ul>') in page
+
+
 def test_the_queue_puts_disagreements_first_then_the_unlabelled():
     from rubric_runner.records import (
         CheckOutcome,

@@ -174,3 +174,14 @@ def test_a_repo_tasks_run_checks_each_attempt_s_calls(tmp_path):
         [{"call": 1, "tool": "edit_file", "argument": "/tests/test_slug.py"}],
         [{"call": 1, "tool": "edit_file", "argument": "/tests/test_slug.py"}, {"call": 2, "tool": "edit_file", "argument": "/tests/test_slug.py"}],
     ]
+
+    report = (run_dir / "report.md").read_text()
+    assert ("- fix_median (repeat 0): `trajectory: called_after_last_edit.run_tests: run_tests was not called after the last file change "
+            "(call 3, edit_file /stats.py); max_calls.edit_file: 2 calls of edit_file, at most 1`") in report.splitlines()
+    page = (run_dir / "report.html").read_text()
+    trails = json.loads(page.split('<script type="application/json" id="trails">', 1)[1].split("</script>", 1)[0])
+    median_trail = next(t for t in trails if t["run_dir"].endswith("fix_median-r0"))
+    assert median_trail["checks"][0] == [
+        "trajectory: called_after_last_edit.run_tests: run_tests was not called after the last file change (call 2, edit_file /stats.py)",
+        "workspace_tests: failed"]
+    assert median_trail["final_checks"] == [final["checks"][0]["error"].join(["trajectory: ", ""])]

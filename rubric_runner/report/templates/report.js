@@ -84,6 +84,7 @@
         var gaps = make("ul");
         pass.failing.forEach(function (c) { gaps.appendChild(make("li", "gap", "\u2717 " + c[0] + ": " + c[1])); });
         verdict.appendChild(gaps);
+        (t.checks[number] || []).forEach(function (line) { verdict.appendChild(make("div", "gap", "hidden check failed: " + line)); });
         side.appendChild(verdict);
         if (pass.result === "needs_revision" && number + 1 < t.attempts.length) {
           var changes = make("div", "diff");
@@ -107,6 +108,7 @@
       files.appendChild(make("pre", "", w.diff));
       panel.appendChild(files);
     });
+    (t.final_checks || []).forEach(function (line) { panel.appendChild(make("p", "gap", "final answer's hidden check failed: " + line)); });
     if (t.returned) panel.appendChild(make("p", "returned", "Returned: " + t.returned));
     if (t.error) panel.appendChild(make("p", "gap", t.error));
     var where = make("p");
