@@ -1,5 +1,4 @@
 import pytest
-
 from prices import invoice_total, order_total
 
 
