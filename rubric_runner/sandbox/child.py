@@ -265,7 +265,8 @@ def _shell(request, libc, parent):
     _die_with_parent(libc, parent)
     _limit(request)
     os.environ.update(PATH=f"{shims}:{request['path']}", PYTHONPATH=os.pathsep.join(request.get("import_paths", [])),
-                      PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # the runner's own pytest plugins are not the task's
+                      PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",  # the runner's own pytest plugins are not the task's
+                      PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ of the command's own mirrored into the task's files
     os.execv("/bin/sh", ["/bin/sh", "-c", request["command"]])
 
 

@@ -80,7 +80,7 @@ KEY = "needs a provider's API key"
 BUILT = "builds the site into site/; test_the_site_builds_in_strict_mode builds it into a temporary dir"
 MISSING_KEY = re.compile(r"^error: [\w.,]+: .* (needs an API key|need API keys) \(set \w+_API_KEY")
 DEMO_ENDS = "status: satisfied after 2 grading pass(es)"
-REPO_TASKS_END = "tasks 4 x repeats 1: 4/4 satisfied (satisfied@1 1.00, satisfied^1 1.00)"
+REPO_TASKS_END = "tasks 8 x repeats 1: 8/8 satisfied (satisfied@1 1.00, satisfied^1 1.00)"
 DOCTOR_SAYS = "sandbox.isolation (how run_test_suite and plugin tools isolate generated code):"
 DOCTOR_EXIT = 0 if choose("auto").backend else 1
 """``rubric-runner doctor`` exits 1 where nothing isolates code (not root, no working bubblewrap)."""

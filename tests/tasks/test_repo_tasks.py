@@ -1,5 +1,7 @@
-"""rubric=repo_tasks offline: real file edits by the worker, a grader that reads them and runs the tests,
-hidden tests on every attempt's files, a tampered attempt caught, an offloaded tool output read back."""
+"""rubric=repo_tasks offline: real file edits by the worker (and by its subagent), a grader that reads them
+and runs the tests, hidden tests on every attempt's files, a tampered attempt caught, an offloaded tool
+output read back, a refactor that lost a behaviour, a feature without its tests, the worker's own
+``execute`` test runs."""
 
 from __future__ import annotations
 
@@ -15,23 +17,25 @@ from rubric_runner.compat.deepagents import OFFLOADED
 from rubric_runner.loop.workspaces import files_at
 
 DEMO = ("rubric=repo_tasks", "worker=scripted", "grader=scripted")
-TASKS = ("fix_median", "long_log", "protected_test", "write_report")
+TASKS = ("add_feature", "delegate_fix", "fix_median", "long_log", "protected_test", "refactor_prices", "run_own_tests",
+         "write_report")
 
 
 def _record(run_dir: Path, task: str, repeat: int = 0) -> dict:
     return json.loads((run_dir / "tasks" / f"{task}-r{repeat}" / "result.json").read_text())
 
 
-def _grader_calls(run_dir: Path, task: str) -> list[tuple[str, str, str]]:
-    events = [e for e in read_events(run_dir) if e.get("task_id") == task and e.get("agent") == "grader"]
+def _grader_calls(run_dir: Path, task: str, agent: str = "grader") -> list[tuple[str, str, str]]:
+    """``agent``'s tool calls in ``task``: (tool, input, output or error)."""
+    events = [e for e in read_events(run_dir) if e.get("task_id") == task and e.get("agent") == agent]
     starts = [e for e in events if e["event"] == "tool_call_start"]
-    ends = [e for e in events if e["event"] == "tool_call_end"]
-    return [(start["tool"], start["input"], end["output"]) for start, end in zip(starts, ends, strict=True)]
+    ends = [e for e in events if e["event"] in ("tool_call_end", "tool_call_error")]
+    return [(start["tool"], start["input"], end.get("output", end.get("error"))) for start, end in zip(starts, ends, strict=True)]
 
 
 def test_repo_tasks_offline(tmp_path):
     result, run_dir = run_in_process(tmp_path, *DEMO)
-    assert result.aggregate.statuses == {"satisfied": 4}
+    assert result.aggregate.statuses == {"satisfied": 8}
     for task in TASKS:
         record = _record(run_dir, task)
         assert [w["attempt"] for w in record["workspaces"]] == list(range(1, record["iterations"] + 1)), task
@@ -66,6 +70,28 @@ def test_repo_tasks_offline(tmp_path):
     calls = _grader_calls(run_dir, "long_log")
     assert [(name, "/large_tool_results" in given) for name, given, _ in calls] == [("grep", True), ("read_file", True), ("run_tests", False)]
     assert "test_value_with_equals FAILED" in calls[1][2]
+
+    refactor = _record(run_dir, "refactor_prices")  # the tests pass, but the refactor lost the range check
+    assert [a["verification"]["outcome"] for a in refactor["verified_attempts"]] == ["failed", "passed"]
+    calls = _grader_calls(run_dir, "refactor_prices")
+    assert [name for name, _, _ in calls] == ["run_tests", "read_file"] * 2 and calls[0][2].startswith("ok: true")
+    assert "raise ValueError" not in calls[1][2] and "raise ValueError" in calls[3][2]
+
+    feature = _record(run_dir, "add_feature")  # the feature without its tests, then with them
+    assert [w["changed"] for w in feature["workspaces"]] == [["/todo.py"], ["/tests/test_pending.py", "/todo.py"]]
+    assert [a["verification"]["outcome"] for a in feature["verified_attempts"]] == ["failed", "passed"]
+    calls = _grader_calls(run_dir, "add_feature")
+    assert calls[1][:2] == ("glob", "{'pattern': '*.py', 'path': '/tests'}") and calls[1][2] == "/tests/test_todo.py"
+    assert "def test_pending_keeps_the_order_added" in calls[3][2]
+
+    delegated = _record(run_dir, "delegate_fix")  # the fixer subagent's edit is the task's one change
+    assert delegated["workspaces"][0]["changed"] == ["/roman.py"] and delegated["evaluations"][0]["view"]["subagents"] == ["fixer"]
+    assert [name for name, _, _ in _grader_calls(run_dir, "delegate_fix", "subagent:fixer")] == ["read_file", "edit_file"]
+    assert [name for name, _, _ in _grader_calls(run_dir, "delegate_fix", "worker")] == ["task"]
+
+    own = _grader_calls(run_dir, "run_own_tests", "worker")  # on state, the library has no execute to offer
+    assert [name for name, _, _ in own] == ["execute", "edit_file", "execute"]
+    assert all(out.startswith("Error: Execution not available") for name, _, out in own if name == "execute")
 
     assert (run_dir / "report.md").is_file() and "**tampered**: /tests/test_slug.py" in (run_dir / "report.md").read_text()
 
@@ -136,10 +162,13 @@ def test_the_disk_backends_seed_keep_and_grade_the_same_workspaces_as_state(tmp_
     assert all(status == "satisfied" for status, *_ in expected.values())
     for backend in ("filesystem", "sandbox"):
         result, run_dir = runs[backend]
-        assert result.aggregate.statuses == {"satisfied": 4}, backend
+        assert result.aggregate.statuses == {"satisfied": 8}, backend
         assert _outcomes(run_dir) == expected, backend
         fixed = run_dir / "tasks" / "fix_median-r0"
         assert (fixed / "files" / "stats.py").read_text() == files_at(fixed, "final", json.loads(
             (run_dir / "seeds" / "fix_median.json").read_text()))["/stats.py"]
         assert not (fixed / "files" / "attempt-1").exists() and (fixed / "workspace" / "attempt-1" / "changes.json").is_file()
     assert not (runs["state"][1] / "tasks" / "fix_median-r0" / "files").exists()
+    runs_own = [out for name, _, out in _grader_calls(runs["sandbox"][1], "run_own_tests", "worker") if name == "execute"]
+    assert "AssertionError: assert 3 == 4" in runs_own[0] and "2 passed" in runs_own[1]  # the worker's own runs, in the sandbox
+    assert runs_own[1].endswith("[Command succeeded with exit code 0]")
