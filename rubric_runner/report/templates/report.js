@@ -83,8 +83,8 @@
         if (pass.view) verdict.appendChild(make("div", "view", "cut view: " + pass.view));
         var gaps = make("ul");
         pass.failing.forEach(function (c) { gaps.appendChild(make("li", "gap", "\u2717 " + c[0] + ": " + c[1])); });
+        (t.checks[number] || []).forEach(function (line) { gaps.appendChild(make("li", "gap", "hidden check failed: " + line)); });
         verdict.appendChild(gaps);
-        (t.checks[number] || []).forEach(function (line) { verdict.appendChild(make("div", "gap", "hidden check failed: " + line)); });
         side.appendChild(verdict);
         if (pass.result === "needs_revision" && number + 1 < t.attempts.length) {
           var changes = make("div", "diff");
