@@ -2,7 +2,7 @@
 
 The loop's state lives under private keys (``_rubric_status``, ``_rubric_criteria``, ...) that the runner
 reads back from the checkpoint, and from a grading pass's update when a loop policy ends the loop at it
-(``LoopState.after``, ``ended_at_cap``); a regrade calls the middleware's ``after_agent`` hook directly, for one
+(``LoopState.after``, ``ended_at_cap``); a regrade calls the middleware's ``aafter_agent`` hook directly, for one
 grading pass over a saved transcript, with the run's frozen checklist; the grader's calls carry a metadata
 key and its revision requests a message name; what the grader is shown of a transcript is the library's
 window (``grader_view``), and a large tool result moved to a file leaves the library's notice; a
@@ -115,17 +115,22 @@ def ended_at_cap(update: dict[str, Any]) -> dict[str, Any]:
     return {**kept, "_rubric_status": "max_iterations_reached"}
 
 
-def grade_once(middleware: Any, messages: list[Any], rubric: str, writer: Any, config: dict[str, Any],
-               checklist: list[str] | None = None) -> LoopState:
+async def grade_once(middleware: Any, messages: list[Any], rubric: str, writer: Any, config: dict[str, Any],
+                     checklist: list[str] | None = None, fields: dict[str, Any] | None = None) -> LoopState:
     """One grading pass of ``messages`` against ``rubric`` by ``middleware``, outside any agent: its
-    ``after_agent`` hook called on a fresh state (``writer`` gets its stream events); with ``checklist``
-    frozen in that state, the grader is given those criteria, as a run's later passes are."""
+    ``aafter_agent`` hook (a run's, so async tools work) called on a fresh state with the worker's other
+    ``fields`` (its ``files``), ``writer`` given its stream events; with ``checklist`` frozen in that state,
+    the grader is given those criteria, as a run's later passes are."""
     from langchain_core.runnables import RunnableLambda
     from langgraph.runtime import Runtime
 
-    state = {"messages": messages, "rubric": rubric, "_rubric_iterations": 0, "_rubric_criteria": list(checklist or [])}
-    grade = RunnableLambda(lambda s: middleware.after_agent(s, Runtime(stream_writer=writer)))
-    update = grade.invoke(state, config=config) or {}
+    state = {**(fields or {}), "messages": messages, "rubric": rubric, "_rubric_iterations": 0,
+             "_rubric_criteria": list(checklist or [])}
+
+    async def grade(given: dict[str, Any]) -> dict[str, Any] | None:
+        return await middleware.aafter_agent(given, Runtime(stream_writer=writer))
+
+    update = await RunnableLambda(grade).ainvoke(state, config=config) or {}
     evaluations = list(update.get("_rubric_evaluations") or [])
     run_id = evaluations[0].get("grading_run_id") if evaluations else None
     frozen = update.get("_rubric_criteria") or state["_rubric_criteria"]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..compat.deepagents import rubric_middleware
-from ..config.schema import LoopArm
+from ..config.schema import LoopArm, WorkerBackend
 from ..context import current_task
 from ..grader.evidence import EvidenceRule
 from ..grader.middleware import GraderPass
@@ -53,12 +53,14 @@ def watched(prepare: Callable[[list[Any]], list[Any]] | None) -> Callable[[list[
     return messages_for_grader
 
 
-def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy: bool = False) -> Any:
+def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy: bool = False,
+                      backend: WorkerBackend | None = None) -> Any:
     """``RubricMiddleware`` with the plan's grader, prompt, tools, stack and listeners; the loop goes on
     while the worker revises, up to ``max_iterations`` grading passes (``grader.max_iterations``, one for
     ``loop.arm=single``); a ``resample`` grader reads the latest attempt alone; what the grader is shown
-    is noted for each pass's view. With ``loop_policy``, the config's ``loop.returns`` and ``loop.stop``
-    (``policy``) where they are not the library's own."""
+    is noted for each pass's view; a workspace task's grader reads the worker's files where ``backend``
+    (default ``worker.backend``) keeps them. With ``loop_policy``, the config's ``loop.returns`` and
+    ``loop.stop`` (``policy``) where they are not the library's own."""
     node = plan.config.grader
     arguments = dict(plan.extensions.grader_arguments)
     if plan.config.loop.arm is LoopArm.resample:  # each attempt judged on its own
@@ -67,9 +69,9 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy
     grading = GraderPass(strategy(plan.strategy), node.max_model_calls,
                          EvidenceRule(sorted(node.tools), list(plan.config.rubric.evidence)), compatible_server(node))
     if any(task.workspace is not None for task in plan.tasks):  # the grader reads the worker's files
-        backend = plan.config.worker.backend
+        kind = backend or plan.config.worker.backend
         arguments["build_grader_state"] = grader_state(arguments.get("build_grader_state"),
-                                                       lambda state: live_files(backend, state))
+                                                       lambda state: live_files(kind, state))
         arguments["grader_state_schema"] = grader_state_schema(arguments.get("grader_state_schema"))
     loop = plan.config.loop
     if loop_policy and not is_default(loop):

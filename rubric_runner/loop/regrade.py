@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.messages import messages_from_dict
 
 from ..compat.deepagents import grade_once
-from ..config.schema import OnCutView
+from ..config.schema import OnCutView, WorkerBackend
 from ..context import CURRENT_TASK, TaskContext, TaskRef
 from ..grader.evidence import final_status
 from ..grader.notes import TaskGrading
@@ -41,10 +41,13 @@ from ..records import (
     turn_dirs,
     write_record,
 )
+from ..tasks.sets import Task
+from ..tasks.workspace import Workspace
 from .agent import grader_middleware
 from .followup import thread_home
 from .plan import Plan
 from .signals import StopRequest, StopRequested
+from .workspaces import attempt_name, files_at, kept, kept_seed
 
 
 def transcript_dirs(record_dir: Path) -> list[Path]:
@@ -82,7 +85,8 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
     cursors = (after if after is not None else thread_home(source)) / CURSOR_DIR / "grader"
     if cursors.is_dir():  # a scripted grader's place in its script: the regrade's grader goes on from there
         carry_on(cursors, plan.home / CURSOR_DIR / "grader")
-    middleware = grader_middleware(plan, max_iterations=1)  # no worker can revise: needs_revision ends the pass
+    # no worker can revise: needs_revision ends the pass; a workspace task's files are in the state graded
+    middleware = grader_middleware(plan, max_iterations=1, backend=WorkerBackend.state)
     dirs = transcript_dirs(source)
     tally = TaskTally(len(dirs))
     for index, transcript_dir in enumerate(dirs):
@@ -90,7 +94,7 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
         try:
             if stop is not None:
                 stop.check()
-            task = _graded(plan, middleware, transcript_dir, target, log, console)
+            task = await _graded(plan, middleware, source, transcript_dir, target, log, console)
         except StopRequested as exc:
             task = _not_graded(transcript_dir, target, str(exc))
             log.warning("interrupted", task_dir=str(transcript_dir), reason=str(exc))
@@ -116,9 +120,23 @@ def _not_graded(transcript_dir: Path, target: Path, reason: str) -> TaskRecord:
     return result
 
 
-def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log: Any, console: Any) -> TaskRecord:
+def saved_workspace(task: Task, source: Path, transcript_dir: Path) -> tuple[Workspace, dict[str, str]]:
+    """A workspace task's seed as the run in ``source`` kept it (with the task's protected globs), and the
+    worker's files as the last grading pass of the transcript in ``transcript_dir`` read them: that seed with
+    the final changes kept there, deep agents' offloaded ``/large_tool_results/*`` among them."""
+    if kept(transcript_dir, "final") is None:
+        raise FileNotFoundError(f"{transcript_dir} keeps no final workspace (workspace/final/changes.json) for its grader to read")
+    seed = kept_seed(source, task.id)
+    return Workspace(seed, task.workspace.protected), files_at(transcript_dir, "final", seed)
+
+
+async def _graded(plan: Plan, middleware: Any, source: Path, transcript_dir: Path, target: Path, log: Any,
+                  console: Any) -> TaskRecord:
     """One transcript graded once, into a task record at ``target``; its failure is its own record. A task of
-    a task set logs its events with its id and repeat, as in the run."""
+    a task set logs its events with its id and repeat, as in the run. A workspace task's grader reads the
+    files the transcript's last pass read (``saved_workspace``), kept in ``target`` as that pass's."""
+    from deepagents.backends.utils import create_file_data
+
     started = time.monotonic()
     original = read_task_at(transcript_dir) or TaskRecord()
     task = next((t for t in plan.tasks if t.id == original.task_id), plan.tasks[0])
@@ -132,21 +150,28 @@ def _graded(plan: Plan, middleware: Any, transcript_dir: Path, target: Path, log
     recorder.attempt = result.final_answer
     grading = TaskGrading(plan.config.grader, plan.strategy or "", task.rubric, log, console)
     ref = TaskRef(task.id, original.repeat or 0, str(target), original.thread_id)
-    token = CURRENT_TASK.set(TaskContext(ref, task.tools, recorder, grading))
+    context = TaskContext(ref, task.tools, recorder, grading, workspace_diff_cap=plan.config.rubric.workspace_diff_max_bytes)
+    token = CURRENT_TASK.set(context)
     in_set = target != plan.run_dir  # a task of a task set
     bound = bind_task(task_id=original.task_id, repeat=original.repeat) if in_set else None
     try:
         messages = messages_from_dict(json.loads((transcript_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
+        fields = {}
+        if task.workspace is not None:
+            context.workspace, files = saved_workspace(task, source, transcript_dir)
+            fields["files"] = {path: create_file_data(text) for path, text in files.items()}
         # the run's thread: a scripted grader given the run's cursors continues its script there
         metadata = {"thread_id": original.thread_id} if original.thread_id else {}
         node = plan.config.grader
         # the run's frozen checklist, graded again name for name (unless re-split, or the rubric is another)
         seeded = original.checklist if not node.regrade_resplit and original.rubric == task.rubric else None
-        loop = grade_once(middleware, messages, task.rubric, recorder.on_stream_event, {"metadata": metadata}, seeded)
+        loop = await grade_once(middleware, messages, task.rubric, recorder.on_stream_event, {"metadata": metadata},
+                                seeded, fields)
         result.checklist = loop.checklist
         result.status = final_status(Status.of_loop(loop.status), result.evaluations, node.strict_coverage,
                                      node.on_cut_view is OnCutView.fail)
         result.iterations = len(result.evaluations)
+        result.workspaces = [found for found in [kept(target, attempt_name(1))] if found is not None]
     except Exception as exc:  # one transcript's failure is its own record
         result.fail(exc)
         log.exception("regrade_error", task_dir=str(transcript_dir))

@@ -42,6 +42,11 @@ def keep_seed(run_dir: Path, task_id: str, workspace: Workspace) -> None:
         write_atomic(path, json.dumps(dict(workspace.files), sort_keys=True))
 
 
+def kept_seed(run_dir: Path, task_id: str) -> dict[str, str]:
+    """The task's seed as ``keep_seed`` kept it in ``run_dir``."""
+    return json.loads((run_dir / SEEDS_DIR / f"{task_id}.json").read_text(encoding="utf-8"))
+
+
 def _diff(seed: Mapping[str, str], files: Mapping[str, str], changed: list[str]) -> str:
     lines: list[str] = []
     for path in changed:

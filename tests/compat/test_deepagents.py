@@ -1,9 +1,10 @@
 """Each assumption ``rubric_runner.compat.deepagents`` makes, pinned by name (see ``rubric_runner/compat/deepagents.py``):
 deepagents' ``RubricMiddleware``: its state keys, grader source name, metadata key, verdict schema and
-``after_agent``."""
+``aafter_agent``."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -49,7 +50,7 @@ def test_deepagents_after_agent_grades_a_transcript_once():
     grader = ScriptedChatModel(model="scripted:g", turns=[verdict("needs_revision", ("c", False))])
     middleware = compat_deepagents.rubric_middleware(model=grader, max_iterations=1)
     events: list = []
-    state = compat_deepagents.grade_once(middleware, [HumanMessage("Write it."), AIMessage("final")], "- c", events.append, {})
+    state = asyncio.run(compat_deepagents.grade_once(middleware, [HumanMessage("Write it."), AIMessage("final")], "- c", events.append, {}))
     assert (state.status, state.iterations, len(state.evaluations)) == ("max_iterations_reached", 1, 1)
     assert [e["type"] for e in events] == ["rubric_evaluation_start", "rubric_evaluation_end"]
 
@@ -75,8 +76,8 @@ def test_deepagents_grades_a_seeded_checklist_as_a_later_pass_does():
 
     grader = Grader(model="scripted:g", turns=[verdict("satisfied", ("First", True), ("Second", True))])
     middleware = compat_deepagents.rubric_middleware(model=grader, max_iterations=1)
-    state = compat_deepagents.grade_once(middleware, [HumanMessage("Write it."), AIMessage("final")], "- a\n- b",
-                                         lambda event: None, {}, checklist=["First", "Second"])
+    state = asyncio.run(compat_deepagents.grade_once(middleware, [HumanMessage("Write it."), AIMessage("final")], "- a\n- b",
+                                         lambda event: None, {}, checklist=["First", "Second"]))
     assert "1. First\n2. Second" in seen[0] and "Return exactly 2 entries" in seen[0]
     assert state.checklist == ["First", "Second"]
 
@@ -107,9 +108,9 @@ def test_deepagents_takes_the_grader_hooks_the_runner_passes():
     seen: dict[str, object] = {}
 
     class Watch(AgentMiddleware):
-        def wrap_model_call(self, request, handler):
+        async def awrap_model_call(self, request, handler):
             seen["payload"] = request.messages[0].text
-            return handler(request)
+            return await handler(request)
 
     def prepare(messages):
         seen["prepared"] = len(messages)
@@ -118,7 +119,7 @@ def test_deepagents_takes_the_grader_hooks_the_runner_passes():
     grader = ScriptedChatModel(model="scripted:g", turns=[verdict("satisfied", ("c", True))])
     middleware = compat_deepagents.rubric_middleware(model=grader, max_iterations=1, grader_middleware=[Watch()],
                                                      prepare_messages_for_grader=prepare)
-    state = compat_deepagents.grade_once(middleware, [HumanMessage("Write it."), AIMessage("final")], "- c", lambda e: None, {})
+    state = asyncio.run(compat_deepagents.grade_once(middleware, [HumanMessage("Write it."), AIMessage("final")], "- c", lambda e: None, {}))
     assert state.status == "satisfied" and seen["prepared"] == 2
     assert "[assistant] final" in seen["payload"] and "Write it." not in seen["payload"]
 

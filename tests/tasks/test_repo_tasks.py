@@ -11,10 +11,14 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+import yaml
 from support.helpers import cli_process, read_events, run_cli, run_in_process
 
+from rubric_runner.cli import run_command
 from rubric_runner.compat.deepagents import OFFLOADED
 from rubric_runner.loop.workspaces import files_at
+from rubric_runner.records import read_task_at
 
 DEMO = ("rubric=repo_tasks", "worker=scripted", "grader=scripted")
 TASKS = ("add_feature", "delegate_fix", "fix_median", "long_log", "protected_test", "refactor_prices", "run_own_tests",
@@ -25,8 +29,8 @@ def _record(run_dir: Path, task: str, repeat: int = 0) -> dict:
     return json.loads((run_dir / "tasks" / f"{task}-r{repeat}" / "result.json").read_text())
 
 
-def _grader_calls(run_dir: Path, task: str, agent: str = "grader") -> list[tuple[str, str, str]]:
-    """``agent``'s tool calls in ``task``: (tool, input, output or error)."""
+def _grader_calls(run_dir: Path, task: str | None, agent: str = "grader") -> list[tuple[str, str, str]]:
+    """``agent``'s tool calls in ``task`` (a run of one task's: None): (tool, input, output or error)."""
     events = [e for e in read_events(run_dir) if e.get("task_id") == task and e.get("agent") == agent]
     starts = [e for e in events if e["event"] == "tool_call_start"]
     ends = [e for e in events if e["event"] in ("tool_call_end", "tool_call_error")]
@@ -172,3 +176,29 @@ def test_the_disk_backends_seed_keep_and_grade_the_same_workspaces_as_state(tmp_
     runs_own = [out for name, _, out in _grader_calls(runs["sandbox"][1], "run_own_tests", "worker") if name == "execute"]
     assert "AssertionError: assert 3 == 4" in runs_own[0] and "2 passed" in runs_own[1]  # the worker's own runs, in the sandbox
     assert runs_own[1].endswith("[Command succeeded with exit code 0]")
+
+
+REGRADER = {"tasks": {"fix_median": {"grader": [
+    {"tool_calls": [{"name": "read_file", "args": {"file_path": "/stats.py"}}]},
+    {"tool_calls": [{"name": "run_tests", "args": {}}]},
+    {"tool_calls": [{"name": "GraderResponse", "args": {"result": "satisfied", "explanation": "The tests pass.", "criteria": [
+        {"name": "The task's tests pass in run_tests", "passed": True},
+        {"name": "The fix is in stats.py and the tests are unchanged", "passed": True}]}}]},
+]}}}
+
+
+@pytest.mark.parametrize("backend", ["state", "filesystem"])
+def test_a_regrade_grader_reads_and_tests_the_saved_workspace(tmp_path, backend):
+    """A regrade's grader, with no worker left, reads the files the run's last pass read and runs the tests
+    on them: the run's final fix, on either backend the run's worker had."""
+    result, run_dir = run_in_process(tmp_path, *DEMO, "rubric.tasks=[fix_median]", f"worker.backend={backend}")
+    assert result.status.value == "satisfied"
+    script = tmp_path / "regrader.yaml"
+    script.write_text(yaml.safe_dump({"grader": [], **REGRADER}), encoding="utf-8")
+    assert run_command(["regrade", str(run_dir), f"grader.script={script}", "run.console=false"]) == 0
+    (regrade_dir,) = (run_dir / "regrades").iterdir()
+    calls = _grader_calls(regrade_dir, None)
+    assert [name for name, _, _ in calls] == ["read_file", "run_tests"]
+    assert "if len(ordered) % 2:" in calls[0][2] and calls[1][2].startswith("ok: true (exit code 0;")
+    record = read_task_at(regrade_dir)
+    assert record.status.value == "satisfied" and [w.changed for w in record.workspaces] == [["/stats.py"]]
