@@ -2,8 +2,10 @@
 
 Rows: a preset rubric (``rubric=code``), a rubric in a user's ``--config-dir`` (the README's
 ``my_conf``), a task set whose tasks bring their own tool settings and hidden checks (``rubric=code_tasks``
-on two of its tasks, each with a hidden check of its own), one job of a sweep (basic and joblib
-launchers), ``rubric_runner.run`` from Python, and a follow-up turn (``continue`` on a finished run).
+on two of its tasks, each with a hidden check of its own), a workspace task set (``rubric=repo_tasks`` on two
+of its repos: the worker edits files, the grader reads and tests them, hidden tests check each attempt's
+files), one job of a sweep (basic and joblib launchers), ``rubric_runner.run`` from Python, and a follow-up
+turn (``continue`` on a finished run).
 Columns: ``resume`` after SIGINT and after SIGKILL, ``regrade``, ``regrade -m``, ``continue``,
 ``report``, and a second identical run through the same ``run.cache``. Each cell works with the run's
 own config and per-task settings, or is refused in one line (exit 2) that says why.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -39,16 +42,17 @@ from rubric_runner.environment import API_KEY_ENV
 from rubric_runner.paths import DATA_DIR
 from rubric_runner.records import RESULT_FILE, TASKS_DIR, read_record, read_task_at
 
-pytestmark = pytest.mark.slow  # 49 cells, each a run and what follows it: minutes in all
+pytestmark = pytest.mark.slow  # 56 cells, each a run and what follows it: minutes in all
 
-ROWS = ("preset", "config_dir", "dataset", "sweep_basic", "sweep_joblib", "api", "follow_up")
+ROWS = ("preset", "config_dir", "dataset", "workspace", "sweep_basic", "sweep_joblib", "api", "follow_up")
 COLUMNS = ("resume_after_sigint", "resume_after_sigkill", "regrade", "regrade_m", "continue", "report", "cache")
 SWEEPS = ("sweep_basic", "sweep_joblib")
-TASK_SETS = ("config_dir", "dataset")
+TASK_SETS = ("config_dir", "dataset", "workspace")
 """Rows whose run is a task set: its tasks, and the one a follow-up turn continues."""
-TASKS = {"config_dir": ("count_vowels", "reverse_words"), "dataset": ("chunk", "find_duplicates")}
-CONTINUED = {"config_dir": "reverse_words", "dataset": "find_duplicates"}
-VERIFIED = ("preset", "dataset", "sweep_basic", "sweep_joblib", "api", "follow_up")
+TASKS = {"config_dir": ("count_vowels", "reverse_words"), "dataset": ("chunk", "find_duplicates"),
+         "workspace": ("long_log", "refactor_prices")}
+CONTINUED = {"config_dir": "reverse_words", "dataset": "find_duplicates", "workspace": "long_log"}
+VERIFIED = ("preset", "dataset", "workspace", "sweep_basic", "sweep_joblib", "api", "follow_up")
 """Rows with hidden checks: a regrade -m ranks its graders against them."""
 
 SCRIPTED = ("worker=scripted", "grader=scripted")
@@ -69,6 +73,8 @@ STORIES = {
                    "reverse_words": ("satisfied", ["needs_revision", "satisfied"], (None, None))},
     "dataset": {"chunk": ("satisfied", ["satisfied"], (True, True)),
                 "find_duplicates": ("satisfied", ["needs_revision", "satisfied"], (False, True))},
+    "workspace": {"long_log": ("satisfied", ["satisfied"], (True, True)),
+                  "refactor_prices": ("satisfied", ["needs_revision", "satisfied"], (False, True))},
     "follow_up": {None: ("satisfied", ["satisfied"], (True, True))},
 }
 """What each row's run (a sweep's first job, the follow-up turn) ends with, by task: its status, verdicts and
@@ -91,24 +97,35 @@ def derived(source: Path, target: Path, change: Callable[[dict], None]) -> Path:
     return target
 
 
-def slowed(turn: int) -> Callable[[dict], None]:
-    """The worker's reply ``turn`` takes ``LATENCY`` seconds."""
+def slowed(answers: int) -> Callable[[dict], None]:
+    """The worker's reply after its ``answers``-th answer (its first revision call, or a follow-up turn's)
+    takes ``LATENCY`` seconds."""
     def change(section: dict) -> None:
-        if len(section.get("worker", [])) > turn:
-            section["worker"][turn]["latency"] = LATENCY
+        worker = section.get("worker", [])
+        ends = [index for index, turn in enumerate(worker) if "content" in turn]
+        if len(ends) >= answers and len(worker) > ends[answers - 1] + 1:
+            worker[ends[answers - 1] + 1]["latency"] = LATENCY
     return change
 
 
+def last_pass(turns: list[dict]) -> list[dict]:
+    """A grader section's last grading pass: its turns after the verdict before the last."""
+    verdicts = [index for index, turn in enumerate(turns)
+                if any(call["name"] == "GraderResponse" for call in turn.get("tool_calls", []))]
+    return turns[verdicts[-2] + 1:] if len(verdicts) > 1 else turns
+
+
 def regrader(result: str) -> Callable[[dict], None]:
-    """A grader that runs the section's last test again, then says ``result`` (``satisfied``: every criterion passed)."""
+    """A grader that makes the section's last pass's tool calls again (its test run; a workspace task's file
+    reads), then says ``result`` (``satisfied``: every criterion passed)."""
     def change(section: dict) -> None:
-        test, verdict = copy.deepcopy(section["grader"][-2:])
+        *tests, verdict = copy.deepcopy(last_pass(section["grader"]))
         args = verdict["tool_calls"][0]["args"]
         args["explanation"] = f"regraded: {result}"
         if result != "satisfied":
             args["result"] = result
             args["criteria"] = [{"name": c["name"], "passed": False, "gap": "not good enough"} for c in args["criteria"]]
-        section["grader"] = [test, verdict]
+        section["grader"] = [*tests, verdict]
     return change
 
 
@@ -116,7 +133,7 @@ def later_turn(section: dict) -> None:
     """The replies of a turn after those the script told: the earlier worker replies stand in place (a scripted
     worker's place is its number of replies on the thread), then its last answer and grading pass again."""
     section["worker"] = [{"content": "(an earlier turn's reply)"}] * len(section["worker"]) + section["worker"][-1:]
-    section["grader"] = section["grader"][-2:]
+    section["grader"] = last_pass(section["grader"])
 
 
 @dataclass(frozen=True)
@@ -144,8 +161,9 @@ class Matrix:
         self.made: dict[str, Made] = {}
         scripts = root / "scripts"
         scripts.mkdir()
+        named = {"dataset": "code_tasks.yaml", "workspace": "repo_tasks.yaml"}
         self.scripts = {row: root / "my_conf" / "strings_script.yaml" if row == "config_dir" else
-                        DATA_DIR / "scripts" / ("code_tasks.yaml" if row == "dataset" else "code.yaml") for row in ROWS}
+                        DATA_DIR / "scripts" / named.get(row, "code.yaml") for row in ROWS}
         """The script each row's scripted models replay."""
         self.slow = {row: derived(source, scripts / f"{row}-slow.yaml", slowed(2 if row == "follow_up" else 1))
                      for row, source in self.scripts.items()}
@@ -165,6 +183,7 @@ class Matrix:
             "config_dir": ["--config-dir", "my_conf", "rubric=strings", *SCRIPTED, "worker.script=my_conf/strings_script.yaml",
                            "grader.script=my_conf/strings_script.yaml"],
             "dataset": [*SCRIPTED, "rubric=code_tasks", f"rubric.dataset={self.root / 'tasks.jsonl'}"],
+            "workspace": [*SCRIPTED, "rubric=repo_tasks", f"rubric.tasks=[{','.join(TASKS['workspace'])}]", "run.concurrency=1"],
             "sweep_basic": ["-m", *CODE, "grader.max_iterations=2,3"],
             "sweep_joblib": ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=1", *CODE, "grader.max_iterations=2,3"],
         }.get(row, list(CODE))
@@ -260,12 +279,19 @@ def without_usage(ending: dict[str | None, dict[str, Any]]) -> dict[str | None, 
     return {task: {key: value for key, value in fields.items() if key != "usage"} for task, fields in ending.items()}
 
 
-def tool_outputs(record_dir: Path) -> dict[str | None, list[str]]:
-    """What the grader's tool calls returned, by task, in order."""
+PYTEST_TIME = re.compile(r" in \d+\.\d+s\b")
+"""The time a pytest run (a workspace task's ``run_tests``) prints, the one part of a tool output that varies."""
+
+
+def tool_outputs(record_dir: Path, last_pass: bool = False) -> dict[str | None, list[str]]:
+    """What the grader's tool calls returned, by task, in order (a pytest run's time left out); with
+    ``last_pass``, those of each task's last grading pass."""
     outputs: dict[str | None, list[str]] = {}
     for event in events(record_dir):
+        if last_pass and event["event"] == "rubric_evaluation_start":
+            outputs[event.get("task_id")] = []
         if event["event"] == "tool_call_end" and event["agent"] == "grader":
-            outputs.setdefault(event.get("task_id"), []).append(event["output"])
+            outputs.setdefault(event.get("task_id"), []).append(PYTEST_TIME.sub(" in ?s", event["output"]))
     return outputs
 
 
@@ -354,14 +380,15 @@ def _regraded(made: Made, out_dir: Path) -> list[tuple[Path, Path]]:
 
 def _check_regraded(source: Path, target: Path, result: str) -> None:
     """The regrade of ``source`` in ``target``: one pass with the regrade's grader, which ran the task's own
-    test on the final answer, as the run's last test did; the answers and their verification are the run's."""
+    test on the final answer (and read a workspace task's saved files) as the run's last pass did; the answers
+    and their verification are the run's."""
     before, after = endings(source), endings(target)
     assert after.keys() == before.keys()
     for task, ending in after.items():
         assert ending["status"] == result and ending["verdicts"] == [(result, f"regraded: {result}")]
         assert (ending["final"], ending["verified"]) == (before[task]["final"], before[task]["verified"])
     outputs = tool_outputs(target)
-    assert outputs == {task: runs[-1:] for task, runs in tool_outputs(source).items()}
+    assert outputs == tool_outputs(source, last_pass=True)
     assert not any(UNSET in output for runs in outputs.values() for output in runs)
 
 
@@ -395,13 +422,16 @@ def regrade_m(cell: Cell) -> None:
         assert not ranking, out
 
 
-def _turn(turn_dir: Path, number: int, task: str | None = None) -> dict[str, Any]:
-    """A follow-up turn's record: satisfied, with the hidden checks of its task, after a test of the task's own."""
+def _turn(turn_dir: Path, number: int, task: str | None = None, calls: int = 1) -> dict[str, Any]:
+    """A follow-up turn's record: satisfied, with the hidden checks of its task, after ``calls`` grader tool
+    calls, the last a test of the task's own."""
     record = read_record(turn_dir / RESULT_FILE)
     assert (record.status, record.header.turn) == ("satisfied", number), record.error
     assert record.task.task_id == task
-    (output,) = tool_outputs(turn_dir)[None]
-    assert '"ok": true' in output and UNSET not in output
+    outputs = tool_outputs(turn_dir)[None]
+    output = outputs[-1]  # run_test_suite's JSON, or run_tests' header line
+    assert len(outputs) == calls
+    assert ('"ok": true' in output or output.startswith("ok: true (exit code 0;")) and UNSET not in output
     return endings(turn_dir)[task]
 
 
@@ -417,8 +447,9 @@ def continue_(cell: Cell) -> None:
         task = CONTINUED[row]
         code, out, err = cell.cli("continue", "--task", task, made.run_dir, MESSAGE, *later_scripts)
         assert code == 0, (out, err)
-        ending = _turn(made.run_dir / TASKS_DIR / f"{task}-r0" / "turns" / "2", 2, task)
-        assert ending["verified"] == ((True, True) if row == "dataset" else (None, None))
+        # long_log's grader reads the offloaded test run, then runs the tests
+        ending = _turn(made.run_dir / TASKS_DIR / f"{task}-r0" / "turns" / "2", 2, task, 3 if row == "workspace" else 1)
+        assert ending["verified"] == ((None, None) if row == "config_dir" else (True, True))
         return
     if row in SWEEPS:
         code, out, err = cell.cli("continue", made.run_dir, MESSAGE)
