@@ -124,10 +124,12 @@ def saved_workspace(task: Task, source: Path, transcript_dir: Path) -> tuple[Wor
     """A workspace task's seed as the run in ``source`` kept it (with the task's protected globs), and the
     worker's files as the last grading pass of the transcript in ``transcript_dir`` read them: that seed with
     the final changes kept there, deep agents' offloaded ``/large_tool_results/*`` among them."""
-    if kept(transcript_dir, "final") is None:
-        raise FileNotFoundError(f"{transcript_dir} keeps no final workspace (workspace/final/changes.json) for its grader to read")
     seed = kept_seed(source, task.id)
-    return Workspace(seed, task.workspace.protected), files_at(transcript_dir, "final", seed)
+    try:
+        files = files_at(transcript_dir, "final", seed)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{transcript_dir} keeps no final workspace (workspace/final/changes.json) for its grader to read") from None
+    return Workspace(seed, task.workspace.protected), files
 
 
 async def _graded(plan: Plan, middleware: Any, source: Path, transcript_dir: Path, target: Path, log: Any,
@@ -171,7 +173,8 @@ async def _graded(plan: Plan, middleware: Any, source: Path, transcript_dir: Pat
         result.status = final_status(Status.of_loop(loop.status), result.evaluations, node.strict_coverage,
                                      node.on_cut_view is OnCutView.fail)
         result.iterations = len(result.evaluations)
-        result.workspaces = [found for found in [kept(target, attempt_name(1))] if found is not None]
+        graded = kept(target, attempt_name(1))  # the files this pass read, kept as a run's pass keeps them
+        result.workspaces = [graded] if graded is not None else []
     except Exception as exc:  # one transcript's failure is its own record
         result.fail(exc)
         log.exception("regrade_error", task_dir=str(transcript_dir))

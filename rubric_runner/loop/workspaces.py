@@ -34,9 +34,14 @@ def texts(files: Mapping[str, Any] | None) -> dict[str, str]:
     return {path: file_data_to_string(data) for path, data in sorted((files or {}).items()) if data is not None}
 
 
+def seed_path(run_dir: Path, task_id: str) -> Path:
+    """Where ``run_dir`` keeps the seed of task ``task_id``."""
+    return run_dir / SEEDS_DIR / f"{task_id}.json"
+
+
 def keep_seed(run_dir: Path, task_id: str, workspace: Workspace) -> None:
     """The task's seed, kept once per run."""
-    path = run_dir / SEEDS_DIR / f"{task_id}.json"
+    path = seed_path(run_dir, task_id)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps(dict(workspace.files), sort_keys=True))
@@ -44,7 +49,7 @@ def keep_seed(run_dir: Path, task_id: str, workspace: Workspace) -> None:
 
 def kept_seed(run_dir: Path, task_id: str) -> dict[str, str]:
     """The task's seed as ``keep_seed`` kept it in ``run_dir``."""
-    return json.loads((run_dir / SEEDS_DIR / f"{task_id}.json").read_text(encoding="utf-8"))
+    return json.loads(seed_path(run_dir, task_id).read_text(encoding="utf-8"))
 
 
 def _diff(seed: Mapping[str, str], files: Mapping[str, str], changed: list[str]) -> str:
