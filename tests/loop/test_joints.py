@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 import shutil
 import signal
 import time
@@ -279,19 +278,15 @@ def without_usage(ending: dict[str | None, dict[str, Any]]) -> dict[str | None, 
     return {task: {key: value for key, value in fields.items() if key != "usage"} for task, fields in ending.items()}
 
 
-PYTEST_TIME = re.compile(r" in \d+\.\d+s\b")
-"""The time a pytest run (a workspace task's ``run_tests``) prints, the one part of a tool output that varies."""
-
-
 def tool_outputs(record_dir: Path, last_pass: bool = False) -> dict[str | None, list[str]]:
-    """What the grader's tool calls returned, by task, in order (a pytest run's time left out); with
+    """What the grader's tool calls returned, by task, in order; with
     ``last_pass``, those of each task's last grading pass."""
     outputs: dict[str | None, list[str]] = {}
     for event in events(record_dir):
         if last_pass and event["event"] == "rubric_evaluation_start":
             outputs[event.get("task_id")] = []
         if event["event"] == "tool_call_end" and event["agent"] == "grader":
-            outputs.setdefault(event.get("task_id"), []).append(PYTEST_TIME.sub(" in ?s", event["output"]))
+            outputs.setdefault(event.get("task_id"), []).append(event["output"])
     return outputs
 
 
