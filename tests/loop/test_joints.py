@@ -107,7 +107,7 @@ def slowed(answers: int) -> Callable[[dict], None]:
     return change
 
 
-def last_pass(turns: list[dict]) -> list[dict]:
+def last_grading_pass(turns: list[dict]) -> list[dict]:
     """A grader section's last grading pass: its turns after the verdict before the last."""
     verdicts = [index for index, turn in enumerate(turns)
                 if any(call["name"] == "GraderResponse" for call in turn.get("tool_calls", []))]
@@ -118,7 +118,7 @@ def regrader(result: str) -> Callable[[dict], None]:
     """A grader that makes the section's last pass's tool calls again (its test run; a workspace task's file
     reads), then says ``result`` (``satisfied``: every criterion passed)."""
     def change(section: dict) -> None:
-        *tests, verdict = copy.deepcopy(last_pass(section["grader"]))
+        *tests, verdict = copy.deepcopy(last_grading_pass(section["grader"]))
         args = verdict["tool_calls"][0]["args"]
         args["explanation"] = f"regraded: {result}"
         if result != "satisfied":
@@ -132,7 +132,7 @@ def later_turn(section: dict) -> None:
     """The replies of a turn after those the script told: the earlier worker replies stand in place (a scripted
     worker's place is its number of replies on the thread), then its last answer and grading pass again."""
     section["worker"] = [{"content": "(an earlier turn's reply)"}] * len(section["worker"]) + section["worker"][-1:]
-    section["grader"] = last_pass(section["grader"])
+    section["grader"] = last_grading_pass(section["grader"])
 
 
 @dataclass(frozen=True)
