@@ -483,9 +483,10 @@ EXECUTE_TESTS = "def test_one():\n    assert 1 + 1 == 2\n\n\ndef test_two():\n  
 
 
 def bench_execute(tmp: Path, repeats: int) -> dict:
-    """The sandbox backend's ``execute`` (``TaskSandbox``: copy in, sandbox, mirror back) of ``true`` and of a
-    small pytest run, against the same command under a bare ``bwrap`` with the same binds, work dir and
-    environment (pytest's plugin autoload off, as the sandbox has it)."""
+    """The sandbox backend's ``execute`` (``TaskSandbox``: copy in, run, mirror back, in the task's session) of
+    ``true`` and of a small pytest run, against the same command under a bare ``bwrap`` with the same binds,
+    work dir and environment (pytest's plugin autoload off, as the sandbox has it); and a task's first
+    command, which starts its session, against the bare ``true``."""
     from rubric_runner.context import CURRENT_TASK, TaskContext, TaskRef
     from rubric_runner.loop.backends import LIVE_DIR, TaskSandbox
     from rubric_runner.sandbox import bwrap, isolation_setting, pytest_path
@@ -500,7 +501,8 @@ def bench_execute(tmp: Path, repeats: int) -> dict:
     path = f"{os.path.dirname(bwrap.python())}:/usr/local/bin:/usr/bin:/bin"
     commands = {"true": "true", "pytest": "python3 -m pytest -q -p no:cacheprovider test_small.py"}
     backend = TaskSandbox()
-    CURRENT_TASK.set(TaskContext(TaskRef("execute", 0, str(task_dir), None), files_dir=str(workspace)))
+    context = TaskContext(TaskRef("execute", 0, str(task_dir), None), files_dir=str(workspace))
+    CURRENT_TASK.set(context)
 
     def sandboxed(command: str):
         def once() -> None:
@@ -519,16 +521,25 @@ def bench_execute(tmp: Path, repeats: int) -> dict:
 
         return once
 
+    def first_command() -> None:
+        if context.shell is not None:
+            context.shell.close()
+            context.shell = None
+        sandboxed("true")()
+
     actions = {}
     for name, command in commands.items():
         actions[f"{name}_execute"], actions[f"{name}_bare_bwrap"] = sandboxed(command), bare(command)
+    actions["first_command_execute"] = first_command
     for action in actions.values():  # bubblewrap's one-time check, and warm file caches
         action()
     rows = _interleaved(actions, repeats, cpu=False)  # the work is in subprocesses
     rows["user"] = "root" if os.getuid() == 0 else "not root"
     for name in commands:
         rows[f"ratio_{name}"] = round(rows[f"{name}_execute"]["median_s"] / rows[f"{name}_bare_bwrap"]["median_s"], 3)
+    rows["ratio_first_command"] = round(rows["first_command_execute"]["median_s"] / rows["true_bare_bwrap"]["median_s"], 3)
     rows["target"] = "execute / bare bwrap <= 1.2, for true and for the small pytest run"
+    context.shell.close()
     return rows
 
 

@@ -44,6 +44,9 @@ class TaskContext:
     earlier_replies: int = 0
     """While a ``resample`` worker call runs: the worker's replies of earlier attempts it was not sent
     (``loop.arms``); the response cache's key and a scripted worker's place in its script count them."""
+    shell: Any = None
+    """On the ``sandbox`` backend, the task's ``sandbox.ShellSession`` for ``execute``: started on its first
+    command, closed when the task ends."""
 
 
 CURRENT_TASK: ContextVar[TaskContext | None] = ContextVar("rubric_runner_task", default=None)

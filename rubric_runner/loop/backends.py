@@ -6,24 +6,26 @@ at hand through ``context.current_task()`` and work in its own dir, ``<task's re
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 from deepagents.backends import CompositeBackend, StateBackend
 from deepagents.backends.protocol import (
+    BackendProtocol,
     DeleteResult,
     EditResult,
     ExecuteResponse,
     FileUploadResponse,
-    SandboxBackendProtocol,
     WriteResult,
 )
+from deepagents.backends.sandbox import BaseSandbox
 from deepagents.backends.utils import create_file_data
 
 from ..compat.deepagents import confined_files
 from ..config.schema import WorkerBackend, WorkerConfig
 from ..context import current_task
-from ..sandbox import Limits, run_command
+from ..sandbox import Limits, ShellSession
 from ..tasks.workspace import Workspace
 from ..tools.files import dir_texts
 
@@ -70,30 +72,42 @@ class TaskFiles(confined_files()):
         """``FilesystemBackend.__init__`` sets a fixed root; this backend's follows the task."""
 
 
-class TaskSandbox(TaskFiles, SandboxBackendProtocol):
-    """The task's workspace with ``execute``: each command runs under ``rubric_runner.sandbox``
-    (``sandbox.isolation``) on a copy of the workspace, mirrored back when it ends.
+class TaskSandbox(TaskFiles, BaseSandbox):
+    """The task's workspace with ``execute``: a deepagents ``BaseSandbox`` whose commands run under
+    ``rubric_runner.sandbox`` (``sandbox.isolation``), each on a copy of the workspace mirrored back when
+    it ends, in one sandbox session kept for the task (``ShellSession``: started on its first command,
+    closed when the task ends).
 
     The file tools work on the workspace directly, as ``TaskFiles`` (the paths read alike on both disk
-    backends, and a file read starts no sandbox); only commands run inside it, with run_test_suite's
-    bounds (``Limits``: wall clock, CPU, memory, processes, output, a private tmpfs) and its user rules
-    (root's code runs as nobody; an ordinary user's in a user namespace).
+    backends, and a file read starts no command), in place of ``BaseSandbox``'s commands; only commands
+    run inside, with run_test_suite's bounds (``Limits``: wall clock, CPU, memory, processes, output, a
+    private tmpfs) and its user rules (root's code runs as nobody; an ordinary user's in a user namespace).
     """
+
+    # the file tools' async forms run TaskFiles' own in a thread, as a plain backend's do, not BaseSandbox's commands
+    als, aread, awrite, aedit, aglob = (BackendProtocol.als, BackendProtocol.aread, BackendProtocol.awrite,
+                                        BackendProtocol.aedit, BackendProtocol.aglob)
 
     def __init__(self, limits: Limits | None = None) -> None:
         super().__init__()
         self.limits = limits or Limits()
+        self.starting = threading.Lock()
 
     @property
     def id(self) -> str:
         task = current_task()
         return f"rubric-sandbox:{task.ref.task_id}-r{task.ref.repeat}" if task is not None else "rubric-sandbox"
 
+    def session(self) -> ShellSession:
+        """The task at hand's sandbox session, started (and handed to the task to close) on first use."""
+        task = current_task()
+        with self.starting:
+            if task.shell is None:
+                task.shell = ShellSession(task_workspace(), self.limits)
+            return task.shell
+
     def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
-        limits = self.limits
-        if timeout:
-            limits = Limits(**{**vars(limits), "wall_seconds": min(float(timeout), limits.wall_seconds)})
-        result = run_command(command, task_workspace(), limits, OUTPUT_CHARS)
+        result = self.session().run(command, float(timeout) if timeout else None, OUTPUT_CHARS)
         if result.get("refused"):
             return ExecuteResponse(output=f"sandbox: refused to run the command: {result['refused']}", exit_code=None)
         notes = [f"[sandbox: {result['killed']}]"] if result["killed"] else []

@@ -180,9 +180,9 @@ class TaskRun:
         grading = TaskGrading(plan.config.grader, plan.strategy or "", self.task.rubric, self.log, self.console)
         workspace = self.task.workspace
         on_disk = plan.config.worker.backend is not WorkerBackend.state
-        CURRENT_TASK.set(TaskContext(self.ref, self.task.tools, recorder, grading, guard, workspace,
-                                     str(self.dir / LIVE_DIR) if on_disk else None,
-                                     plan.config.rubric.workspace_diff_max_bytes))
+        context = TaskContext(self.ref, self.task.tools, recorder, grading, guard, workspace,
+                              str(self.dir / LIVE_DIR) if on_disk else None, plan.config.rubric.workspace_diff_max_bytes)
+        CURRENT_TASK.set(context)
         if workspace is not None:
             keep_seed(plan.run_dir, self.task.id, workspace)
         run_config = {"configurable": {"thread_id": record.thread_id}, **trace_labels(shared.run.header, record, self.task.id, self.repeat)}
@@ -207,6 +207,8 @@ class TaskRun:
                 raise
             raise guard.expire() from None
         finally:
+            if context.shell is not None:  # the sandbox backend's session ends with the task's stream
+                await asyncio.to_thread(context.shell.close)
             recorder.forget_calls()  # a call a limit refused, or one cut off by the deadline, never ends
             if state is None:  # the stream did not end: its state is the thread's last checkpoint
                 state = (await shared.agent.aget_state(run_config)).values

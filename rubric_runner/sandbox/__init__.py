@@ -4,6 +4,7 @@
   test_source, limits)`` run the code and return a structured result (``ok``, ``passed``,
   ``failures``, ``killed``, ``isolation``, ...); ``run_command(command, workspace, limits)`` runs a
   shell command on a copy of a dir and mirrors the copy back (``output``, ``exit_code``, ``killed``, ...),
+  ``ShellSession(workspace, limits)`` runs many in one sandbox kept for them (``.run(command)``),
   ``run_on_files(files, command, limits)`` the same on a fresh dir of files (``ok`` when it exits 0);
   ``Limits`` bounds time, memory, processes and output; ``pytest_path()`` says whether pytest-file
   suites can run.
@@ -14,12 +15,14 @@
 """
 
 from .isolation import ISOLATION_MODES, Choice, choose, isolation_setting, unavailable
-from .run import Limits, pytest_path, run_cases, run_command, run_on_files, run_pytest
+from .run import Limits, pytest_path, run_cases, run_pytest
+from .session import ShellSession, run_command, run_on_files
 
 __all__ = [
     "ISOLATION_MODES",
     "Choice",
     "Limits",
+    "ShellSession",
     "choose",
     "isolation_setting",
     "pytest_path",

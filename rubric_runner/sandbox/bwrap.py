@@ -23,8 +23,9 @@ CHILD_INSIDE = "/run/rubric_runner/sandbox/child.py"
 TMP_BYTES = 64 * 1024 * 1024
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 """Top-level dirs that are symlinks into /usr on merged-/usr systems (bound as they are on others)."""
-ROOT_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN")
-"""Kept when root runs bubblewrap, for the child to switch to nobody (which drops them)."""
+ROOT_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_KILL")
+"""Kept when root runs bubblewrap, for the child to switch to nobody (which drops them) and, in a session,
+to kill what a command left running in the sandbox's pid namespace."""
 NOBODY = "65534"
 PROBE_SECONDS = 10
 

@@ -1,33 +1,39 @@
 """Runs inside the sandbox: isolate (namespaces backend), drop privileges, then test candidate code.
 
 Started by ``run.py`` as ``python -I -S child.py`` (under bubblewrap, or
-directly) with a JSON request on stdin. Uses the standard library only (and
-pytest, from the request's ``import_paths``, in pytest mode). Prints one
-result line tagged with the request's nonce on stdout.
+directly) with a JSON request as the first line on stdin. Uses the standard
+library only (and pytest, from the request's ``import_paths``, in pytest mode).
+Prints one result line tagged with the request's nonce on stdout.
 
-In shell mode the command runs under ``/bin/sh -c`` on a copy of the host dir
-whose descriptor the request names (``workspace_fd``): copied into the private
-work dir before, and the work dir mirrored back once the command has ended.
-Only this process holds the descriptor; the command never does. The command's
+In session mode (``session.py``) each further line on stdin is a shell command,
+run under ``/bin/sh -c`` on a copy of the host dir whose descriptor the request
+names (``workspace_fd``): copied into the private work dir before, and the work
+dir mirrored back once the command has ended; what it left running is killed,
+and its result line (exit code, the end of its output) tagged with the
+command's nonce. Only this process holds the descriptor; the command never
+does. The command's
 ``PATH`` starts with a dir beside the work dir where ``python`` and ``python3``
 are this interpreter, so ``python -m pytest`` works where the system has no
 ``python``; pytest loads no plugin it is not named (``-p NAME``), as in
 pytest mode: the site-packages it comes from are the runner's, not the task's.
 """
 
+import contextlib
 import ctypes
 import json
 import os
 import resource
+import select
 import signal
 import stat
 import sys
+import time
 import traceback
 
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 0x1, 0x2, 0x4, 0x20, 0x1000
 MS_REC, MS_PRIVATE = 0x4000, 0x40000
-PR_SET_PDEATHSIG = 1
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 NOBODY = 65534
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 MAX_FAILURES, MAX_MESSAGE_CHARS = 50, 500
@@ -257,14 +263,19 @@ def _reclaim(path):
             _reclaim(os.path.join(path, name))
 
 
-def _shell(request, libc, parent):
-    """The command, as the sandbox's user, with its limits, in the work dir (the workspace's copy)."""
-    os.close(request["workspace_fd"])
-    shims = _python_shims(request["workdir"])
+def _shell(request, libc, parent, output):
+    """The command, as the sandbox's user, with its limits, in the work dir (the workspace's copy); its output
+    to the file ``output`` (a descriptor), nothing else of this process inherited."""
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])  # the workspace's descriptor, the session's pipes
+    os.setpgid(0, 0)  # a group of its own, ended as one when nothing isolates it
     _drop_privileges(request["workdir"], switch_user=request["isolation"] != "none")
     _die_with_parent(libc, parent)
     _limit(request)
-    os.environ.update(PATH=f"{shims}:{request['path']}", PYTHONPATH=os.pathsep.join(request.get("import_paths", [])),
+    os.environ.update(PATH=f"{request['shims']}:{request['path']}", PYTHONPATH=os.pathsep.join(request.get("import_paths", [])),
                       PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",  # the runner's own pytest plugins are not the task's
                       PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ of the command's own mirrored into the task's files
     os.execv("/bin/sh", ["/bin/sh", "-c", request["command"]])
@@ -281,31 +292,109 @@ def _python_shims(workdir):
     return shims
 
 
-def _run_shell(request, libc):
-    """Copy the workspace in, run the command, mirror the work dir back; the result line has its exit code."""
-    workdir, switched = request["workdir"], request["isolation"] != "none" and os.getuid() == 0
+def _wait(pid, seconds):
+    """``pid``'s wait status once it ends, or None when it is still running after ``seconds``."""
     try:
-        os.makedirs(workdir, exist_ok=True)
-        work_fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
-        _mirror(request["workspace_fd"], work_fd, NOBODY if switched else None)
+        handle = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd here: poll
+        handle = None
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            left = deadline - time.monotonic()
+            if done or left <= 0:
+                return status if done else None
+            if handle is not None:
+                select.select([handle], [], [], left)
+            else:
+                time.sleep(min(left, 0.005))
+    finally:
+        if handle is not None:
+            os.close(handle)
+
+
+def _end_the_rest(pid, isolated):
+    """Kill whatever the command left running (all of it, when it ran out of time) and reap it: in the
+    sandbox's pid namespace every process but this one (pid 1 there, or bubblewrap's child), else the
+    command's process group (this process is their subreaper, so they are its own to reap)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL) if isolated else os.killpg(pid, signal.SIGKILL)
+    while True:
+        try:
+            os.waitpid(-1 if isolated else -pid, 0)
+        except ChildProcessError:
+            return
+
+
+def _output_end(path, chars):
+    """The last ``chars`` characters of the command's output, its size in bytes, and whether more came before."""
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(0, size - 4 * chars))
+        data = handle.read()
+    text = data.decode("utf-8", "replace")
+    return {"output": text[-chars:], "output_bytes": size, "cut": len(data) < size or len(text) > chars}
+
+
+def _run_one(session, command, libc, work_fd):
+    """Copy the workspace in, run the command, mirror the work dir back: the command's result."""
+    request, switched = {**session, **command}, session["isolation"] != "none" and os.getuid() == 0
+    try:
+        _mirror(session["workspace_fd"], work_fd, NOBODY if switched else None)
     except OSError as exc:
-        _write_result(request, {"error": f"the workspace could not be copied in: {exc}"})
-        return 0
+        return {"error": f"the workspace could not be copied in: {exc}", "output": "", "output_bytes": 0}
+    output_path = os.path.join(os.path.dirname(session["workdir"]), "output")
+    output = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _shell(request, libc, parent)
-    _, status = os.waitpid(pid, 0)
-    code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
+        _shell(request, libc, parent, output)
+    os.close(output)
+    status = _wait(pid, float(command["wall_seconds"]))
+    _end_the_rest(pid, session["isolation"] != "none")
+    if status is None:  # the workspace stays as it was
+        result = {"timed_out": True, "output": "", "output_bytes": 0}
+    else:
+        code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
+        result = {"exit_code": code, **_output_end(output_path, int(command["output_chars"]))}
     try:
-        if switched:
-            _reclaim(workdir)
-        _mirror(work_fd, request["workspace_fd"])
+        if switched:  # what the command's user made, taken back for the copy back and the next copy in
+            _reclaim(session["workdir"])
+        if status is not None:
+            _mirror(work_fd, session["workspace_fd"])
     except OSError as exc:
-        _write_result(request, {"exit_code": code, "error": f"the workspace could not be copied back: {exc}"})
-        return code
-    _write_result(request, {"exit_code": code})
-    return code
+        result["error"] = f"the workspace could not be copied back: {exc}"
+    return result
+
+
+def _serve(session, libc):
+    """Session mode: each line on stdin is a command (its nonce, text, wall clock and output size), run on a
+    fresh copy of the workspace, one at a time; each answered by one result line; until stdin closes."""
+    libc.prctl(PR_SET_DUMPABLE, 0)  # the commands, maybe of this user, cannot reach this process's pipes
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1)  # what a command leaves behind is reparented here, to be reaped
+    os.makedirs(session["workdir"], exist_ok=True)
+    work_fd = os.open(session["workdir"], os.O_RDONLY | os.O_DIRECTORY)
+    session["shims"] = _python_shims(session["workdir"])
+    for line in sys.stdin:
+        command = json.loads(line)
+        _write_result(command, _run_one(session, command, libc, work_fd))
+
+
+def _session(session, libc):
+    """Serve the session; under the namespace backend from pid 1 of the new pid namespace, so that ending
+    a command's leftovers reaches them all and nothing else."""
+    if session["isolation"] != "namespaces":
+        _serve(session, libc)
+        return
+    pid = os.fork()
+    if pid == 0:
+        _die_with_parent(libc, 0)
+        _serve(session, libc)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
 
 
 def _write_result(request, result):
@@ -328,15 +417,16 @@ def _grandchild(request, libc, parent):
 
 
 def main():
-    request = json.loads(sys.stdin.read())
+    request = json.loads(sys.stdin.readline())
     libc = ctypes.CDLL(None, use_errno=True)
     _die_with_parent(libc, request["parent_pid"])
     if request["isolation"] == "namespaces" and not _isolate(libc, request.get("import_paths", [])):
         problem = os.strerror(ctypes.get_errno())
         _write_result(request, {"refused": f"the namespace backend could not create namespaces ({problem})"})
         return
-    if request["mode"] == "shell":
-        sys.exit(_run_shell(request, libc))
+    if request["mode"] == "session":
+        _session(request, libc)
+        return
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:

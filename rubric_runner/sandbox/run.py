@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
@@ -52,7 +51,8 @@ def _read_end(path: Path, size: int) -> str:
         return handle.read().decode("utf-8", "replace")
 
 
-def _describe_signal(number: int) -> str:
+def describe_signal(number: int) -> str:
+    """What signal ``number`` ending the code most likely means."""
     reasons = {
         signal.SIGXCPU: "CPU time limit exceeded",
         signal.SIGKILL: "killed (CPU time hard limit or out of memory)",
@@ -115,7 +115,8 @@ class Launch:
     """The child's parent, as the child sees it (it dies with it)."""
 
 
-def _launch(backend: str, workdir: Path, import_paths: list[str]) -> Launch:
+def launch(backend: str, workdir: Path, import_paths: list[str]) -> Launch:
+    """How to start the child under ``backend`` with ``workdir`` as its host work dir."""
     if backend == "bwrap":  # the child's parent is bubblewrap's init, pid 1 of the new pid namespace
         command = bwrap.command(shutil.which("bwrap") or "bwrap", import_paths)
         return Launch([*command, bwrap.python(), "-I", "-S", bwrap.CHILD_INSIDE], {}, ISOLATED_WORKDIR, 1)
@@ -124,7 +125,7 @@ def _launch(backend: str, workdir: Path, import_paths: list[str]) -> Launch:
     return Launch([sys.executable, "-I", "-S", str(bwrap.CHILD)], env, inside, os.getpid())
 
 
-def _refused(reason: str, setting: IsolationSetting) -> dict[str, Any]:
+def refused(reason: str, setting: IsolationSetting) -> dict[str, Any]:
     """The result when nothing may run: says why and how to fix it; the run hears of it."""
     setting.say("sandbox_refused", f"the sandbox refused to run generated code: {reason}")
     return {
@@ -153,29 +154,28 @@ class Ended:
     duration: float
 
 
-def _start(request: dict[str, Any], limits: Limits, backend: str, pass_fds: tuple[int, ...] = ()) -> Ended:
+def _start(request: dict[str, Any], limits: Limits, backend: str) -> Ended:
     """Start the child under ``backend`` with ``request`` on its stdin, and wait for it within the wall limit."""
     with tempfile.TemporaryDirectory(prefix="rubric-sandbox-") as scratch:
         scratch_dir = Path(scratch)
         workdir = scratch_dir / "work"
         workdir.mkdir()
         os.chmod(workdir, 0o777)
-        launch = _launch(backend, workdir, request.get("import_paths", []))
+        child = launch(backend, workdir, request.get("import_paths", []))
         request = {
-            **request, "isolation": backend, "workdir": launch.workdir, "parent_pid": launch.parent_pid, **asdict(limits),
+            **request, "isolation": backend, "workdir": child.workdir, "parent_pid": child.parent_pid, **asdict(limits),
         }
         out_path = scratch_dir / "output.txt"
         started = time.monotonic()
         with out_path.open("wb") as output:
             process = subprocess.Popen(
-                launch.argv,
+                child.argv,
                 stdin=subprocess.PIPE,
                 stdout=output,
                 stderr=subprocess.STDOUT,
-                env=launch.env,
+                env=child.env,
                 cwd=workdir,
                 start_new_session=True,
-                pass_fds=pass_fds,
             )
             timed_out = False
             try:
@@ -193,14 +193,14 @@ def _run(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
     setting = current_setting()
     choice = choose(setting.mode)
     if choice.backend is None:
-        return _refused(choice.refusal, setting)
+        return refused(choice.refusal, setting)
     if choice.backend == "none":
         setting.say("sandbox_unisolated", UNISOLATED)
     nonce = secrets.token_hex(8)
     ended = _start({**request, "nonce": nonce}, limits, choice.backend)
     result = _interpret(ended.returncode, ended.output_end, nonce, ended.timed_out, ended.flooded, ended.duration, limits)
     if result.get("refused"):  # the namespace backend could not isolate, so nothing ran
-        return _refused(f"{result['refused']}. Fix: {bwrap_fix()}", setting)
+        return refused(f"{result['refused']}. Fix: {bwrap_fix()}", setting)
     result.update(isolation=choice.backend, isolated=choice.backend != "none")
     return result
 
@@ -212,74 +212,8 @@ def _killed(ended: Ended, limits: Limits) -> str | None:
     if ended.flooded:
         return f"output limit of {limits.file_size_mb} MiB exceeded"
     if ended.returncode > 128:
-        return _describe_signal(ended.returncode - 128)
+        return describe_signal(ended.returncode - 128)
     return None
-
-
-def run_command(command: str, workspace: Path, limits: Limits, output_chars: int = 30000) -> dict[str, Any]:
-    """Run the shell ``command`` (``/bin/sh -c``) on a copy of the dir ``workspace``, as ``run_cases`` runs code.
-
-    The copy is the command's work dir, on the sandbox's private tmpfs (so what it writes is bounded as
-    code's files are); once the command ends the work dir is mirrored back into ``workspace``, no symlink
-    followed. A command stopped at the wall-clock limit leaves ``workspace`` as it was. ``PATH`` has the
-    Python interpreter first, and pytest's site-packages is on ``PYTHONPATH``.
-
-    Returns ``output`` (the last ``output_chars`` characters of its combined output), ``truncated``,
-    ``exit_code`` (128 + N when signal N ended it), ``timed_out``, ``killed`` (a reason or null),
-    ``duration_s``, ``isolation`` and ``isolated``; ``error`` when the workspace could not be copied;
-    ``refused`` when nothing may run under the current setting.
-    """
-    setting = current_setting()
-    choice = choose(setting.mode)
-    if choice.backend is None:
-        return {**_refused(choice.refusal, setting), "output": "", "truncated": False}
-    if choice.backend == "none":
-        setting.say("sandbox_unisolated", UNISOLATED)
-    nonce = secrets.token_hex(8)
-    site = pytest_path()
-    handle = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        request = {"mode": "shell", "command": command, "nonce": nonce, "workspace_fd": handle,
-                   "path": f"{os.path.dirname(bwrap.python())}:/usr/local/bin:/usr/bin:/bin",
-                   "import_paths": [site] if site else []}
-        ended = _start(request, limits, choice.backend, pass_fds=(handle,))
-    finally:
-        os.close(handle)
-    output, reported = ended.output_end, {}
-    marker = -1 if ended.timed_out else output.rfind(nonce)
-    if marker >= 0:
-        with contextlib.suppress(IndexError, json.JSONDecodeError):
-            reported = json.loads(output[marker + len(nonce):].splitlines()[0])
-            output = output[:marker].removesuffix("\n")
-    if reported.get("refused"):
-        return {**_refused(f"{reported['refused']}. Fix: {bwrap_fix()}", setting), "output": "", "truncated": False}
-    killed = _killed(ended, limits)
-    result = {
-        "output": output[-output_chars:], "truncated": len(output) > output_chars or ended.flooded,
-        "exit_code": reported.get("exit_code") if reported else ended.returncode, "timed_out": ended.timed_out, "killed": killed,
-        "duration_s": ended.duration, "isolation": choice.backend, "isolated": choice.backend != "none",
-    }
-    if reported.get("error"):
-        result["error"] = reported["error"]
-    elif not reported and not killed:
-        result["error"] = f"the sandbox exited with code {ended.returncode} before the command ended"
-    return result
-
-
-def run_on_files(files: dict[str, str], command: str, limits: Limits, output_chars: int = 30000) -> dict[str, Any]:
-    """``run_command`` on a fresh dir holding ``files`` (``/path`` -> text), nothing kept of it afterwards; its
-    result with ``ok``: the command exited 0 with no limit reached. A path out of the dir is refused."""
-    with tempfile.TemporaryDirectory(prefix="rubric-files-") as scratch:
-        root = Path(scratch).resolve()
-        for path, text in files.items():
-            target = (root / path.lstrip("/")).resolve()
-            if not target.is_relative_to(root) or target == root:
-                return {**_refused(f"a file outside the work dir: {path}", current_setting()), "output": "", "truncated": False}
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        result = run_command(command, root, limits, output_chars)
-    return {**result, "ok": result.get("exit_code") == 0 and not result.get("killed") and not result.get("error")
-            and not result.get("refused")}
 
 
 def _interpret(

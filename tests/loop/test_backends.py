@@ -46,6 +46,35 @@ def test_a_file_written_then_run_on_the_sandbox_backend_is_in_the_tasks_dir_and_
 
 
 @needs_isolation
+def test_a_tasks_commands_share_one_sandbox_that_ends_with_the_task(tmp_path, monkeypatch):
+    from deepagents.backends.sandbox import BaseSandbox
+
+    from rubric_runner.loop.backends import TaskSandbox
+    from rubric_runner.sandbox import ShellSession
+
+    assert issubclass(TaskSandbox, BaseSandbox)
+    started = []
+    start = ShellSession._start
+
+    def counted(self, backend):
+        start(self, backend)
+        started.append(self.process)
+
+    monkeypatch.setattr(ShellSession, "_start", counted)
+    script = write_script(tmp_path / "s.yaml", worker=[
+        call("execute", command="sleep 60 & echo $! > pid"),
+        call("write_file", file_path="/note.txt", content="written by the file tool\n"),
+        call("execute", command="kill -0 $(cat pid) 2>/dev/null && echo still running || echo ended; cat note.txt"),
+        {"content": "done"},
+    ], grader=[SATISFIED])
+    result, run_dir = run_scripted(tmp_path, script, "worker.backend=sandbox")
+    assert result.status == "satisfied"
+    answers = [e["output"] for e in tool_events(run_dir, "execute")]
+    assert "ended\nwritten by the file tool" in answers[1]
+    assert len(started) == 1 and started[0].poll() is not None  # one sandbox for the task's commands, ended with it
+
+
+@needs_isolation
 def test_paths_out_of_the_workspace_are_refused_by_the_backend_and_recorded_as_tool_errors(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
