@@ -674,3 +674,34 @@ def test_a_command_on_a_workspace_is_contained_for_an_ordinary_user(ordinary_use
     assert ran.returncode == 0, ran.stderr
     _check_commands(json.loads(ran.stdout), home, workspace, "bwrap", accepted)
     assert (workspace / "writes_outside" / "mine.txt").stat().st_uid == ordinary_user.uid
+
+
+SESSION_PROBE = r'''
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from rubric_runner.sandbox import Limits, ShellSession, isolation_setting
+answers = []
+with isolation_setting("auto"), ShellSession(Path(sys.argv[2]), Limits(wall_seconds=4)) as session:
+    for command in ("sleep 60 & echo $! > pid; echo one > one.txt", "kill -0 $(cat pid) 2>/dev/null && echo running || echo ended; cat one.txt",
+                    "sleep 30", "echo still serving"):
+        answers.append(session.run(command))
+        answers[-1]["server_alive"] = session.process is not None and session.process.poll() is None
+print(json.dumps(answers))
+'''
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (scripts/setup installs it as root)")
+def test_an_ordinary_users_session_ends_each_commands_leftovers_and_goes_on(ordinary_user):
+    """As the ordinary user, the sandbox's server shares the commands' uid: ending a command's leftovers (and a
+    command past its wall clock) must reach them all and never the server itself."""
+    workspace = Path(tempfile.mkdtemp(dir=ordinary_user.tree / "scratch"))
+    os.chown(workspace, ordinary_user.uid, ordinary_user.gid)
+    ran = subprocess.run(ordinary_user.command("-I", "-c", SESSION_PROBE, str(ordinary_user.tree / "lib"), str(workspace)),
+                         env=ordinary_user.env("/usr/bin:/bin"), capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    first, second, stopped, last = json.loads(ran.stdout)
+    assert all(answer["isolation"] == "bwrap" and answer["server_alive"] for answer in (first, second, stopped, last))
+    assert second["output"] == "ended\none\n", second
+    assert stopped["killed"] == "wall-clock limit of 4s exceeded" and last["output"] == "still serving\n", (stopped, last)
+    assert (workspace / "one.txt").stat().st_uid == ordinary_user.uid
