@@ -130,3 +130,23 @@ def six_job_sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("six_job_sweep")
     proc, sweep_dir = run_six_job_sweep(tmp)
     return proc, sweep_dir, tmp
+
+
+@pytest.fixture(scope="session")
+def workspace_run(tmp_path_factory):
+    """``sweeps.WORKSPACE_RUN`` run here once, in this process: its dir, whose records each job of a workspace
+    sweep must match (``sweeps.check_workspace_sweep``). Its story checked first: every task satisfied on its
+    second attempt, whose hidden checks pass where the first attempt's failed (protected_test's tampered)."""
+    from support.sweeps import WORKSPACE_RUN, workspace_outcomes
+
+    import rubric_runner
+
+    run_dir = tmp_path_factory.mktemp("workspace_run") / "run"
+    assert rubric_runner.run(list(WORKSPACE_RUN), run_dir).status.value == "satisfied"
+    told = workspace_outcomes(run_dir)
+    assert {key: (told[key]["status"], [outcome for _, outcome in told[key]["hidden"]], told[key]["final_hidden"])
+            for key in told} == {
+        "fix_median-r0": ("satisfied", [[("workspace_tests", "failed")], [("workspace_tests", "passed")]], "passed"),
+        "protected_test-r0": ("satisfied", [[("workspace_tests", "failed"), ("protected_files", "failed")],
+                                            [("workspace_tests", "passed")]], "passed")}
+    return run_dir

@@ -55,7 +55,7 @@ def job(cfg: DictConfig) -> int:
     sources = ConfigSources(overrides=overrides, config_dirs=compat_hydra.config_dirs_of(hydra_cfg))
     sweep_dir = Path(str(hydra_cfg.sweep.dir)).absolute()
     try:
-        with process_tweaks(), StopRequest(sweep_dir / SWEEP_STOP_FILE).installed() as stop:
+        with process_tweaks(), _in_start_dir(hydra_cfg), StopRequest(sweep_dir / SWEEP_STOP_FILE).installed() as stop:
             record = launch(Launch(sources, run_dir=Path(hydra_cfg.runtime.output_dir), composed=cfg,
                                    sweep_dir=sweep_dir, stop=stop))
     except UsageError as exc:
@@ -64,6 +64,14 @@ def job(cfg: DictConfig) -> int:
     if record.status is Status.INTERRUPTED and os.getpid() == _sweep_pid:
         raise KeyboardInterrupt  # Ctrl-C stops the whole sweep, not just this job (elsewhere: a cluster stopped it)
     return int(record.exit_code)
+
+
+def _in_start_dir(hydra_cfg: DictConfig) -> contextlib.AbstractContextManager:
+    """The job in the dir the sweep was started from (``hydra.runtime.cwd``), as a run works in its shell's, so
+    relative paths in the config (``rubric.dataset``, ``rubric.workspace``, ``worker.script``, ...) name the same
+    files on every launcher: a Ray worker starts in its node's dir. Left where it is when that dir is not here."""
+    start = str(hydra_cfg.runtime.cwd)
+    return contextlib.chdir(start) if os.path.isdir(start) else contextlib.nullcontext()
 
 
 def _scrub_saved_config(hydra_cfg: DictConfig, cfg: DictConfig, overrides: list[str]) -> None:

@@ -25,9 +25,11 @@ from support.helpers import (
     SCRIPTED_EVIDENCE,
     cli_process,
     free_port,
+    run_cli,
     verdict,
     write_script,
 )
+from support.sweeps import check_workspace_sweep, user_task_set, workspace_sweep
 
 from rubric_runner.environment import JOB_ENV
 
@@ -296,6 +298,18 @@ def test_a_slurm_job_signalled_before_its_limit_records_itself_interrupted(slurm
     assert _rows(sweep_dir)[0]["where"].endswith(f"slurm {job}")
 
 
+def test_a_workspace_task_set_sweeps_on_slurm(slurm, workspace_run, tmp_path):
+    """Each job, a task of one array, ends its tasks as a local run does, with the same kept diffs, hidden checks
+    and seeds: from the package's task set and from a user's copy named relative to the shell's dir."""
+    user_task_set(tmp_path)
+    sweep_dir = tmp_path / "sweep"
+    proc = run_cli(*workspace_sweep(*SLURM_SWEEP), f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path, env=slurm, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    check_workspace_sweep(sweep_dir, workspace_run)
+    places = [json.loads((sweep_dir / job / "result.json").read_text())["place"] for job in ("0", "1")]
+    assert [place["slurm_array_task_id"] for place in places] == ["0", "1"]
+
+
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token", "RAY_health_check_period_ms": "1000",
            "RAY_health_check_failure_threshold": "3"}
 """Token authentication, and a node's death noticed in seconds."""
@@ -418,6 +432,20 @@ def test_a_ray_job_lost_without_retries_is_still_a_row(two_ray_nodes, tmp_path):
     assert rows[int(killed)]["status"] == "error" and "process died" in rows[int(killed)]["error"]
     assert rows[int(killed)]["where"].endswith(f"ray {dead_node[:12]}")
     assert "note: the launcher ended with " in said and "Traceback" not in said
+
+
+def test_a_workspace_task_set_sweeps_on_two_ray_nodes(two_ray_nodes, workspace_run, tmp_path):
+    """A job on each node, in the node's working dir rather than the shell's: each finds its tasks' files (the
+    package's, and a user's named relative to the shell's dir) and ends them as a local run does."""
+    address, _, cluster_env = two_ray_nodes
+    user_task_set(tmp_path)
+    sweep_dir = tmp_path / "sweep"
+    proc = run_cli(*workspace_sweep("hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address={address}"),
+                   f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path, env=cluster_env, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check_workspace_sweep(sweep_dir, workspace_run)
+    nodes = {json.loads((sweep_dir / job / "result.json").read_text())["place"]["ray_node_id"] for job in ("0", "1")}
+    assert len(nodes) == 2, nodes
 
 
 def test_a_slurm_job_at_its_time_limit_records_itself_interrupted(slurm, tmp_path):

@@ -17,7 +17,16 @@ from pathlib import Path
 
 import pytest
 from support.helpers import ROOT, cli_process, compose_config, run_cli, verdict, write_script
-from support.sweeps import SCRIPTED, STATUSES, A, read_rows, write_scripts
+from support.sweeps import (
+    SCRIPTED,
+    STATUSES,
+    A,
+    check_workspace_sweep,
+    read_rows,
+    user_task_set,
+    workspace_sweep,
+    write_scripts,
+)
 
 from rubric_runner.config.validate import validate
 from rubric_runner.errors import UsageError
@@ -122,6 +131,17 @@ def test_joblib_sweep_runs_jobs_in_parallel_and_gates_on_fail_under(tmp_path):
     end = [datetime.fromisoformat(r["ended_at"]) for r in records]
     assert start[1] < end[0] and start[0] < end[1], "jobs 0 and 1 did not overlap"
     assert (sweep_dir / "report.md").is_file() and (sweep_dir / "report.html").is_file()
+
+
+def test_a_workspace_task_set_sweeps_on_joblib(workspace_run, tmp_path):
+    """Each job's tasks end as in a local run, with the same kept diffs, hidden checks and seeds: from the
+    package's task set and from a user's copy named relative to the shell's dir."""
+    user_task_set(tmp_path)
+    sweep_dir = tmp_path / "sweep"
+    proc = run_cli(*workspace_sweep("hydra/launcher=joblib", "hydra.launcher.n_jobs=2"), f"hydra.sweep.dir={sweep_dir}",
+                   cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    check_workspace_sweep(sweep_dir, workspace_run)
 
 
 def loky_workers(parent_pid):
