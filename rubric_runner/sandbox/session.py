@@ -148,8 +148,9 @@ class ShellSession:
                                                 env=started.env, cwd=workdir, start_new_session=True, pass_fds=(handle,))
         finally:
             os.close(handle)
-        self.process.stdin.write(json.dumps(request).encode() + b"\n")
-        self.process.stdin.flush()
+        with contextlib.suppress(BrokenPipeError):  # it could not start: the first command's answer says why
+            self.process.stdin.write(json.dumps(request).encode() + b"\n")
+            self.process.stdin.flush()
 
     def _line(self, deadline: float) -> str:
         """The child's next line; ``SessionEnded`` when it ends or the deadline passes first."""

@@ -80,3 +80,19 @@ def test_closing_ends_the_sandbox(session):
     process = session.process
     session.close()
     assert process.poll() is not None and session.process is None
+
+
+def test_a_sandbox_that_cannot_start_is_the_commands_error_with_its_last_word(tmp_path, monkeypatch):
+    from rubric_runner.sandbox import run
+    from rubric_runner.sandbox import session as sessions
+
+    def broken(backend, workdir, import_paths):
+        started = run.launch(backend, workdir, import_paths)
+        return run.Launch(["/bin/sh", "-c", "echo 'bwrap: cannot do that here' >&2; exit 1"], started.env,
+                          started.workdir, started.parent_pid)
+
+    monkeypatch.setattr(sessions, "launch", broken)
+    with isolation_setting("none"), ShellSession(tmp_path) as session:
+        result = session.run("true")
+    assert result["exit_code"] is None
+    assert result["error"] == "the sandbox exited with code 1 before the command ended: bwrap: cannot do that here"
