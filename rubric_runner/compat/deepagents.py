@@ -6,7 +6,9 @@ reads back from the checkpoint, and from a grading pass's update when a loop pol
 grading pass over a saved transcript, with the run's frozen checklist; the grader's calls carry a metadata
 key and its revision requests a message name; what the grader is shown of a transcript is the library's
 window (``grader_view``), and a large tool result moved to a file leaves the library's notice; a
-``FilesystemBackend`` refuses a path out of its root in ``_resolve_path`` (``confined_files``).
+``FilesystemBackend`` refuses a path out of its root in ``_resolve_path`` (``confined_files``); an agent
+whose backend is a ``StateBackend`` has the state's ``files`` (``files_in_state``), which a tool reads and
+writes as ``StateBackend`` does (``agent_files``, ``send_files``).
 Each assumption is pinned by ``tests/compat/test_deepagents.py``.
 """
 
@@ -57,6 +59,35 @@ def confined_files() -> type:
             return path
 
     return ConfinedFiles
+
+
+@functools.cache
+def files_in_state() -> type:
+    """``confined_files()`` that deep agents take for a ``StateBackend`` too (their ``FilesystemMiddleware``
+    asks ``isinstance``), so that every agent on it (the worker, each subagent, the general-purpose one) has
+    the state's ``files``, as on ``StateBackend``; its file operations stay the ``FilesystemBackend``'s."""
+    from deepagents.backends import StateBackend
+
+    class FilesInState(confined_files(), StateBackend):
+        pass
+
+    return FilesInState
+
+
+def agent_files() -> dict[str, Any]:
+    """The ``files`` of the agent whose tool (or node) runs here, as that tool sees them now (its own writes
+    of this step included), read as ``StateBackend`` reads them (``_read_files``)."""
+    from deepagents.backends import StateBackend
+
+    return StateBackend()._read_files()
+
+
+def send_files(update: dict[str, Any]) -> None:
+    """``update`` (path -> FileData, None: deleted) written to that agent's ``files`` in this step's writes, with
+    the tool's answer, as ``StateBackend`` writes them (``_send_files_update``)."""
+    from deepagents.backends import StateBackend
+
+    StateBackend()._send_files_update(update)
 
 
 def grader_response() -> type:

@@ -5,6 +5,10 @@ channels' values whole, as LangGraph's own snapshots do, and the rest of the thr
 LangGraph offers no call for it (the SQLite and PostgreSQL savers' tables). An in-memory thread is deleted whole
 once its task ends (the saver's dicts): no one reads it again. Each assumption is pinned by
 ``tests/compat/test_langgraph.py``.
+
+A graph that a task calls (a subagent, through the ``task`` tool of a LangChain agent's ``tools`` node)
+keeps its own checkpoints, under the namespace ``<node>:<task id>``, and a task run again goes on from
+them; the caller's graph reads that state with its own channels (``called_graph``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,17 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 __all__ = ["DeltaChannel", "snapshot", "uuid6"]
+
+TOOL_NODE = "tools"
+"""The node of a LangChain agent that runs its tool calls, a task each."""
+
+
+def called_graph(config: dict[str, Any], task: Any) -> dict[str, Any]:
+    """The config that reads, with ``aget_state``, the state of the graph that ``task`` (a ``StateSnapshot``'s
+    task on the thread of ``config``) called, as that graph last saved it."""
+    from langgraph._internal._constants import NS_END
+
+    return {"configurable": {"thread_id": config["configurable"]["thread_id"], "checkpoint_ns": f"{task.name}{NS_END}{task.id}"}}
 
 
 def snapshot(value: Any) -> Any:

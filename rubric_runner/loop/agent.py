@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..compat.deepagents import rubric_middleware
-from ..config.schema import LoopArm, WorkerBackend
+from ..config.schema import LoopArm
 from ..context import current_task
 from ..grader.evidence import EvidenceRule
 from ..grader.middleware import GraderPass
@@ -21,7 +21,7 @@ from ..observe.recorder import ToolCallWatch
 from ..plugins.events import GradingPassed
 from ..records import Evaluation
 from .arms import FreshAttempts, fresh_for_grader, grading_passes
-from .backends import live_files, worker_files
+from .backends import worker_files
 from .plan import Plan
 from .policy import is_default, policy_middleware_class
 from .workspaces import grader_state, grader_state_schema
@@ -53,14 +53,13 @@ def watched(prepare: Callable[[list[Any]], list[Any]] | None) -> Callable[[list[
     return messages_for_grader
 
 
-def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy: bool = False,
-                      backend: WorkerBackend | None = None) -> Any:
+def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy: bool = False) -> Any:
     """``RubricMiddleware`` with the plan's grader, prompt, tools, stack and listeners; the loop goes on
     while the worker revises, up to ``max_iterations`` grading passes (``grader.max_iterations``, one for
     ``loop.arm=single``); a ``resample`` grader reads the latest attempt alone; what the grader is shown
-    is noted for each pass's view; a workspace task's grader reads the worker's files where ``backend``
-    (default ``worker.backend``) keeps them. With ``loop_policy``, the config's ``loop.returns`` and
-    ``loop.stop`` (``policy``) where they are not the library's own."""
+    is noted for each pass's view; a workspace task's grader reads the worker's files in its state (on every
+    backend). With ``loop_policy``, the config's ``loop.returns`` and ``loop.stop`` (``policy``) where they
+    are not the library's own."""
     node = plan.config.grader
     arguments = dict(plan.extensions.grader_arguments)
     if plan.config.loop.arm is LoopArm.resample:  # each attempt judged on its own
@@ -69,9 +68,7 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy
     grading = GraderPass(strategy(plan.strategy), node.max_model_calls,
                          EvidenceRule(sorted(node.tools), list(plan.config.rubric.evidence)), compatible_server(node))
     if any(task.workspace is not None for task in plan.tasks):  # the grader reads the worker's files
-        kind = backend or plan.config.worker.backend
-        arguments["build_grader_state"] = grader_state(arguments.get("build_grader_state"),
-                                                       lambda state: live_files(kind, state))
+        arguments["build_grader_state"] = grader_state(arguments.get("build_grader_state"))
         arguments["grader_state_schema"] = grader_state_schema(arguments.get("grader_state_schema"))
     loop = plan.config.loop
     if loop_policy and not is_default(loop):

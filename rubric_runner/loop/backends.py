@@ -1,11 +1,13 @@
 """The worker's backend (``worker.backend``): where its files live and where ``execute`` runs.
 
 One agent serves every task of a plan, so one backend object does too; the disk backends find the task
-at hand through ``context.current_task()`` and work in its own dir, ``<task's record dir>/files/``.
+at hand through ``context.current_task()`` and work in its own dir, ``<task's record dir>/files/``, a copy
+of the files in the worker's state (``mirror``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,14 +22,13 @@ from deepagents.backends.protocol import (
     WriteResult,
 )
 from deepagents.backends.sandbox import BaseSandbox
-from deepagents.backends.utils import create_file_data
 
-from ..compat.deepagents import confined_files
+from ..compat.deepagents import agent_files, confined_files, files_in_state, send_files
 from ..config.schema import WorkerBackend, WorkerConfig
 from ..context import current_task
 from ..sandbox import Limits, ShellSession
 from ..tasks.workspace import Workspace
-from ..tools.files import dir_texts
+from .mirror import changes, file_data, materialise
 
 LIVE_DIR = "files"
 """The worker's files on the disk backends, under the task's record dir (beside ``workspace/``, where the
@@ -54,9 +55,11 @@ def task_workspace() -> Path:
     return path
 
 
-class TaskFiles(confined_files()):
+class TaskFiles(files_in_state()):
     """``FilesystemBackend`` in virtual mode, rooted at the task at hand's workspace: ``..``, ``~`` and paths
-    that resolve outside it (through a symlink) are refused, and the refusal is the tool's error."""
+    that resolve outside it (through a symlink) are refused, and the refusal is the tool's error. Each
+    change it makes goes to the calling agent's state too, in the same tool call: the file as it is now on
+    disk, or None for each file a delete removed."""
 
     place = "the workspace"
 
@@ -70,6 +73,41 @@ class TaskFiles(confined_files()):
     @cwd.setter
     def cwd(self, _: Path) -> None:
         """``FilesystemBackend.__init__`` sets a fixed root; this backend's follows the task."""
+
+    def _key(self, file_path: str) -> str:
+        return f"/{self._resolve_path(file_path).relative_to(self.cwd).as_posix()}"
+
+    def _keep(self, file_path: str) -> None:
+        """The file at ``file_path`` put in the agent's state as it is on disk."""
+        key = self._key(file_path)
+        before = agent_files().get(key) or {}
+        send_files({key: file_data(self._resolve_path(file_path).read_bytes(), before.get("created_at"))})
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        result = super().write(file_path, content)
+        if result.error is None:
+            self._keep(file_path)
+        return result
+
+    def edit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:  # noqa: FBT001, FBT002
+        result = super().edit(file_path, old_string, new_string, replace_all)
+        if result.error is None:
+            self._keep(file_path)
+        return result
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        responses = super().upload_files(files)
+        for response in responses:
+            if response.error is None:
+                self._keep(response.path)
+        return responses
+
+    def delete(self, file_path: str) -> DeleteResult:
+        result = super().delete(file_path)
+        if result.error is None:
+            key = self._key(file_path)
+            send_files({path: None for path in agent_files() if path == key or path.startswith(key.rstrip("/") + "/")})
+        return result
 
 
 class TaskSandbox(TaskFiles, BaseSandbox):
@@ -106,6 +144,15 @@ class TaskSandbox(TaskFiles, BaseSandbox):
                 task.shell = ShellSession(task_workspace(), self.limits)
             return task.shell
 
+    async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:  # noqa: ASYNC109
+        """``execute``, then the command's changes to the workspace (the dir as it left it) sent to the calling
+        agent's state with the command's answer."""
+        response = await asyncio.to_thread(self.execute, command, timeout=timeout)
+        update = await asyncio.to_thread(changes, task_workspace(), agent_files())
+        if update:
+            send_files(update)
+        return response
+
     def execute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
         result = self.session().run(command, float(timeout) if timeout else None, OUTPUT_CHARS)
         if result.get("refused"):
@@ -119,25 +166,12 @@ class TaskSandbox(TaskFiles, BaseSandbox):
 
 
 def seed(kind: WorkerBackend, workspace: Workspace) -> dict[str, Any]:
-    """A workspace task's seed put where the worker reads it before its first turn: on ``state`` the agent
-    input's ``files`` (returned); on the disk backends written into the task's dir, and the input's ``files``
-    empty (tools that read the state's files find the key, and ``run_tests`` reads the dir)."""
-    if kind is WorkerBackend.state:
-        return {"files": workspace.state_files()}
-    root = task_workspace()
-    for path, text in workspace.files.items():
-        target = root / path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    return {"files": {}}
-
-
-def live_files(kind: WorkerBackend, state: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The worker's files now, as the state backend holds them (path -> FileData): the state's ``files`` on
-    ``state``, the task's dir read on the disk backends (``tools.files.dir_texts``)."""
-    if kind is WorkerBackend.state:
-        return dict(state.get("files") or {})
-    return {path: create_file_data(text) for path, text in dir_texts(task_workspace()).items()}
+    """A workspace task's seed, for the agent input's ``files`` before its first turn (returned); on the disk
+    backends written into the task's dir too."""
+    files = workspace.state_files()
+    if kind is not WorkerBackend.state:
+        materialise(task_workspace(), files)
+    return {"files": files}
 
 
 def worker_backend(kind: WorkerBackend) -> Any:
@@ -148,9 +182,6 @@ def worker_backend(kind: WorkerBackend) -> Any:
     if kind is WorkerBackend.filesystem:
         return TaskFiles()
     return StateBackend()
-
-
-
 
 
 class ReadOnlyFiles(confined_files()):

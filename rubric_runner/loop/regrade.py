@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.messages import messages_from_dict
 
 from ..compat.deepagents import grade_once
-from ..config.schema import OnCutView, WorkerBackend
+from ..config.schema import OnCutView
 from ..context import CURRENT_TASK, TaskContext, TaskRef
 from ..grader.evidence import final_status
 from ..grader.notes import TaskGrading
@@ -86,7 +86,7 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
     if cursors.is_dir():  # a scripted grader's place in its script: the regrade's grader goes on from there
         carry_on(cursors, plan.home / CURSOR_DIR / "grader")
     # no worker can revise: needs_revision ends the pass; a workspace task's files are in the state graded
-    middleware = grader_middleware(plan, max_iterations=1, backend=WorkerBackend.state)
+    middleware = grader_middleware(plan, max_iterations=1)
     dirs = transcript_dirs(source)
     tally = TaskTally(len(dirs))
     for index, transcript_dir in enumerate(dirs):

@@ -50,9 +50,10 @@ from ..tasks.checks import verify
 from ..tasks.sets import Task
 from ..tasks.trajectory import Rules, worker_calls
 from .answers import attempt_messages, final_answer, first_answer, graded_attempts
-from .backends import LIVE_DIR, live_files, seed
+from .backends import LIVE_DIR, seed
 from .budgets import Budgets
 from .limits import LimitExceeded, TaskGuard
+from .mirror import restore
 from .plan import Plan
 from .policy import STATE_KEY as RETURNED_KEY
 from .signals import StopRequest, StopRequested
@@ -189,6 +190,8 @@ class TaskRun:
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(self.task.message)], "rubric": self.task.rubric}
         if record.rubric_carried_over:
             del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
+        if on_disk:  # the dir made what the thread goes on with (empty for a new one), before any tool reads it
+            await restore(shared.agent, run_config, self.dir / LIVE_DIR)
         saved = await shared.agent.aget_state(run_config) if record.resumed else None
         if workspace is not None and plan.follow_up is None and not (saved is not None and saved.values.get("messages")):
             agent_input.update(seed(plan.config.worker.backend, workspace))  # the task's first turn: never again on its thread
@@ -280,8 +283,7 @@ class TaskRun:
         record = self.record
         found = [kept(self.dir, attempt_name(attempt)) for attempt in range(1, record.iterations + 1)]
         record.workspaces = [workspace for workspace in found if workspace is not None]
-        record.final_workspace = keep(self.dir, "final", self.task.workspace,
-                                      texts(live_files(self.shared.plan.config.worker.backend, values)),
+        record.final_workspace = keep(self.dir, "final", self.task.workspace, texts(values.get("files")),
                                       self.shared.plan.config.rubric.workspace_diff_max_bytes)
 
     async def _verify(self, checks: list[Any], messages: list[Any]) -> None:

@@ -19,6 +19,7 @@ from typing import Annotated, Any, NotRequired
 from ..context import current_task
 from ..records import AttemptWorkspace, write_atomic
 from ..tasks.workspace import Workspace
+from ..tools.files import file_text
 
 SEEDS_DIR = "seeds"
 """Where in a run dir each task's seed is kept, once for all its repeats: ``seeds/<task id>.json``."""
@@ -28,10 +29,8 @@ CHANGES, DIFF = "changes.json", "changes.diff"
 
 
 def texts(files: Mapping[str, Any] | None) -> dict[str, str]:
-    """The state backend's files (path -> FileData) as path -> text."""
-    from deepagents.backends.utils import file_data_to_string
-
-    return {path: file_data_to_string(data) for path, data in sorted((files or {}).items()) if data is not None}
+    """The state's files (path -> FileData) as path -> text (``tools.files.file_text``)."""
+    return {path: file_text(data) for path, data in sorted((files or {}).items()) if data is not None}
 
 
 def seed_path(run_dir: Path, task_id: str) -> Path:
@@ -98,14 +97,13 @@ def attempt_name(attempt: int) -> str:
     return f"attempt-{attempt}"
 
 
-def grader_state(user: Callable[[Any, int], Mapping[str, Any]] | None,
-                 read_files: Callable[[Any], dict[str, Any]]) -> Callable[[Any, int], dict[str, Any]]:
-    """``build_grader_state``: the user's own fields, and the worker's files as this pass reads them
-    (``read_files`` of the worker's state, FileData by path: ``files``, which the grader's file tools read),
-    kept as the pass's attempt in the task's record dir."""
+def grader_state(user: Callable[[Any, int], Mapping[str, Any]] | None) -> Callable[[Any, int], dict[str, Any]]:
+    """``build_grader_state``: the user's own fields, and the worker's files as this pass reads them (its
+    state's ``files``, FileData by path, which the grader's file tools read), kept as the pass's attempt in
+    the task's record dir."""
     def build(state: Any, iteration: int) -> dict[str, Any]:
         fields = dict(user(state, iteration)) if user is not None else {}
-        files = read_files(state)
+        files = state.get("files") or {}
         task = current_task()
         if task is not None and task.workspace is not None and task.ref.run_dir:
             keep(Path(task.ref.run_dir), attempt_name(iteration + 1), task.workspace, texts(files),

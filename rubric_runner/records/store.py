@@ -43,13 +43,16 @@ BAD_RECORD = "BadRecord"
 """The error type of a record that could not be read (not JSON, or not a record)."""
 
 
-def write_atomic(path: Path, text: str | Iterable[str]) -> None:
-    """Write ``path`` (``text``, or its pieces as they come) whole or not at all, through a temp file
-    beside it: a reader (or a second writer) never sees half a file; an error names ``path``."""
+def write_atomic(path: Path, text: str | bytes | Iterable[str]) -> None:
+    """Write ``path`` (``text``, its pieces as they come, or bytes as they are) whole or not at all, through
+    a temp file beside it: a reader (or a second writer) never sees half a file; an error names ``path``."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as file:
-            file.writelines([text] if isinstance(text, str) else text)
+        if isinstance(text, bytes):
+            tmp.write_bytes(text)
+        else:
+            with open(tmp, "w", encoding="utf-8") as file:
+                file.writelines([text] if isinstance(text, str) else text)
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):

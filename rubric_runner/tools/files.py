@@ -10,6 +10,7 @@ run over an attempt's files with the hidden tests added.
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,17 +38,18 @@ READ_LINES = 200
 """The lines ``read_file`` gives when the grader asks for no limit."""
 
 
-def dir_texts(root: Path) -> dict[str, str]:
-    """The files under ``root`` (a disk backend's worker files) by ``/relative`` path, as text decoded from
-    their bytes as the seed is (line endings as written; not UTF-8: read with replacements); symlinks left out."""
-    return {f"/{path.relative_to(root).as_posix()}": path.read_bytes().decode("utf-8", "replace")
-            for path in sorted(root.rglob("*")) if path.is_file() and not path.is_symlink()}
-
-
-def _text(data: dict[str, Any]) -> str:
+def file_bytes(data: dict[str, Any]) -> bytes:
+    """A file of the state's ``files`` (deep agents' FileData) as its bytes: its text, or its base64 content
+    decoded (a binary file a command wrote on a disk backend)."""
     from deepagents.backends.utils import file_data_to_string
 
-    return file_data_to_string(data)
+    content = file_data_to_string(data)
+    return base64.b64decode(content) if data.get("encoding") == "base64" else content.encode("utf-8")
+
+
+def file_text(data: dict[str, Any]) -> str:
+    """A file of the state's ``files`` as text, decoded from its bytes (not UTF-8: read with replacements)."""
+    return file_bytes(data).decode("utf-8", "replace")
 
 
 @tool
@@ -68,7 +70,7 @@ async def read_file(file_path: str, offset: int = 0, limit: int = READ_LINES, fi
     path = "/" + file_path.lstrip("/")
     if path not in (files or {}):
         return f"Error: File '{path}' not found"
-    lines = _text(files[path]).splitlines()
+    lines = file_text(files[path]).splitlines()
     offset, limit = max(int(offset), 0), max(int(limit), 0)
     if lines and offset >= len(lines):
         return f"Error: Line offset {offset} exceeds file length ({len(lines)} lines)"
@@ -111,9 +113,7 @@ def run_tests(
         return "ok: false\nrun_tests has no test command configured"
     task = current_task()
     workspace = task.workspace if task is not None else None
-    tree = {path: _text(data) for path, data in (files or {}).items()}
-    if not files and task is not None and task.files_dir:  # a disk backend's worker: its files are on disk
-        tree = dir_texts(Path(task.files_dir))
+    tree = {path: file_text(data) for path, data in (files or {}).items()}
     if workspace is not None:
         tree.update({path: workspace.files[path] for path in workspace.protected_paths()})
     limits = Limits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds, memory_mb=memory_mb)

@@ -157,3 +157,35 @@ def test_deepagents_filesystem_backend_refuses_a_path_out_of_its_root_in_resolve
     assert "refused, /out/x.txt is outside its root" in confined.write("/out/x.txt", "x").error
     assert confined.read("/out/x.txt").error and list(outside.iterdir()) == []
     assert confined.write("/in.txt", "x").error is None and (root / "in.txt").read_text() == "x"
+
+
+def test_deepagents_gives_an_agent_on_a_state_backend_the_files_and_its_tool_reads_and_writes_them(tmp_path):
+    """``files_in_state``: each agent's ``FilesystemMiddleware`` (the worker's, a subagent's) declares the state's
+    ``files`` for a backend that is a ``StateBackend``, whose file operations stay the ``FilesystemBackend``'s;
+    ``send_files`` in a tool goes to the state with the tool's answer, and ``agent_files`` reads it back at once."""
+    from deepagents import create_deep_agent
+    from deepagents.backends import FilesystemBackend
+    from deepagents.backends.utils import create_file_data
+    from deepagents.middleware.filesystem import FilesystemMiddleware
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    backend_class = compat_deepagents.files_in_state()
+    assert all(getattr(backend_class, name) is getattr(FilesystemBackend, name)
+               for name in ("ls", "read", "write", "edit", "delete", "grep", "glob", "upload_files", "download_files"))
+    backend = backend_class(root_dir=tmp_path, virtual_mode=True)
+    assert "files" in FilesystemMiddleware(backend=backend).state_schema.__annotations__
+
+    @tool
+    def touch() -> str:
+        """Make /made.txt."""
+        compat_deepagents.send_files({"/made.txt": create_file_data("made\n"), "/seed.txt": None})
+        return ",".join(sorted(compat_deepagents.agent_files()))
+
+    worker = ScriptedChatModel(model="scripted:w", turns=[{"tool_calls": [{"name": "touch", "args": {}}]}, {"content": "done"}])
+    agent = create_deep_agent(model=worker, tools=[touch], backend=backend, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "Make it."}], "files": {"/seed.txt": create_file_data("s\n")}}, config))
+    values = agent.get_state(config).values
+    assert list(values["files"]) == ["/made.txt"] and values["files"]["/made.txt"]["content"] == "made\n"
+    assert next(m for m in values["messages"] if m.type == "tool").content == "/made.txt"

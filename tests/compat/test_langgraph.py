@@ -102,3 +102,51 @@ def test_langgraph_values_stream_ends_with_the_threads_state():
     streamed, read = asyncio.run(last_chunk(deep, {"messages": [{"role": "user", "content": "Write it."}], "rubric": "- c"}))
     assert streamed == read
     assert (compat_deepagents.LoopState.of(streamed).status, streamed["messages"][-1].content) == ("satisfied", "final")
+
+
+def test_langgraph_a_graph_a_task_called_keeps_its_state_under_the_tasks_namespace_and_goes_on_from_it():
+    """A graph called inside a task (a subagent, by the ``task`` tool of a LangChain agent's ``tools`` node)
+    saves its steps under the namespace ``called_graph`` names, which the caller reads with its own channels;
+    the task run again on a resume goes on from there, its finished steps not run again."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+    from langgraph.graph import START, StateGraph
+
+    from rubric_runner.models.scripted import ScriptedChatModel
+
+    @tool
+    def noop() -> str:
+        """Do nothing."""
+        return ""
+
+    assert compat_langgraph.TOOL_NODE in create_agent(ScriptedChatModel(model="scripted:w", turns=[]), tools=[noop]).nodes
+    ran: list[str] = []
+
+    def first(state):
+        ran.append("first")
+        return {"steps": ["first"]}
+
+    def second(state):
+        ran.append("second")
+        if ran.count("second") == 1:
+            raise RuntimeError("killed")
+        return {"steps": ["second"]}
+
+    inner = StateGraph(Steps)
+    inner.add_node("first", first)
+    inner.add_node("second", second)
+    inner.add_edge(START, "first")
+    inner.add_edge("first", "second")
+    called = inner.compile()
+    outer = StateGraph(Steps)
+    outer.add_node(compat_langgraph.TOOL_NODE, lambda state: {"steps": called.invoke({"steps": []})["steps"]})
+    outer.add_edge(START, compat_langgraph.TOOL_NODE)
+    agent = outer.compile(checkpointer=compat_langgraph.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(RuntimeError, match="killed"):
+        agent.invoke({"steps": []}, config, durability="sync")
+    (task,) = agent.get_state(config).tasks
+    assert (task.name, task.result) == (compat_langgraph.TOOL_NODE, None)
+    assert agent.get_state(compat_langgraph.called_graph(config, task)).values == {"steps": ["first"]}
+    assert asyncio.run(agent.ainvoke(None, config, durability="sync")) == {"steps": ["first", "second"]}
+    assert ran == ["first", "second", "second"]

@@ -17,6 +17,7 @@ from support.helpers import cli_process, read_events, run_cli, run_in_process
 
 from rubric_runner.cli import run_command
 from rubric_runner.compat.deepagents import OFFLOADED
+from rubric_runner.loop.mirror import dir_files
 from rubric_runner.loop.workspaces import files_at
 from rubric_runner.records import read_task_at
 
@@ -109,12 +110,23 @@ def _final_workspaces(run_dir: Path) -> dict[str, dict[str, str]]:
     return found
 
 
-def test_a_run_killed_mid_task_resumes_to_the_same_workspaces(tmp_path):
-    args = [*DEMO, "run.console=false", "run.repeats=2", "run.concurrency=2"]
-    whole = tmp_path / "whole"
-    assert run_cli(*args, f"hydra.run.dir={whole}", cwd=tmp_path, timeout=300).returncode == 0
+KILLED = ("run.console=false", "run.repeats=2", "run.concurrency=2")
+
+
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory) -> Path:
+    """The run the killed ones are compared with: on ``state``, whose records the disk backends' match."""
+    home = tmp_path_factory.mktemp("whole")
+    assert run_cli(*DEMO, *KILLED, "hydra.run.dir=run", cwd=home, timeout=300).returncode == 0
+    return home / "run"
+
+
+@pytest.mark.parametrize("backend", ["state", "filesystem", "sandbox"])
+def test_a_run_killed_mid_task_resumes_to_the_same_workspaces(tmp_path, whole_run, backend):
+    """Killed once a grader's tool call has ended, with tasks under way, then resumed: each task's final files and
+    kept attempts are those of a run never killed; on a disk backend its ``files/`` dir holds its final files."""
     run_dir = tmp_path / "killed"
-    with cli_process(*args, f"hydra.run.dir={run_dir}", cwd=tmp_path) as proc:
+    with cli_process(*DEMO, *KILLED, f"worker.backend={backend}", f"hydra.run.dir={run_dir}", cwd=tmp_path) as proc:
         deadline = time.monotonic() + 120
         while not any(e["event"] == "tool_call_end" and e.get("agent") == "grader" for e in _events(run_dir)):
             assert time.monotonic() < deadline and proc.poll() is None, "the run ended before it could be killed"
@@ -124,11 +136,15 @@ def test_a_run_killed_mid_task_resumes_to_the_same_workspaces(tmp_path):
     assert any(_task_status(run_dir, key) != "satisfied" for key in _keys())  # killed with a task under way
     resumed = run_cli("resume", str(run_dir), cwd=tmp_path, timeout=300)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert _final_workspaces(run_dir) == _final_workspaces(whole)
+    finals = _final_workspaces(run_dir)
+    assert finals == _final_workspaces(whole_run)
     for key in _keys():
         for name in ("attempt-1", "attempt-2", "final"):
-            kept = [run / "tasks" / key / "workspace" / name / "changes.json" for run in (whole, run_dir)]
+            kept = [run / "tasks" / key / "workspace" / name / "changes.json" for run in (whole_run, run_dir)]
             assert kept[0].exists() == kept[1].exists() and (not kept[0].exists() or kept[0].read_bytes() == kept[1].read_bytes()), (key, name)
+        if backend != "state":
+            files = {path: raw.decode() for path, raw in dir_files(run_dir / "tasks" / key / "files").items()}
+            assert files == finals[key], key
 
 
 def _keys() -> list[str]:
@@ -202,3 +218,93 @@ def test_a_regrade_grader_reads_and_tests_the_saved_workspace(tmp_path, backend)
     assert "if len(ordered) % 2:" in calls[0][2] and calls[1][2].startswith("ok: true (exit code 0;")
     record = read_task_at(regrade_dir)
     assert record.status.value == "satisfied" and [w.changed for w in record.workspaces] == [["/stats.py"]]
+
+
+CRASH = '''"""A worker tool that leaves the workspace ahead of the last checkpoint and stops its process at once (a
+kill, or Ctrl-C twice), the first time it is called."""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from langchain_core.tools import tool
+
+from rubric_runner.context import current_task
+
+CRASHED = Path(__file__).with_name("crashed")
+
+
+@tool
+def crash() -> str:
+    """Crash the run, the first time."""
+    if not CRASHED.exists():
+        CRASHED.touch()
+        files = Path(current_task().files_dir)
+        for path in files.rglob("*.py"):
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # cut off mid-write
+        (files / "stray.txt").write_text("written after the last checkpoint")
+        for stop in SIGNALS:
+            os.kill(os.getpid(), stop)
+            time.sleep(0.5)
+        time.sleep(60)
+    return "carried on"
+'''
+MAKES_FILES = {"tool_calls": [{"name": "execute", "args": {"command": r"mkdir -p build && echo ok > build/log.txt && printf 'caf\351' > build/latin.bin"}}]}
+
+
+def _crashing_script(task: str, agent: str, at: int, first: dict | None) -> dict:
+    """The bundled script, with a ``crash`` call as ``agent``'s reply ``at`` in ``task``'s story (after ``first``,
+    a reply put first)."""
+    script = yaml.safe_load((Path(run_command.__code__.co_filename).parents[1] / "data" / "scripts" / "repo_tasks.yaml").read_text())
+    story = script["tasks"][task]
+    replies = ([first] if first else []) + story[agent]
+    story[agent] = [*replies[:at], {"tool_calls": [{"name": "crash", "args": {}}]}, *replies[at:]]
+    return script
+
+
+def _kept(run_dir: Path) -> dict[str, bytes]:
+    """A run of one task's kept workspaces (``changes.json`` of each attempt and the final files) and its files dir."""
+    kept = {f"workspace/{path.parent.name}": path.read_bytes() for path in sorted((run_dir / "workspace").glob("*/changes.json"))}
+    return {**kept, **{f"files{path}": raw for path, raw in dir_files(run_dir / "files").items()}}
+
+
+@pytest.mark.parametrize(("backend", "task", "agent", "at", "first", "stop"), [
+    # after a command wrote files (one not UTF-8) and an edit
+    ("sandbox", "run_own_tests", "worker", 3, MAKES_FILES, ("SIGKILL",)),
+    # inside the subagent, after its edit: it goes on from its own checkpoint
+    ("filesystem", "delegate_fix", "fixer", 2, None, ("SIGKILL",)),
+    # after the first fix, Ctrl-C twice: stopped at once, the record says interrupted
+    ("filesystem", "fix_median", "worker", 2, None, ("SIGINT", "SIGINT")),
+], ids=["sandbox-after-a-command", "filesystem-in-a-subagent", "filesystem-ctrl-c-twice"])
+def test_a_stop_with_the_workspace_ahead_of_the_checkpoint_resumes_to_the_same_files(tmp_path, backend, task, agent, at, first, stop):
+    """The dir holds half-written files and a stray one when the process stops; the resume rewrites it from the
+    checkpoint, and the run ends with the files dir and kept workspaces of a run the tool never stopped."""
+    script = _crashing_script(task, agent, at, first)
+    runs = {}
+    for name in ("whole", "killed"):
+        home = tmp_path / name
+        home.mkdir()
+        (home / "crash_tool.py").write_text(CRASH.replace("SIGNALS", str(tuple(int(getattr(signal, name)) for name in stop))))
+        (home / "script.yaml").write_text(yaml.safe_dump(script))
+        if name == "whole":
+            (home / "crashed").touch()  # the tool carries on at once
+        ran = run_cli(*DEMO, f"rubric.tasks=[{task}]", f"worker.backend={backend}", "++worker.tools={crash_tool.crash: null}",
+                      "worker.script=script.yaml", "grader.script=script.yaml", "run.console=false", "hydra.run.dir=run",
+                      cwd=home, timeout=300)
+        runs[name] = home / "run"
+        if name == "killed":
+            killed = stop == ("SIGKILL",)
+            assert ran.returncode == (-signal.SIGKILL if killed else 130) and (runs[name] / "files" / "stray.txt").exists()
+            assert _record_at(runs[name])["status"] == ("running" if killed else "interrupted")
+            ran = run_cli("resume", "--trust-run-dir", "run", cwd=home, timeout=300)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert _record_at(runs["killed"])["status"] == _record_at(runs["whole"])["status"] == "satisfied"
+    whole = _kept(runs["whole"])
+    assert _kept(runs["killed"]) == whole
+    if first:  # the command's files are in the checkpoint, the binary one as its bytes
+        assert whole["files/build/latin.bin"] == b"caf\xe9" and whole["files/build/log.txt"] == b"ok\n"
+
+
+def _record_at(run_dir: Path) -> dict:
+    return json.loads((run_dir / "result.json").read_text())["task"]

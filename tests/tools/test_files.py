@@ -59,15 +59,3 @@ def test_run_tests_puts_the_protected_tests_back(tmp_path):
     calls = _grader_calls(run_dir)
     assert "== -1" in calls[0][2]  # the grader sees what the worker wrote
     assert calls[1][2].startswith("ok: false (exit code 1;")  # but the tests run as the task gave them (with its own, add(1, 2) == -1 passes)
-
-
-def test_a_disk_backends_files_read_back_as_their_bytes_are(tmp_path):
-    """``dir_texts`` keeps line endings as written (the seed is read so too), so an untouched CRLF file
-    reads the same as its seed; a file that is not UTF-8 reads with replacements; a symlink is left out."""
-    from rubric_runner.tools.files import dir_texts
-
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "crlf.txt").write_bytes(b"a\r\nb\r\n")
-    (tmp_path / "latin.txt").write_bytes(b"caf\xe9\n")
-    (tmp_path / "link.txt").symlink_to(tmp_path / "latin.txt")
-    assert dir_texts(tmp_path) == {"/latin.txt": "caf\ufffd\n", "/src/crlf.txt": "a\r\nb\r\n"}
