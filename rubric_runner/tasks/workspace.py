@@ -10,9 +10,12 @@ Tasks that name one dir share its files, read once (and with the same protected 
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,15 @@ class Workspace:
         """The protected globs that match no file of the seed."""
         return [glob for glob in self.protected if not any(
             fnmatch.fnmatchcase(path, glob) or fnmatch.fnmatchcase(path.lstrip("/"), glob.lstrip("/")) for path in self.files)]
+
+    def seed_json(self) -> str:
+        """The seed as a run keeps it: path -> text, as JSON with sorted keys."""
+        return json.dumps(dict(self.files), sort_keys=True)
+
+    @cached_property
+    def digest(self) -> str:
+        """The sha256 of ``seed_json``: the same files give the same digest, in any run."""
+        return sha256(self.seed_json().encode()).hexdigest()
 
     def state_files(self) -> dict[str, dict[str, Any]]:
         """The seed as deepagents' state backend holds files (``files`` in the agent's state)."""
