@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from hashlib import sha256
 
 import yaml
 from fixtures import fixture_dirs
+from langgraph.checkpoint.sqlite import SqliteSaver
 from support.helpers import read_events, run_scripted, verdict, write_script
 
 import rubric_runner
 from rubric_runner.analysis.judge import judge
 from rubric_runner.cli import run_command
-from rubric_runner.loop.workspaces import files_at, kept_seed
+from rubric_runner.loop.seed_refs import SeedRefs
+from rubric_runner.loop.workspaces import files_at, kept_seed, texts
 
 CRITERION = "add adds"
 EDIT = "edit_file"
@@ -120,7 +124,7 @@ def test_a_satisfied_verdict_on_a_tampered_workspace_is_the_graders_error(tmp_pa
     assert (judgement.satisfied_failed, judgement.satisfied_passed) == (1, 0)
 
 
-def test_tasks_that_start_from_one_workspace_keep_one_seed(tmp_path):
+def test_tasks_that_start_from_one_workspace_keep_one_seed_and_checkpoints_name_its_files(tmp_path):
     repo = _repo(tmp_path / "repo")
     big = "".join(f"line {i}: the data the worker leaves alone\n" for i in range(100))
     (repo / "data.txt").write_text(big)
@@ -136,6 +140,13 @@ def test_tasks_that_start_from_one_workspace_keep_one_seed(tmp_path):
     seed = kept_seed(run_dir, kept.stem, "a")
     assert seed == {"/calc.py": (repo / "calc.py").read_text(), "/data.txt": big,
                     "/tests/test_calc.py": (repo / "tests" / "test_calc.py").read_text()}
+    with closing(sqlite3.connect(run_dir / "checkpoints.sqlite")) as db:
+        types = {row[0] for row in db.execute("SELECT type FROM checkpoints")}
+        saver = SqliteSaver(db, serde=SeedRefs(run_dir))  # read back with no task at hand
+        thread = saver.get_tuple({"configurable": {"thread_id": records[0]["thread_id"], "checkpoint_ns": ""}})
+    assert types == {"msgpack+seeds"} and big.encode() not in (run_dir / "checkpoints.sqlite").read_bytes()
+    files = texts(thread.checkpoint["channel_values"]["files"].value)
+    assert files == files_at(run_dir / "tasks" / "a-r0", "final", seed) and files["/calc.py"].endswith("a + b\n")
 
 
 REREADER = [{"tool_calls": [{"name": "read_file", "args": {"file_path": "/calc.py"}}]}, verdict("satisfied", ("add adds", True))]
