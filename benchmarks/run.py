@@ -687,6 +687,160 @@ def bench_checkpoint_bytes(tmp: Path) -> dict:
     return rows
 
 
+WORKSPACE_FILES, WORKSPACE_FILE_BYTES = 50, 10_000
+"""The workspace benchmark's repo: 50 modules of about 10 KB, 500 KB in all."""
+
+
+def workspace_repo(root: Path) -> Path:
+    """A repo of ``WORKSPACE_FILES`` generated modules under ``pkg/``, each a header line and small functions
+    with varied constants, about ``WORKSPACE_FILE_BYTES`` each."""
+    import random
+
+    for index in range(WORKSPACE_FILES):
+        rng, parts, size = random.Random(index), [f'"""Module {index}: generated functions."""\n\n\n'], 0
+        while size < WORKSPACE_FILE_BYTES:
+            number = len(parts)
+            part = (f"def scale_{index}_{number}(values, factor={rng.randint(2, 999)}):\n"
+                    f"    return [value * factor + {rng.randint(0, 10**6)} for value in values if value > {rng.randint(-99, 99)}]\n\n\n")
+            parts.append(part)
+            size += len(part)
+        path = root / "pkg" / f"mod_{index:02}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(parts))
+    return root
+
+
+NOTES = "".join(f"- step {i}: checked the module's header and its functions' constants.\n" for i in range(30))
+"""The note the workspace benchmark's worker writes, about 2 KB."""
+
+
+def workspace_script(path: Path) -> Path:
+    """Each task's worker edits one module's header (``edit_file``) and writes ``/NOTES.md`` (``write_file``),
+    then answers; its grader reads the note and is satisfied: one grading pass."""
+    edit = {"file_path": "/pkg/mod_00.py", "old_string": "Module 0: generated functions.", "new_string": "Module 0: generated functions, checked."}
+    script = {"worker": [{"tool_calls": [{"name": "edit_file", "args": edit}]},
+                         {"tool_calls": [{"name": "write_file", "args": {"file_path": "/NOTES.md", "content": NOTES}}]},
+                         {"content": "mod_00's header says it is checked; NOTES.md says what was."}],
+              "grader": [{"tool_calls": [{"name": "read_file", "args": {"file_path": "/NOTES.md"}}]}, _verdict("satisfied", True)]}
+    path.write_text(yaml.safe_dump(script))
+    return path
+
+
+def workspace_task_run(run_dir: Path, tasks: int, concurrency: int = 16, *extra: str):
+    """A run of ``tasks`` tasks in ``run_dir`` whose dataset rows each name one 500 KB workspace (``workspace_repo``,
+    written beside the run dir once), each task scripted by ``workspace_script``. Returns its ``RunRecord``."""
+    base = run_dir.parent / "workspace-set"
+    if not base.is_dir():
+        workspace_repo(base / "repo")
+        workspace_script(base / "script.yaml")
+    rows = base / f"tasks-{tasks}.jsonl"
+    rows.write_text("".join(json.dumps({"id": f"t{i}", "task": f"Check mod_00 ({i}) and note it.", "workspace": "repo"}) + "\n"
+                            for i in range(tasks)))
+    overrides = scripted(base / "script.yaml", f"rubric.dataset={rows}", "rubric.text=- All tests pass", "+grader.tools.read_file={}",
+                         f"run.concurrency={concurrency}", *NO_EVIDENCE, UNVERIFIED, *extra)
+    return run_as_cli(overrides, run_dir)
+
+
+def _timed(owner: Any, name: str, spent: list[float]) -> Callable[[], None]:
+    """Replace ``owner.name`` by a wrapper that adds the time of each call to ``spent``; the undo."""
+    function = getattr(owner, name)
+
+    def call(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - started)
+
+    setattr(owner, name, call)
+    return lambda: setattr(owner, name, function)
+
+
+def measured_workspace_run(run_dir: str, tasks: int, *extra: str) -> dict:
+    """``workspace_task_run`` after a warm-up, with this process's RSS before and at peak, and the time spent
+    seeding: the seed's digest (``Workspace.digest``, once per workspace), putting each task's seed where its
+    worker reads it (``backends.seed``) and keeping it in the run dir (``workspaces.keep_seed``), as the task
+    run calls them; and apart, the time the checkpoints spend naming seed files and putting them back (``SeedRefs``)."""
+    from functools import cached_property
+
+    from rubric_runner.loop import task as task_run
+    from rubric_runner.loop.seed_refs import SeedRefs
+    from rubric_runner.tasks.workspace import Workspace
+
+    run_dir = Path(run_dir)
+    workspace_task_run(run_dir.parent / f"warm-{time.monotonic_ns()}", 4, 4, *extra)  # imports and first-use caches
+    seeding: list[float] = []
+    refs: list[float] = []
+    digest, timed_digest = Workspace.__dict__["digest"], cached_property(Workspace.__dict__["digest"].func)
+    timed_digest.__set_name__(Workspace, "digest")
+    Workspace.digest = timed_digest
+    undo = [lambda: setattr(Workspace, "digest", digest), _timed(timed_digest, "func", seeding),
+            _timed(task_run, "seed", seeding), _timed(task_run, "keep_seed", seeding),
+            _timed(SeedRefs, "named", refs), _timed(SeedRefs, "restored", refs)]
+    gc.collect()
+    baseline = _kib("VmRSS:")
+    Path("/proc/self/clear_refs").write_text("5")  # reset the peak (VmHWM) to the current RSS
+    started = time.perf_counter()
+    try:
+        record = workspace_task_run(run_dir, tasks, 16, *extra)
+    finally:
+        for step in reversed(undo):
+            step()
+    wall = time.perf_counter() - started
+    assert record.aggregate is not None and record.aggregate.satisfied == tasks, record.aggregate
+    return {"wall_s": round(wall, 3), "seeding_s": round(sum(seeding), 4), "seed_refs_s": round(sum(refs), 4),
+            "seed_refs_calls": len(refs), "baseline_kib": baseline, "peak_kib": _kib("VmHWM:")}
+
+
+def workspace_disk(run_dir: Path, tasks: int) -> dict:
+    """Bytes under a run dir per task: checkpoints (SQLite with its WAL), seeds, the tasks' kept workspaces (and
+    ``files/`` on a disk backend), and the rest (records, transcripts, events, reports); the first three together
+    (``workspace_bytes_per_task``); and the bytes the workers changed: each task's changed files as they ended
+    (what ``workspace/final/changes.json`` holds)."""
+    sizes = {"checkpoints": 0, "seeds": 0, "kept_workspaces": 0, "records_events_reports": 0}
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            parts = path.relative_to(run_dir).parts
+            kind = ("checkpoints" if path.name.startswith("checkpoints.sqlite") else "seeds" if parts[0] == "seeds"
+                    else "kept_workspaces" if len(parts) > 2 and parts[0] == "tasks" and parts[2] in ("workspace", "files")
+                    else "records_events_reports")
+            sizes[kind] += path.stat().st_size
+    changed = sum(len(text.encode()) for final in run_dir.glob("tasks/*/workspace/final/changes.json")
+                  for text in json.loads(final.read_text())["files"].values())
+    per_task = {f"{kind}_bytes_per_task": round(size / tasks) for kind, size in sizes.items()}
+    return {"changed_bytes_per_task": round(changed / tasks),
+            "workspace_bytes_per_task": sum(per_task[f"{kind}_bytes_per_task"] for kind in ("checkpoints", "seeds", "kept_workspaces")),
+            "run_dir_bytes_per_task": round(sum(sizes.values()) / tasks), **per_task}
+
+
+def bench_workspace(tmp: Path, tasks: int = 100) -> dict:
+    """A ``tasks``-task run on one 50-file, 500 KB workspace (``workspace_task_run``), in fresh processes: seeding
+    time per task, disk per task against the bytes the workers changed, and memory growth per task against a
+    run a tenth its size; and the same run's disk with ``worker.backend=filesystem`` and with memory checkpoints."""
+    small = max(tasks // 10, 1)
+    probe_small = _in_fresh_process("measured_workspace_run", str(tmp / f"workspace-{small}"), small)
+    probe = _in_fresh_process("measured_workspace_run", str(tmp / f"workspace-{tasks}"), tasks)
+    rows: dict = {"tasks": tasks, "concurrency": 16, "workspace_files": WORKSPACE_FILES,
+                  "workspace_bytes": sum(path.stat().st_size for path in (tmp / "workspace-set" / "repo").rglob("*.py")),
+                  "wall_s": probe["wall_s"], "peak_rss_bytes": probe["peak_kib"] * 1024}
+    rows["seeding_ms_per_task"] = round(probe["seeding_s"] / tasks * 1000, 3)
+    rows["checkpoint_seed_refs_ms_per_task"] = round(probe["seed_refs_s"] / tasks * 1000, 3)
+    rows["checkpoint_seed_refs_calls_per_task"] = round(probe["seed_refs_calls"] / tasks, 1)
+    rows.update(workspace_disk(tmp / f"workspace-{tasks}", tasks))
+    rows["workspace_bytes_limit_per_task"] = 2 * rows["changed_bytes_per_task"] + 50_000
+    for name, override in (("filesystem_backend", "worker.backend=filesystem"), ("memory_checkpoints", "run.checkpointer=memory")):
+        workspace_task_run(tmp / f"workspace-{name}", tasks, 16, override)  # the same run's disk, on the other settings
+        rows[name] = workspace_disk(tmp / f"workspace-{name}", tasks)
+    growth, growth_small = ((probe["peak_kib"] - probe["baseline_kib"]) * 1024, (probe_small["peak_kib"] - probe_small["baseline_kib"]) * 1024)
+    marginal = rows[f"marginal_growth_bytes_per_task_{small}_to_{tasks}"] = round((growth - growth_small) / (tasks - small))
+    rows["target"] = ("seeding (with the checkpoints' seed references) <= 20 ms a task; workspace_bytes_per_task <= 2 x "
+                      "changed_bytes_per_task + 50 KB; marginal growth <= 100 KB a task")
+    rows["met"] = {"seeding": rows["seeding_ms_per_task"] + rows["checkpoint_seed_refs_ms_per_task"] <= 20,
+                   "disk": rows["workspace_bytes_per_task"] <= rows["workspace_bytes_limit_per_task"],
+                   "memory": marginal <= 100_000}
+    return rows
+
+
 def _many_runs():
     """tests/support/many_runs.py, the writer of records of many runs (no run takes place), loaded from its file."""
     import importlib.util
@@ -767,7 +921,7 @@ def bench_policies(tmp: Path, repeats: int) -> dict:
 
 
 BENCHES = ("startup", "overhead", "concurrency", "instructions", "cache", "memory", "sweep", "sandbox", "execute", "checkpoint_bytes",
-           "scale", "report", "attempt_checks", "policies")
+           "scale", "report", "attempt_checks", "policies", "workspace")
 
 
 def _table(results: dict) -> str:
@@ -826,6 +980,8 @@ def main() -> None:
                 results["benchmarks"][name] = bench_attempt_checks(tmp, args.repeats)
             elif name == "policies":
                 results["benchmarks"][name] = bench_policies(tmp, args.repeats)
+            elif name == "workspace":
+                results["benchmarks"][name] = bench_workspace(tmp)
             results["benchmarks"][name]["measured_at"] = datetime.now(UTC).isoformat(timespec="seconds")
             print(f"done: {name}", file=sys.stderr, flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)

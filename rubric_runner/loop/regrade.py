@@ -120,11 +120,12 @@ def _not_graded(transcript_dir: Path, target: Path, reason: str) -> TaskRecord:
     return result
 
 
-def saved_workspace(task: Task, source: Path, transcript_dir: Path) -> tuple[Workspace, dict[str, str]]:
-    """A workspace task's seed as the run in ``source`` kept it (with the task's protected globs), and the
-    worker's files as the last grading pass of the transcript in ``transcript_dir`` read them: that seed with
-    the final changes kept there, deep agents' offloaded ``/large_tool_results/*`` among them."""
-    seed = kept_seed(source, task.id)
+def saved_workspace(task: Task, original: TaskRecord, source: Path, transcript_dir: Path) -> tuple[Workspace, dict[str, str]]:
+    """A workspace task's seed as the run in ``source`` kept it (the one its record ``original`` names, with the
+    task's protected globs), and the worker's files as the last grading pass of the transcript in
+    ``transcript_dir`` read them: that seed with the final changes kept there, deep agents' offloaded
+    ``/large_tool_results/*`` among them."""
+    seed = kept_seed(source, original.workspace_seed, task.id)
     try:
         files = files_at(transcript_dir, "final", seed)
     except FileNotFoundError:
@@ -160,7 +161,7 @@ async def _graded(plan: Plan, middleware: Any, source: Path, transcript_dir: Pat
         messages = messages_from_dict(json.loads((transcript_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
         fields = {}
         if task.workspace is not None:
-            context.workspace, files = saved_workspace(task, source, transcript_dir)
+            context.workspace, files = saved_workspace(task, original, source, transcript_dir)
             fields["files"] = {path: create_file_data(text) for path, text in files.items()}
         # the run's thread: a scripted grader given the run's cursors continues its script there
         metadata = {"thread_id": original.thread_id} if original.thread_id else {}

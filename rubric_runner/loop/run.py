@@ -41,7 +41,8 @@ POSTGRES_SETUP_LOCK = 0x7275_6272
 
 @contextlib.asynccontextmanager
 async def checkpointer(plan: Plan) -> AsyncIterator[Any]:
-    """The run's checkpointer: SQLite in the thread's home dir (WAL; no fsync per step), memory, or PostgreSQL."""
+    """The run's checkpointer: SQLite in the thread's home dir (WAL; no fsync per step; a workspace task's seed
+    files named, not held: ``SeedRefs``), memory, or PostgreSQL."""
     run = plan.config.run
     if run.checkpointer == Checkpointer.memory:
         from ..compat.langgraph import RunMemorySaver
@@ -68,13 +69,14 @@ async def checkpointer(plan: Plan) -> AsyncIterator[Any]:
     import sqlite3
 
     from .checkpoints import InlineSqliteSaver
+    from .seed_refs import SeedRefs
 
     path = plan.home / CHECKPOINT_FILE
     try:
         with contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as connection:
             connection.execute("PRAGMA auto_vacuum=INCREMENTAL")  # takes on a new file: pages freed can be given back
             connection.execute("PRAGMA synchronous=NORMAL")
-            yield InlineSqliteSaver(connection)
+            yield InlineSqliteSaver(connection, serde=SeedRefs(plan.home))
             connection.executescript("PRAGMA incremental_vacuum;")  # gives back the pages cut threads freed
     finally:
         scrub_sqlite(path)

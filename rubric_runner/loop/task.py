@@ -96,7 +96,8 @@ class TaskRun:
         follow_up = plan.follow_up
         self.record = TaskRecord(run_dir=str(self.dir), started_at=now(), task=task.message, rubric=task.rubric,
                                  task_id=None if plan.single and follow_up is None else task.id,
-                                 repeat=None if plan.single and follow_up is None else repeat)
+                                 repeat=None if plan.single and follow_up is None else repeat,
+                                 workspace_seed=task.workspace.digest if task.workspace is not None else None)
         if follow_up is not None:
             self.record.repeat = follow_up.repeat
             self.record.task_id = follow_up.task_id
@@ -185,7 +186,7 @@ class TaskRun:
                               str(self.dir / LIVE_DIR) if on_disk else None, plan.config.rubric.workspace_diff_max_bytes)
         CURRENT_TASK.set(context)
         if workspace is not None:
-            keep_seed(plan.run_dir, self.task.id, workspace)
+            keep_seed(plan.run_dir, workspace)
         run_config = {"configurable": {"thread_id": record.thread_id}, **trace_labels(shared.run.header, record, self.task.id, self.repeat)}
         agent_input: dict[str, Any] | None = {"messages": [HumanMessage(self.task.message)], "rubric": self.task.rubric}
         if record.rubric_carried_over:

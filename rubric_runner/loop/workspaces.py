@@ -1,6 +1,9 @@
 """What a run keeps of a task's workspace: the seed once per run, and each grading pass's files (and the
 final ones) as their changes against it, so that disk per task stays about the bytes the worker changed.
 
+A seed is kept by its digest, ``seeds/<sha256>.json``, which the task's record names (``workspace_seed``):
+tasks that start from the same files share one. A run dir written before keeps ``seeds/<task id>.json``.
+
 A pass's files are kept where the pass reads the worker's state (``grader_state``, the runner's part of
 ``build_grader_state``): ``workspace/attempt-N/`` in the task's record dir holds ``changes.diff`` (a
 unified diff, cut to ``rubric.workspace_diff_max_bytes``) and ``changes.json`` (the changed files whole,
@@ -22,7 +25,7 @@ from ..tasks.workspace import Workspace
 from ..tools.files import file_text
 
 SEEDS_DIR = "seeds"
-"""Where in a run dir each task's seed is kept, once for all its repeats: ``seeds/<task id>.json``."""
+"""Where in a run dir the seeds are kept, each once: ``seeds/<sha256>.json``."""
 WORKSPACE_DIR = "workspace"
 """Where in a task's record dir its workspaces are kept: ``attempt-N/`` and ``final/``."""
 CHANGES, DIFF = "changes.json", "changes.diff"
@@ -33,22 +36,23 @@ def texts(files: Mapping[str, Any] | None) -> dict[str, str]:
     return {path: file_text(data) for path, data in sorted((files or {}).items()) if data is not None}
 
 
-def seed_path(run_dir: Path, task_id: str) -> Path:
-    """Where ``run_dir`` keeps the seed of task ``task_id``."""
-    return run_dir / SEEDS_DIR / f"{task_id}.json"
+def seed_path(run_dir: Path, name: str) -> Path:
+    """Where ``run_dir`` keeps the seed ``name``: its digest (in a run dir written before, its task's id)."""
+    return run_dir / SEEDS_DIR / f"{name}.json"
 
 
-def keep_seed(run_dir: Path, task_id: str, workspace: Workspace) -> None:
-    """The task's seed, kept once per run."""
-    path = seed_path(run_dir, task_id)
+def keep_seed(run_dir: Path, workspace: Workspace) -> None:
+    """The workspace's seed, kept once per run by its digest."""
+    path = seed_path(run_dir, workspace.digest)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(dict(workspace.files), sort_keys=True))
+        write_atomic(path, workspace.seed_json())
 
 
-def kept_seed(run_dir: Path, task_id: str) -> dict[str, str]:
-    """The task's seed as ``keep_seed`` kept it in ``run_dir``."""
-    return json.loads(seed_path(run_dir, task_id).read_text(encoding="utf-8"))
+def kept_seed(run_dir: Path, digest: str | None, task_id: str) -> dict[str, str]:
+    """The seed of digest ``digest`` (a task record's ``workspace_seed``) as ``run_dir`` keeps it; for a record
+    that names none, written before seeds were kept by digest, task ``task_id``'s, ``seeds/<task id>.json``."""
+    return json.loads(seed_path(run_dir, digest or task_id).read_text(encoding="utf-8"))
 
 
 def _diff(seed: Mapping[str, str], files: Mapping[str, str], changed: list[str]) -> str:

@@ -505,6 +505,9 @@ class TaskRecord(_Ending):
     """The hidden ``verify`` checks of the first and the final answer, when the rubric has any."""
     verified_attempts: list[AttemptVerification] = Field(default_factory=list, exclude_if=_omitted_when_empty)
     """Every attempt with its verdict and hidden checks, in order, when the rubric has ``verify`` checks."""
+    workspace_seed: str | None = Field(default=None, exclude_if=_omitted_when_none)
+    """A task with a workspace: the sha256 of its seed, which the run dir keeps in ``seeds/<sha256>.json``
+    (a record without it, written before, has its seed in ``seeds/<task id>.json``)."""
     workspaces: list[AttemptWorkspace] = Field(default_factory=list, exclude_if=_omitted_when_empty)
     """A task with a workspace: its files as each grading pass read them, in order."""
     final_workspace: AttemptWorkspace | None = Field(default=None, exclude_if=_omitted_when_none)

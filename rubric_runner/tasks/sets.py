@@ -120,8 +120,8 @@ def _filled(text: str, target: Any, metadata: dict[str, Any]) -> str:
 
 def load_tasks(config: Config) -> list[Task]:
     """The run's tasks: those ``rubric.tasks`` selects of ``rubric.dataset``, or the rubric's own task."""
-    rubric = config.rubric
-    own = load_workspace(rubric.workspace, rubric.protected or None, Path.cwd(), "rubric.workspace", rubric.workspace_max_bytes)
+    rubric, loaded = config.rubric, {}  # each workspace dir is read once
+    own = load_workspace(rubric.workspace, rubric.protected or None, Path.cwd(), "rubric.workspace", rubric.workspace_max_bytes, loaded)
     if not rubric.dataset:
         return [Task("task", rubric.task, rubric.text, verify=_merged(rubric.verify, {}), workspace=own)]
     base = Path(rubric.dataset).parent if Path(rubric.dataset).is_file() else Path.cwd()
@@ -162,7 +162,8 @@ def load_tasks(config: Config) -> list[Task]:
             verify[WORKSPACE_CHECK] = {**verify[WORKSPACE_CHECK], "tests": str(base / hidden)}
         workspace = own
         if value["workspace"] not in (None, "") or value["protected"] not in (None, ""):
-            workspace = load_workspace(value["workspace"], value["protected"], base, f"{key}.workspace", rubric.workspace_max_bytes)
+            workspace = load_workspace(value["workspace"], value["protected"], base, f"{key}.workspace", rubric.workspace_max_bytes,
+                                       loaded)
         seen.add(task_id)
         tasks.append(Task(task_id, message, _filled(text, value["target"], metadata), tools, _merged(rubric.verify, verify),
                           index, workspace))

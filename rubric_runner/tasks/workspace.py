@@ -4,14 +4,18 @@ The rubric (``rubric.workspace``, ``rubric.protected``) or a dataset row (``work
 a directory or gives the files inline (path -> text). A directory is read whole before any model call: a
 missing one, one over ``rubric.workspace_max_bytes``, a binary file or a symlink that leaves it is a
 ``UsageError`` naming the key. Paths are kept as the worker's file tools name them: ``/src/app.py``.
+Tasks that name one dir share its files, read once (and with the same protected globs, one ``Workspace``).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,15 @@ class Workspace:
         """The protected globs that match no file of the seed."""
         return [glob for glob in self.protected if not any(
             fnmatch.fnmatchcase(path, glob) or fnmatch.fnmatchcase(path.lstrip("/"), glob.lstrip("/")) for path in self.files)]
+
+    def seed_json(self) -> str:
+        """The seed as a run keeps it: path -> text, as JSON with sorted keys."""
+        return json.dumps(dict(self.files), sort_keys=True)
+
+    @cached_property
+    def digest(self) -> str:
+        """The sha256 of ``seed_json``: the same files give the same digest, in any run."""
+        return sha256(self.seed_json().encode()).hexdigest()
 
     def state_files(self) -> dict[str, dict[str, Any]]:
         """The seed as deepagents' state backend holds files (``files`` in the agent's state)."""
@@ -90,9 +103,12 @@ def _inline(files: Mapping[Any, Any], key: str, max_bytes: int) -> dict[str, str
     return seeded
 
 
-def load_workspace(spec: Any, protected: Any, base: Path, key: str, max_bytes: int) -> Workspace | None:
+def load_workspace(spec: Any, protected: Any, base: Path, key: str, max_bytes: int,
+                   loaded: dict[tuple[Path, tuple[str, ...]], Workspace] | None = None) -> Workspace | None:
     """The workspace ``spec`` names (a dir, relative to ``base``, or inline files), with ``protected``'s globs;
-    None for none. ``key`` names the config key (``rubric.workspace``, ``rubric.dataset[3].workspace``)."""
+    None for none. ``key`` names the config key (``rubric.workspace``, ``rubric.dataset[3].workspace``).
+    ``loaded``: the dirs read so far, by (dir, globs); a dir read before is not read again, and its files are
+    shared."""
     globs = _globs(protected, key.rsplit(".", 1)[0] + ".protected")
     if spec is None or spec == "":
         if globs:
@@ -107,7 +123,11 @@ def load_workspace(spec: Any, protected: Any, base: Path, key: str, max_bytes: i
     root = root if root.is_absolute() else base / root
     if not root.is_dir():
         raise UsageError(key, f"{root} is not a directory", "give the dir of the task's files (relative to the file that names it)")
-    return Workspace(_read_dir(root, key, max_bytes), globs)
+    loaded, real = {} if loaded is None else loaded, root.resolve()
+    if (real, globs) not in loaded:
+        files = next((workspace.files for (read, _), workspace in loaded.items() if read == real), None)
+        loaded[real, globs] = Workspace(_read_dir(root, key, max_bytes) if files is None else files, globs)
+    return loaded[real, globs]
 
 
 def _globs(protected: Any, key: str) -> tuple[str, ...]:

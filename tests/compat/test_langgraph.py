@@ -1,5 +1,6 @@
 """Each assumption ``rubric_runner.compat.langgraph`` makes, pinned by name (see ``rubric_runner/compat/langgraph.py``):
-LangGraph: ``InMemorySaver``'s dicts and keys, its snapshot type, the SQLite saver's tables, the Postgres saver's cursor."""
+LangGraph: ``InMemorySaver``'s dicts and keys, its snapshot type, the SQLite saver's tables, the Postgres saver's cursor;
+and a saver's serializer kept through its allowlist copy (``loop.seed_refs``)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,24 @@ def test_langgraph_sqlite_saver_keeps_a_thread_in_two_tables(tmp_path):
     assert kept == {(latest.checkpoint["id"],)}
     assert db.execute("SELECT count(*) FROM checkpoints WHERE thread_id = 'u'").fetchone()[0] > 1
     assert {row[0] for row in db.execute("SELECT DISTINCT checkpoint_id FROM writes WHERE thread_id = 't'")} <= {latest.checkpoint["id"]}
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_langgraph_saver_made_for_an_allowlist_keeps_its_serializer_class(tmp_path, monkeypatch, strict):
+    """``loop.seed_refs.SeedRefs`` is a ``JsonPlusSerializer``: the saver a compiled graph makes for the graph's
+    msgpack allowlist (``with_allowlist``; a copy of the serializer under ``LANGGRAPH_STRICT_MSGPACK``) must
+    keep it one, with its run dir."""
+    import sqlite3
+
+    from langgraph.checkpoint.serde import _msgpack
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from rubric_runner.loop.seed_refs import SeedRefs
+
+    monkeypatch.setattr(_msgpack, "STRICT_MSGPACK_ENABLED", strict)
+    saver = SqliteSaver(sqlite3.connect(tmp_path / "c.sqlite", check_same_thread=False), serde=SeedRefs(tmp_path))
+    copied = saver.with_allowlist({("some_module", "SomeState")}).serde
+    assert type(copied) is SeedRefs and copied.home == tmp_path and (copied is not saver.serde) == strict
 
 
 def test_langgraph_postgres_saver_has_a_cursor():

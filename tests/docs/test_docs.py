@@ -300,6 +300,7 @@ COMMANDS: dict[str, dict[str, Runs | StopsAtKey | Composes | Skipped]] = {
             "takes minutes; its figures are in benchmarks/results/"),
         ".venv/bin/python benchmarks/run.py --only checkpoint_bytes,scale --tasks 10000": Skipped(
             "takes about 25 minutes; its figures are in benchmarks/results/"),
+        ".venv/bin/python benchmarks/run.py --only workspace": Skipped("takes a minute; its figures are in benchmarks/results/"),
     },
     "architecture.md > How the docs stay true": {
         ".venv/bin/mkdocs build --strict": Skipped(BUILT),

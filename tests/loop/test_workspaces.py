@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
+from hashlib import sha256
 
-from support.helpers import run_scripted, verdict, write_script
+import yaml
+from fixtures import fixture_dirs
+from langgraph.checkpoint.sqlite import SqliteSaver
+from support.helpers import read_events, run_scripted, verdict, write_script
 
+import rubric_runner
 from rubric_runner.analysis.judge import judge
 from rubric_runner.cli import run_command
-from rubric_runner.loop.workspaces import files_at
+from rubric_runner.loop.seed_refs import SeedRefs
+from rubric_runner.loop.workspaces import files_at, kept_seed, texts
 
 CRITERION = "add adds"
 EDIT = "edit_file"
@@ -41,7 +49,7 @@ def test_each_pass_keeps_its_files_as_changes_against_the_seed(tmp_path):
     assert "-    return a - b\n+    return a * b\n" in diff and diff.startswith("--- a/calc.py\n+++ b/calc.py\n")
     assert second.changed == ["/calc.py", "/tests/test_calc.py"] and second.tampered == ["/tests/test_calc.py"]
     assert second.diff_cut and second.diff_bytes == 150 == second.diff_cap
-    seed = json.loads((run_dir / "seeds" / "task.json").read_text())
+    seed = json.loads((run_dir / "seeds" / f"{task.workspace_seed}.json").read_text())
     assert seed == {"/calc.py": (repo / "calc.py").read_text(), "/tests/test_calc.py": (repo / "tests" / "test_calc.py").read_text()}
     assert files_at(run_dir, "attempt-1", seed)["/calc.py"] == "def add(a, b):\n    return a * b\n"
     rebuilt = files_at(run_dir, "attempt-2", seed)
@@ -114,3 +122,53 @@ def test_a_satisfied_verdict_on_a_tampered_workspace_is_the_graders_error(tmp_pa
     assert "**tampered**: /tests/test_calc.py" in (run_dir / "report.md").read_text()
     judgement = judge([(result.header, result.task)], {})
     assert (judgement.satisfied_failed, judgement.satisfied_passed) == (1, 0)
+
+
+def test_tasks_that_start_from_one_workspace_keep_one_seed_and_checkpoints_name_its_files(tmp_path):
+    repo = _repo(tmp_path / "repo")
+    big = "".join(f"line {i}: the data the worker leaves alone\n" for i in range(100))
+    (repo / "data.txt").write_text(big)
+    rows = tmp_path / "tasks.jsonl"
+    rows.write_text("".join(json.dumps({"id": name, "task": "fix add", "workspace": "repo"}) + "\n" for name in ("a", "b")))
+    script = write_script(tmp_path / "s.yaml", worker=[_edit("a - b", "a + b"), {"content": "fixed"}],
+                          grader=[verdict("satisfied", (CRITERION, True))])
+    result, run_dir = run_scripted(tmp_path, script, f"rubric.dataset={rows}", f"rubric.text=- {CRITERION}", NO_SYLLABLES)
+    assert result.aggregate.statuses == {"satisfied": 2}
+    (kept,) = (run_dir / "seeds").iterdir()  # one seed for both tasks, named by its digest
+    records = [json.loads((run_dir / "tasks" / f"{name}-r0" / "result.json").read_text()) for name in ("a", "b")]
+    assert [record["workspace_seed"] for record in records] == [kept.stem] * 2 == [sha256(kept.read_bytes()).hexdigest()] * 2
+    seed = kept_seed(run_dir, kept.stem, "a")
+    assert seed == {"/calc.py": (repo / "calc.py").read_text(), "/data.txt": big,
+                    "/tests/test_calc.py": (repo / "tests" / "test_calc.py").read_text()}
+    with closing(sqlite3.connect(run_dir / "checkpoints.sqlite")) as db:
+        types = {row[0] for row in db.execute("SELECT type FROM checkpoints")}
+        saver = SqliteSaver(db, serde=SeedRefs(run_dir))  # read back with no task at hand
+        thread = saver.get_tuple({"configurable": {"thread_id": records[0]["thread_id"], "checkpoint_ns": ""}})
+    assert types == {"msgpack+seeds"} and big.encode() not in (run_dir / "checkpoints.sqlite").read_bytes()
+    files = texts(thread.checkpoint["channel_values"]["files"].value)
+    assert files == files_at(run_dir / "tasks" / "a-r0", "final", seed) and files["/calc.py"].endswith("a + b\n")
+
+
+REREADER = [{"tool_calls": [{"name": "read_file", "args": {"file_path": "/calc.py"}}]}, verdict("satisfied", ("add adds", True))]
+
+
+def test_a_run_dir_with_its_seeds_kept_by_task_id_is_reported_regraded_resumed_and_continued(tmp_path):
+    """A run dir written before seeds were kept by digest (``tests/fixtures/seeds_by_task``): its seeds are
+    ``seeds/<task id>.json``, its records name none, its checkpoints hold the files themselves."""
+    run_dir = fixture_dirs("seeds_by_task", tmp_path) / "run"
+    assert run_command(["report", str(run_dir)]) == 0
+    assert "-    return a - b\n+    return a + b" in (run_dir / "report.md").read_text()
+    script = tmp_path / "regrader.yaml"
+    script.write_text(yaml.safe_dump({"grader": [], "tasks": {"a": {"grader": REREADER}, "b": {"grader": REREADER}}}))
+    assert run_command(["regrade", str(run_dir), f"grader.script={script}", "run.console=false"]) == 0
+    (regrade_dir,) = (run_dir / "regrades").iterdir()
+    reads = [e for e in read_events(regrade_dir) if e["event"] == "tool_call_end" and e["tool"] == "read_file"]
+    assert sorted(e["task_id"] for e in reads) == ["a", "b"] and all("return a + b" in e["output"] for e in reads)
+    resumed = rubric_runner.resume(run_dir)
+    assert resumed.aggregate.statuses == {"satisfied": 2} and resumed.aggregate.reused == 2
+    assert run_command(["continue", "--task", "a", str(run_dir), "Read calc.py back", "run.console=false"]) == 0
+    turn = run_dir / "tasks" / "a-r0" / "turns" / "2"
+    record = json.loads((turn / "result.json").read_text())["task"]
+    assert record["status"] == "satisfied" and (turn / "seeds" / f"{record['workspace_seed']}.json").is_file()
+    reads = [e for e in read_events(turn) if e["event"] == "tool_call_end" and e["tool"] == "read_file"]
+    assert "return a + b" in reads[0]["output"]  # the thread's files, from checkpoints that hold them whole

@@ -18,7 +18,7 @@ from support.helpers import cli_process, read_events, run_cli, run_in_process
 from rubric_runner.cli import run_command
 from rubric_runner.compat.deepagents import OFFLOADED
 from rubric_runner.loop.mirror import dir_files
-from rubric_runner.loop.workspaces import files_at
+from rubric_runner.loop.workspaces import files_at, kept_seed
 from rubric_runner.records import read_task_at
 
 DEMO = ("rubric=repo_tasks", "worker=scripted", "grader=scripted")
@@ -104,7 +104,7 @@ def test_repo_tasks_offline(tmp_path):
 def _final_workspaces(run_dir: Path) -> dict[str, dict[str, str]]:
     found = {}
     for task in TASKS:
-        seed = json.loads((run_dir / "seeds" / f"{task}.json").read_text())
+        seed = kept_seed(run_dir, _record(run_dir, task)["workspace_seed"], task)
         for repeat in (0, 1):
             found[f"{task}-r{repeat}"] = files_at(run_dir / "tasks" / f"{task}-r{repeat}", "final", seed)
     return found
@@ -185,8 +185,8 @@ def test_the_disk_backends_seed_keep_and_grade_the_same_workspaces_as_state(tmp_
         assert result.aggregate.statuses == {"satisfied": 8}, backend
         assert _outcomes(run_dir) == expected, backend
         fixed = run_dir / "tasks" / "fix_median-r0"
-        assert (fixed / "files" / "stats.py").read_text() == files_at(fixed, "final", json.loads(
-            (run_dir / "seeds" / "fix_median.json").read_text()))["/stats.py"]
+        assert (fixed / "files" / "stats.py").read_text() == files_at(fixed, "final", kept_seed(
+            run_dir, _record(run_dir, "fix_median")["workspace_seed"], "fix_median"))["/stats.py"]
         assert not (fixed / "files" / "attempt-1").exists() and (fixed / "workspace" / "attempt-1" / "changes.json").is_file()
     assert not (runs["state"][1] / "tasks" / "fix_median-r0" / "files").exists()
     runs_own = [out for name, _, out in _grader_calls(runs["sandbox"][1], "run_own_tests", "worker") if name == "execute"]
