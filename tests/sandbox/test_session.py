@@ -12,7 +12,8 @@ from rubric_runner.sandbox import Limits, ShellSession, choose, isolation_settin
 
 ISOLATIONS = [
     pytest.param("auto", marks=pytest.mark.skipif(choose("auto").backend is None, reason="nothing isolates here")),
-    pytest.param("namespaces", marks=pytest.mark.skipif(os.getuid() != 0, reason="the namespace backend needs root")),
+    pytest.param("namespaces", marks=[pytest.mark.bwrap,  # the tier of the namespace backend's tests
+                                      pytest.mark.skipif(os.getuid() != 0, reason="the namespace backend needs root")]),
     "none",
 ]
 
