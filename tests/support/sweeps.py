@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from rubric_runner.loop.workspaces import kept_seed
 from rubric_runner.paths import DATA_DIR
 from support.helpers import SCRIPTED_EVIDENCE, run_cli, verdict, write_script
 
@@ -97,7 +98,7 @@ def workspace_outcomes(run_dir: Path) -> dict[str, dict[str, Any]]:
             "hidden": [(a["attempt"], [(c["tool"], c["outcome"]) for c in a["verification"]["checks"]])
                        for a in record["verified_attempts"]],
             "final_hidden": record["verification"]["final"]["outcome"],
-            "seed": json.loads((run_dir / "seeds" / f"{record['task_id']}.json").read_text()),
+            "seed": kept_seed(run_dir, record["workspace_seed"], record["task_id"]),
         }
     return found
 
