@@ -207,8 +207,11 @@ def test_a_many_task_run_killed_again_and_again_resumes_to_the_end(tmp_path):
         for kill_after in (6, 18, 30):
             child = forks.start(args, tmp_path)
             deadline = time.monotonic() + 120
-            while sum(e["event"] == "task_end" for e in _events(run_dir)) < kill_after:
-                assert time.monotonic() < deadline and forks.poll(child) is None, "the run ended before it could be killed"
+            while True:
+                running = forks.poll(child) is None  # asked before the events are read: a run that ends meanwhile has written them
+                if sum(e["event"] == "task_end" for e in _events(run_dir)) >= kill_after:
+                    break
+                assert time.monotonic() < deadline and running, "the run ended before it could be killed"
                 time.sleep(0.01)
             forks.signal(child, signal.SIGKILL)
             assert forks.wait(child)[0] == -signal.SIGKILL
