@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -237,4 +239,26 @@ def main() -> None:
         print("interrupted", file=sys.stderr)
         code = ExitCode.INTERRUPTED
     write_line("", sys.stdout, end="")  # flushed now, so no closed pipe can fail the interpreter's exit
+    exit_within(EXIT_GRACE_SECONDS, code)
+
+
+EXIT_GRACE_SECONDS = 30.0
+"""How long the interpreter's exit may take once the work is recorded: Ray's atexit disconnect can hang
+for good, as can a thread a tool or library left running."""
+
+
+def exit_within(seconds: float, code: int) -> NoReturn:
+    """Exit with ``code``; if the interpreter's exit (threads still running, atexit handlers) takes over
+    ``seconds``, say so on stderr and end the process with the same code."""
+
+    from ..observe.console import write_line
+
+    def force() -> None:
+        write_line(f"exit: the interpreter's exit took over {seconds:g} s (a thread or an atexit handler did not "
+                   f"finish); exiting with {int(code)}", sys.stderr)
+        os._exit(int(code))
+
+    timer = threading.Timer(seconds, force)
+    timer.daemon = True
+    timer.start()
     sys.exit(code)

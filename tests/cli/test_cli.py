@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
+import pytest
 from support.helpers import (
     ROOT,
     SCRIPTED_EVIDENCE,
@@ -81,6 +84,17 @@ def test_help_lists_groups_and_options(tmp_path):
 def test_version_is_rubric_runners(tmp_path):
     proc = run_cli("--version", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout == f"rubric_runner {rubric_runner.__version__}\n", proc.stdout
+
+
+@pytest.mark.parametrize("hang", ["atexit.register(time.sleep, 3600)",
+                                  "threading.Thread(target=time.sleep, args=(3600,)).start()"])
+def test_an_exit_that_hangs_ends_with_the_code_after_the_grace(tmp_path, hang):
+    """Ray's atexit disconnect, or a thread a library left running, cannot keep a finished process alive."""
+    program = ("import atexit, sys, threading, time; import rubric_runner.cli as cli; cli.EXIT_GRACE_SECONDS = 1; "
+               f"{hang}; sys.argv = ['rubric-runner', '--version']; cli.main()")
+    proc = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == f"rubric_runner {rubric_runner.__version__}\n", proc
+    assert proc.stderr == "exit: the interpreter's exit took over 1 s (a thread or an atexit handler did not finish); exiting with 0\n"
 
 
 def test_runs_started_at_once_never_share_a_dir(tmp_path):
