@@ -125,6 +125,8 @@ def saved_workspace(task: Task, original: TaskRecord, source: Path, transcript_d
     task's protected globs), and the worker's files as the last grading pass of the transcript in
     ``transcript_dir`` read them: that seed with the final changes kept there, deep agents' offloaded
     ``/large_tool_results/*`` among them."""
+    if task.workspace is None:
+        raise ValueError(f"task {task.id} has no workspace")
     seed = kept_seed(source, original.workspace_seed, task.id)
     try:
         files = files_at(transcript_dir, "final", seed)
