@@ -19,7 +19,10 @@ import hashlib
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 GRADER_TOOL = "GraderResponse"
 """The name of the verdict's schema, and of the tool LangChain's tool strategy makes of it."""
@@ -90,7 +93,7 @@ def send_files(update: dict[str, Any]) -> None:
     StateBackend()._send_files_update(update)
 
 
-def grader_response() -> type:
+def grader_response() -> type[BaseModel]:
     """The verdict's schema, ``GraderResponse``."""
     from deepagents.middleware.rubric import GraderResponse
 
