@@ -170,7 +170,7 @@ async def _graded(plan: Plan, middleware: Any, source: Path, transcript_dir: Pat
         node = plan.config.grader
         # the run's frozen checklist, graded again name for name (unless re-split, or the rubric is another)
         seeded = original.checklist if not node.regrade_resplit and original.rubric == task.rubric else None
-        loop = await grade_once(middleware, messages, task.rubric, recorder.on_stream_event, {"metadata": metadata},
+        loop = await grade_once(middleware, messages, task.rubric, recorder.stream_event, {"metadata": metadata},
                                 seeded, fields)
         result.checklist = loop.checklist
         result.status = final_status(Status.of_loop(loop.status), result.evaluations, node.strict_coverage,

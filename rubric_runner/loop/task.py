@@ -234,7 +234,7 @@ class TaskRun:
         stream = self.shared.agent.astream(agent_input, run_config, stream_mode=["custom", "values"], durability="sync")
         async for mode, chunk in stream:
             if mode == "custom":
-                recorder.on_stream_event(chunk)
+                recorder.stream_event(chunk)
                 continue
             values = chunk
             if stop is not None:
