@@ -248,9 +248,10 @@ for good, as can a thread a tool or library left running."""
 
 
 def exit_within(seconds: float, code: int) -> NoReturn:
-    """Exit with ``code``; if the interpreter's exit (threads still running, atexit handlers) takes over
-    ``seconds``, say so on stderr and end the process with the same code."""
-
+    """Exit with ``code``; if the interpreter's exit (threads still running, atexit handlers) then takes over
+    ``seconds``, say so on stderr and end the process with the same code. A caller in the same process
+    that catches the SystemExit goes on as before."""
+    from ..compat.python import at_exit_start
     from ..observe.console import write_line
 
     def force() -> None:
@@ -258,7 +259,10 @@ def exit_within(seconds: float, code: int) -> NoReturn:
                    f"finish); exiting with {int(code)}", sys.stderr)
         os._exit(int(code))
 
-    timer = threading.Timer(seconds, force)
-    timer.daemon = True
-    timer.start()
+    def arm() -> None:
+        timer = threading.Timer(seconds, force)
+        timer.daemon = True
+        timer.start()
+
+    at_exit_start(arm)
     sys.exit(code)

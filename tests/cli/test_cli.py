@@ -97,6 +97,15 @@ def test_an_exit_that_hangs_ends_with_the_code_after_the_grace(tmp_path, hang):
     assert proc.stderr == "exit: the interpreter's exit took over 1 s (a thread or an atexit handler did not finish); exiting with 0\n"
 
 
+def test_a_caller_that_catches_mains_exit_goes_on(tmp_path):
+    """The grace starts with the interpreter's own exit, not with ``main()``'s SystemExit."""
+    program = ("import sys, time; import rubric_runner.cli as cli; cli.EXIT_GRACE_SECONDS = 1; "
+               "sys.argv = ['rubric-runner', '--version']\ntry:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+               "time.sleep(2); print('still here')")
+    proc = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"rubric_runner {rubric_runner.__version__}\nstill here\n", "")
+
+
 def test_runs_started_at_once_never_share_a_dir(tmp_path):
     """By default each gets a dir of its own; given one dir, the second refuses in one line and leaves the first's record."""
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x", "latency": 0.5}], grader=[verdict("satisfied", ("c", True))])
