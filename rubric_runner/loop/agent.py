@@ -40,7 +40,7 @@ def evaluated(plan: Plan, evaluation: dict[str, Any]) -> None:
     evaluation["spent"] = {role: usage.model_dump() for role, usage in task.recorder.result.usage.items()}
     task.recorder.on_evaluation(evaluation)
     if plan.extensions.listeners["on_evaluation"]:  # the event is built only for someone listening
-        plan.extensions.notify("on_evaluation", GradingPassed(Evaluation.model_validate(evaluation), task.ref), task.recorder.log)
+        plan.extensions.graded(GradingPassed(Evaluation.model_validate(evaluation), task.ref), task.recorder.log)
 
 
 def watched(prepare: Callable[[list[Any]], list[Any]] | None) -> Callable[[list[Any]], list[Any]]:

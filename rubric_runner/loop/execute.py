@@ -83,7 +83,7 @@ class Execution:
                           wall_seconds=record.wall_seconds, aggregate=record.aggregate.model_dump() if record.aggregate else None)
             event = RunEnded(record.model_copy(deep=True))
             if self.plan is not None:
-                self.plan.extensions.notify("on_run_end", event, self.log)
+                self.plan.extensions.run_ended(event, self.log)
             else:
                 notify_run_end(event, self.log)
         except Exception as exc:
@@ -190,4 +190,4 @@ class Execution:
 
     def _task_ended(self, event: Any) -> None:
         assert self.plan is not None, "the plan is made before any task runs"
-        self.plan.extensions.notify("on_task_end", event, self.log)
+        self.plan.extensions.task_ended(event, self.log)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID, uuid4
 
 from langchain.agents.middleware import AgentMiddleware
@@ -65,7 +65,7 @@ class TaskCallback(BaseCallbackHandler):
 
     run_inline = True
 
-    def __init__(self, part: str, raise_error: bool = False) -> None:
+    def __init__(self, part: Literal["recorder", "guard"], raise_error: bool = False) -> None:
         self.part = part
         self.raise_error = raise_error
 
