@@ -6,7 +6,7 @@ import contextlib
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing
 from contextvars import ContextVar
 from pathlib import Path
@@ -62,7 +62,7 @@ def run_secrets() -> Iterator[None]:
         _RUN_SECRETS.reset(token)
 
 
-def redact(text: str, secrets: list[str] | None = None) -> str:
+def redact(text: str, secrets: Sequence[str] | None = None) -> str:
     """``text`` with every secret replaced: ``secrets``, else the current run's, else the environment's."""
     if secrets is None:
         secrets = _RUN_SECRETS.get()
@@ -115,8 +115,8 @@ def scrub_sqlite(path: Path, secrets: list[str] | None = None) -> None:
 
     Each secret becomes as many ``*`` bytes, so serialized values (msgpack) keep their lengths.
     """
-    secrets = [s.encode() for s in (secret_values() if secrets is None else secrets)]
-    if not secrets or not path.is_file():
+    masks = [s.encode() for s in (secret_values() if secrets is None else secrets)]
+    if not masks or not path.is_file():
         return
     changed = False
     with closing(sqlite3.connect(path)) as db:
@@ -124,7 +124,7 @@ def scrub_sqlite(path: Path, secrets: list[str] | None = None) -> None:
         for table in tables:
             for column in [row[1] for row in db.execute(f'PRAGMA table_info("{table}")')]:
                 for rowid, value in db.execute(f'SELECT rowid, "{column}" FROM "{table}"').fetchall():
-                    masked = _mask(value, secrets)
+                    masked = _mask(value, masks)
                     if masked != value:
                         db.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?', (masked, rowid))
                         changed = True

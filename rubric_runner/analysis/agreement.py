@@ -15,7 +15,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 from ..records import CheckOutcome, Status
 from .intervals import MIN_TASKS, RESAMPLES, SEED, Interval, cluster_bootstrap, no_interval, percentiles
@@ -186,7 +186,10 @@ def krippendorff_alpha(units: Sequence[Sequence[bool | None]], resamples: int = 
     return Coefficient(value, interval, _why(interval, len(usable)))
 
 
-def majority(values: Iterable[Hashable | None]) -> Hashable | None:
+H = TypeVar("H", bound=Hashable)
+
+
+def majority(values: Iterable[H | None]) -> H | None:
     """The value given most often (None left out); None on a tie or when none was given."""
     counts = Counter(v for v in values if v is not None).most_common()
     if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
@@ -213,8 +216,8 @@ class Rating:
     """Whether the run's first answer passed its hidden checks (the reports' lift counts it)."""
 
 
-def _by_item(ratings: Iterable[Rating], value: Callable[[Rating], Any]) -> dict[str, list]:
-    found: dict[str, list] = {}
+def _by_item(ratings: Iterable[Rating], value: Callable[[Rating], bool | None]) -> dict[str, list[bool]]:
+    found: dict[str, list[bool]] = {}
     for rating in ratings:
         v = value(rating)
         if v is not None:
@@ -222,7 +225,7 @@ def _by_item(ratings: Iterable[Rating], value: Callable[[Rating], Any]) -> dict[
     return found
 
 
-def _criterion(name: str):
+def _criterion(name: str) -> Callable[[Rating], bool | None]:
     return lambda r: dict(r.criteria).get(name)
 
 
@@ -276,7 +279,7 @@ def graders_of(ratings: Iterable[Rating]) -> dict[str, list[Rating]]:
     return found
 
 
-def consensus(ratings: Sequence[Rating], value: Callable[[Rating], Any] = lambda r: r.verdict) -> dict[str, Hashable | None]:
+def consensus(ratings: Sequence[Rating], value: Callable[[Rating], bool | None] = lambda r: r.verdict) -> dict[str, bool | None]:
     """Each transcript's majority ``value`` over the ratings (a grader's repeats, or a panel's graders)."""
     return {item: majority(values) for item, values in _by_item(ratings, value).items()}
 
@@ -361,9 +364,10 @@ class AgainstPeople:
 def against_labels(ratings: Sequence[Rating], labels: dict[str, Label]) -> AgainstPeople:
     """``ratings`` of one grader against the ``labels`` of the same transcripts (by item); each repeat is
     one pair."""
-    labelled = [r for r in ratings if r.item in labels and labels[r.item].satisfied is not None]
-    judgement = judge_all([_judged(r, labels[r.item].satisfied) for r in labelled]) if labelled else None
-    verdict = cohen((r.verdict, labels[r.item].satisfied) for r in labelled if r.verdict is not None)
+    truths = {item: label.satisfied for item, label in labels.items() if label.satisfied is not None}
+    labelled = [r for r in ratings if r.item in truths]
+    judgement = judge_all([_judged(r, truths[r.item]) for r in labelled]) if labelled else None
+    verdict = cohen((r.verdict, truths[r.item]) for r in labelled if r.verdict is not None)
     names = criteria_of(ratings)
     criteria = {}
     for name in names:

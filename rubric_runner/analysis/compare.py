@@ -100,8 +100,8 @@ class Spend:
 
     @classmethod
     def of(cls, cases: Sequence[Case]) -> Spend:
-        costs = [case.cost for case in cases]
-        return cls(len(cases), sum(case.tokens for case in cases), None if None in costs else sum(costs))
+        costs = [case.cost for case in cases if case.cost is not None]
+        return cls(len(cases), sum(case.tokens for case in cases), sum(costs) if len(costs) == len(cases) else None)
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ class Comparison:
     def table(self) -> tuple[int, int, int, int]:
         """(passed both, regressed, improved, failed both)."""
         changes = [case.change for case in self.cases]
-        return tuple(changes.count(name) for name in ("passed", "regressed", "improved", "failed"))
+        return changes.count("passed"), changes.count("regressed"), changes.count("improved"), changes.count("failed")
 
     @property
     def rates(self) -> tuple[float | None, float | None]:
@@ -163,7 +163,7 @@ class Comparison:
         names = ("passed", "regressed", "improved", "failed")
         for case in self.cases:
             found.setdefault((case.base.config, case.base.task), [0, 0, 0, 0])[names.index(case.change)] += 1
-        return {task: tuple(counts) for task, counts in found.items()}
+        return {task: (both, lost, gained, neither) for task, (both, lost, gained, neither) in found.items()}
 
     @property
     def repeated(self) -> bool:
@@ -275,7 +275,7 @@ def pair_configs(base: dict[str, Part], new: dict[str, Part]) -> Pairing:
         for key, part in left[side].items():
             differences = {o: _differing(part, p, compared) for o, p in left[other].items()}
             nearest = min(differences, key=lambda o: len(differences[o]), default=None)
-            unpaired.append(Unpaired(side, key, nearest, differences.get(nearest, ())))
+            unpaired.append(Unpaired(side, key, nearest, differences[nearest] if nearest is not None else ()))
     return Pairing(pairs, compared, unpaired)
 
 
@@ -288,7 +288,8 @@ def compare(base: Sequence[Case], new: Sequence[Case], base_parts: dict[str, Par
     matched, only_base = [], []
     used: set[int] = set()
     for case in base:
-        partner = new_by_key.get((new_config.get(case.config), case.key))
+        config = new_config.get(case.config)
+        partner = new_by_key.get((config, case.key)) if config is not None else None
         if partner is None or id(partner) in used:
             only_base.append(case)
         else:

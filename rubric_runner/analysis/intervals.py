@@ -18,6 +18,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 Z95 = 1.959963984540054
 """The standard normal quantile of a two-sided 95% interval."""
@@ -32,8 +33,11 @@ Interval = tuple[float, float]
 
 def wilson(part: float, whole: float) -> Interval | None:
     """The Wilson score interval of ``part/whole`` (sound for small samples and at 0 or 100%)."""
-    if not whole:
-        return None
+    return _wilson(part, whole) if whole else None
+
+
+def _wilson(part: float, whole: float) -> Interval:
+    """``wilson`` of a positive ``whole``."""
     n, p, z2 = whole, part / whole, Z95 * Z95
     center = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = Z95 / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
@@ -76,7 +80,7 @@ def paired_difference(both: int, lost: int, gained: int, neither: int) -> Interv
     if not n:
         return None
     before, after = (both + lost) / n, (both + gained) / n
-    (l1, u1), (l2, u2) = wilson(both + lost, n), wilson(both + gained, n)
+    (l1, u1), (l2, u2) = _wilson(both + lost, n), _wilson(both + gained, n)
     margins = (both + lost) * (gained + neither) * (both + gained) * (lost + neither)
     cross = both * neither - lost * gained
     corrected = cross - n / 2 if cross > n / 2 else min(cross, 0)
@@ -114,11 +118,11 @@ def rogan_gladen(apparent: float, sensitivity: float, specificity: float) -> flo
     return min(1.0, max(0.0, (apparent + specificity - 1) / youden))
 
 
-Counts = tuple[int, ...]
-"""What one task's runs add up to (a statistic's inputs, each a count)."""
+N = TypeVar("N", int, float)
+"""What one task's runs add up to (a statistic's inputs): counts, or sums of fractions too (Fleiss' κ)."""
 
 
-def cluster_bootstrap(tasks: Sequence[Counts], statistics: Sequence[Callable[[Counts], float | None]],
+def cluster_bootstrap(tasks: Sequence[tuple[N, ...]], statistics: Sequence[Callable[[tuple[N, ...]], float | None]],
                       resamples: int = RESAMPLES, seed: int = SEED) -> list[Interval | None]:
     """Percentile intervals of ``statistics`` (each a function of the summed counts) over resamples of
     whole tasks drawn with replacement: the runs of one task stay together. None for every statistic

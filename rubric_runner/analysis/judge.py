@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, overload
 
 from ..records import CheckOutcome, RunHeader, RunKind, Status, TaskRecord
 from ..records.passk import PassK, pass_k
@@ -29,6 +29,7 @@ from .numbers import fmt_num, fmt_p, fmt_pct, fmt_pts, rounded
 from .prices import billed, cost_of
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 VERDICTS = {Status.SATISFIED: True, Status.FAILED: False, Status.MAX_ITERATIONS_REACHED: False}
 """The statuses that are the grader's verdict on a final answer: accepted (True) or rejected."""
@@ -217,15 +218,15 @@ def tally(run: Judged) -> Tally:
     verdict = run.verdict
     first, final = run.verified_first, run.verified_final
     decided = run.verified_outcome is not None and run.verified_outcome is not CheckOutcome.UNVERIFIABLE
-    in_matrix = decided and verdict is not None and final is not None
-    paired = first is not None and final is not None
+    matrix = (verdict, final) if decided else None
+    paired = (first, final)
     return Tally(
-        satisfied_passed=int(in_matrix and verdict and final), satisfied_failed=int(in_matrix and verdict and not final),
-        rejected_passed=int(in_matrix and not verdict and final), rejected_failed=int(in_matrix and not verdict and not final),
+        satisfied_passed=int(matrix == (True, True)), satisfied_failed=int(matrix == (True, False)),
+        rejected_passed=int(matrix == (False, True)), rejected_failed=int(matrix == (False, False)),
         final_passed=int(final is True), final_decided=int(final is not None),
         first_passed=int(first is True), first_decided=int(first is not None),
-        kept=int(paired and first and final), broken=int(paired and first and not final),
-        fixed=int(paired and not first and final), never=int(paired and not first and not final),
+        kept=int(paired == (True, True)), broken=int(paired == (True, False)),
+        fixed=int(paired == (False, True)), never=int(paired == (False, False)),
         satisfied=int(verdict is True), verdicts=int(verdict is not None),
     )
 
@@ -318,7 +319,9 @@ class Judgement:
         share of the answers pass (the error rate over all answers moves with that share); its interval
         combines the two rates' (when tasks repeat, the bootstrap's where it gives one)."""
         fs, fr = self.false_satisfied, self.false_rejection
-        exact = intervals.mean_of_two((fs.value, fs.interval), (fr.value, fr.interval)) if fs.whole and fr.whole else None
+        exact = None
+        if fs.value is not None and fr.value is not None:
+            exact = intervals.mean_of_two((fs.value, fs.interval), (fr.value, fr.interval))
         return self._estimate("balanced_error", exact)
 
     @property
@@ -379,6 +382,11 @@ def judge(tasks: Iterable[tuple[RunHeader, TaskRecord]], prices: dict[str, dict[
     return judge_all([judged(task, prices) for task in tasks])
 
 
+def _of_counts(figure: Callable[[Tally], float | None]) -> Callable[[tuple[int, ...]], float | None]:
+    """``figure`` of a tally given as its counts (what the bootstrap sums)."""
+    return lambda counts: figure(Tally(*counts))
+
+
 def judge_all(runs: list[Judged]) -> Judgement | None:
     """The judgement of ``runs``; None when none of them was verified."""
     verified = [r for r in runs if r.verified_outcome is not None]
@@ -393,7 +401,7 @@ def judge_all(runs: list[Judged]) -> Judgement | None:
     total = _added(per_task)
     repeated = any(len(tallies) > 1 for tallies in by_task.values())
     figures = {name: f for name, (f, _) in RATES.items()} | ESTIMATES if repeated else {"corrected_pass": corrected_pass}
-    found = intervals.cluster_bootstrap(per_task, [lambda counts, f=f: f(Tally(*counts)) for f in figures.values()])
+    found = intervals.cluster_bootstrap(per_task, [_of_counts(f) for f in figures.values()])
     clustered = dict(zip(figures, found))
     outside = Counter(r.ending for r in verified
                       if r.verdict is None and r.verified_outcome is not CheckOutcome.UNVERIFIABLE)
@@ -403,25 +411,32 @@ def judge_all(runs: list[Judged]) -> Judgement | None:
             n_c = checks.setdefault(task, [0, 0])
             n_c[0] += 1
             n_c[1] += run.verified_final
-    tokens, costs = [r.tokens for r in runs], [r.cost for r in runs]
+    tokens = [r.tokens for r in runs if r.tokens is not None]
+    costs = [r.cost for r in runs if r.cost is not None]
     return Judgement(
         tally=total, runs=len(verified),
         unverifiable=sum(r.verified_outcome is CheckOutcome.UNVERIFIABLE for r in verified),
         outside=dict(sorted(outside.items())), tasks=len({t for r, t in zip(runs, tasks) if r.verified_outcome is not None}),
         repeated=repeated,
-        tokens=None if None in tokens else sum(tokens), cost=None if None in costs else sum(costs),
+        tokens=sum(tokens) if len(tokens) == len(runs) else None, cost=sum(costs) if len(costs) == len(runs) else None,
         transcripts=frozenset(r.transcript for r in verified if r.transcript is not None), per_task=tuple(per_task),
         clustered=clustered,
-        pass_k=pass_k(map(tuple, checks.values())),
+        pass_k=pass_k((n, c) for n, c in checks.values()),
         single_pass=all(run.one_pass for run in runs),
     )
 
 
-def judge_groups(items: Iterable[T], key: Callable[[T], Hashable], prices: dict[str, dict[str, float]],
-                 of: Callable[[T, dict[str, dict[str, float]]], Judged] = judged) -> dict[Hashable, Judgement]:
+@overload
+def judge_groups(items: Iterable[tuple[RunHeader, TaskRecord]], key: Callable[[tuple[RunHeader, TaskRecord]], K],
+                 prices: dict[str, dict[str, float]]) -> dict[K, Judgement]: ...
+@overload
+def judge_groups(items: Iterable[T], key: Callable[[T], K], prices: dict[str, dict[str, float]],
+                 of: Callable[[T, dict[str, dict[str, float]]], Judged]) -> dict[K, Judgement]: ...
+def judge_groups(items: Iterable[Any], key: Callable[[Any], K], prices: dict[str, dict[str, float]],
+                 of: Callable[[Any, dict[str, dict[str, float]]], Judged] = judged) -> dict[K, Judgement]:
     """One judgement per ``key`` of the items (records, or what ``of`` reads a ``Judged`` from),
     sorted by key; groups with no verified run are left out."""
-    groups: dict[Hashable, list[Judged]] = {}
+    groups: dict[K, list[Judged]] = {}
     for item in items:
         groups.setdefault(key(item), []).append(of(item, prices))
     judged_groups = {k: judge_all(group) for k, group in sorted(groups.items())}
@@ -434,14 +449,14 @@ RANK_RULE = ("graders are ranked only against graders that judged the same trans
              "failing answers, is not ranked")
 
 
-def ranking(judgements: dict[Hashable, Judgement]) -> list[tuple[int | None, Hashable, Judgement]]:
+def ranking(judgements: dict[K, Judgement]) -> list[tuple[int | None, K, Judgement]]:
     """The graders as ``RANK_RULE`` ranks them: (rank or None, key, judgement), ranked ones first, by
     transcripts judged, then rank, then the lower false-satisfied rate."""
-    by_transcripts: dict[frozenset[str], list[Hashable]] = {}
+    by_transcripts: dict[frozenset[str], list[K]] = {}
     for key, judgement in judgements.items():
         by_transcripts.setdefault(judgement.transcripts, []).append(key)
-    ranked: list[tuple[int | None, Hashable, Judgement]] = []
-    unranked: list[tuple[int | None, Hashable, Judgement]] = []
+    ranked: list[tuple[int | None, K, Judgement]] = []
+    unranked: list[tuple[int | None, K, Judgement]] = []
     for keys in sorted(by_transcripts.values(), key=len, reverse=True):
         scored = [k for k in keys if judgements[k].balanced_error.value is not None]
         if len(scored) < 2:
@@ -472,8 +487,8 @@ def fmt_lift(j: Judgement) -> str:
     estimate = j.lift
     if estimate.value is None:
         return estimate.why or "-"
-    low, high = estimate.interval or (None, None)
-    span = f"95% CI {fmt_num(100 * low, 1)} to {fmt_num(100 * high, 1)}," if low is not None else f"{estimate.why};"
+    interval = estimate.interval
+    span = f"95% CI {fmt_num(100 * interval[0], 1)} to {fmt_num(100 * interval[1], 1)}," if interval else f"{estimate.why};"
     return f"{fmt_pts(estimate.value)} ({span} {fmt_p(j.lift_p)}; fixed {j.fixed}, broken {j.broken})"
 
 

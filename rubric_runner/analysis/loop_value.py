@@ -143,10 +143,10 @@ def arms(runs: list[Attempts], on: str) -> list[Arm]:
     """Per configuration, in the runs' order: its final pass rate and its spend."""
     found = []
     for group, members in by_group(runs).items():
-        known = [final(run, on) for run in members if final(run, on) is not None]
-        costs = [run.cost for run in members]
+        known = [value for value in (final(run, on) for run in members) if value is not None]
+        costs = [run.cost for run in members if run.cost is not None]
         found.append(Arm(group, members[0].arm, len(members), sum(known), len(known), sum(run.tokens for run in members),
-                         None if any(cost is None for cost in costs) else sum(costs),
+                         sum(costs) if len(costs) == len(members) else None,
                          sum(run.grader_revisions for run in members)))
     return found
 
@@ -190,10 +190,10 @@ def curve(runs: list[Attempts], on: str) -> dict[str, list[Point]]:
             if k > 1:
                 pairs = [(standing(run, on, k - 1), value) for run, value in zip(members, now)]
                 gained = sum(int(after) - int(before) for before, after in pairs if before is not None and after is not None)
-                spends = [_pass_spend(run, k) for run in took]
-                tokens = None if any(s is None for s in spends) else sum(s[0] for s in spends)
-                costs = [s[1] for s in spends if s is not None]
-                cost = None if tokens is None or any(c is None for c in costs) else sum(costs)
+                spends = [spend for spend in (_pass_spend(run, k) for run in took) if spend is not None]
+                tokens = sum(s[0] for s in spends) if len(spends) == len(took) else None
+                costs = [s[1] for s in spends if s[1] is not None]
+                cost = sum(costs) if tokens is not None and len(costs) == len(spends) else None
                 point = Point(k, point.passed, point.known, point.took, gained, tokens, cost)
             points.append(point)
         found[group] = points

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..config.schema import STOP
 from .loop_value import Attempts, Comparison, by_group, final, outcomes, paired
@@ -221,9 +222,14 @@ def policies(cap: int, returns: str = "last") -> list[Policy]:
     return found
 
 
-def _sum(values: list[float | None]) -> float | None:
+N = TypeVar("N", int, float)
+"""What ``_sum`` adds: tokens, or USD."""
+
+
+def _sum(values: list[N | None]) -> N | None:
     """The sum; None when a value is, or there is none (no run replayed)."""
-    return None if not values or any(value is None for value in values) else sum(values)
+    known = [value for value in values if value is not None]
+    return sum(known) if values and len(known) == len(values) else None
 
 
 def replay_group(group: str, runs: list[Attempts], chosen: list[Policy], on: str) -> list[Replayed]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..analysis.compare import CHECKS, MIN_PAIRED, Case, Comparison, Gate, Paired, Pairing, Part, Unpaired, compare
 from ..analysis.numbers import fmt_num, fmt_p, fmt_pct, fmt_pts
 from ..errors import UsageError
-from ..records import ExitCode
+from ..records import ExitCode, RunHeader
 
 ROWS = 50
 """The most rows of each table of the summary by default: a pull request comment holds 65,536 characters."""
@@ -84,7 +84,7 @@ def side(root: Path, name: str, prices: dict) -> tuple[list[Case], dict[str, str
     runs = expand(collect(root))
     if not runs:
         raise UsageError(name, f"no runs under {root}", "give a run dir or a sweep dir that holds result.json files")
-    headers: dict[str, object] = {}
+    headers: dict[str, RunHeader] = {}
     for run in runs:
         headers.setdefault(run.group, run.job.record.header)
     cases = [Case(config=run.group, task=run.task, repeat=run.repeat or 0, turn=run.turn, status=run.status,
@@ -206,9 +206,9 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
                          ("Not finished on one side", result.unfinished), ("Crashed", result.crashed)):
         if cases:
             lines += ["", f"### {title} ({len(cases)})", "", *_case_rows(cases, labels, several, limit)]
-    for title, cases, named in (("Only in BASE", result.only_base, labels[0]), ("Only in NEW", result.only_new, labels[1])):
-        if cases:
-            lines += ["", f"### {title} ({len(cases)})", "", *_one_side_rows(cases, named, limit)]
+    for title, only, named in (("Only in BASE", result.only_base, labels[0]), ("Only in NEW", result.only_new, labels[1])):
+        if only:
+            lines += ["", f"### {title} ({len(only)})", "", *_one_side_rows(only, named, limit)]
     unchanged = result.by_change("passed") + result.by_change("failed")
     if unchanged:
         lines += ["", f"<details><summary>Unchanged ({len(unchanged)})</summary>", "",
@@ -244,6 +244,7 @@ def _too_few(result: Comparison, gate: Gate) -> str:
 def _refuse_unpaired(pairing: Pairing, labels: tuple[dict[str, str], dict[str, str]]) -> None:
     """No configuration of BASE is alike one of NEW but in the compared keys: one line, exit 2."""
     first = pairing.unpaired[0]
+    assert first.nearest is not None  # each side has configurations and none was paired
     mine, theirs = labels if first.side == "BASE" else labels[::-1]
     other = "NEW" if first.side == "BASE" else "BASE"
     raise UsageError("BASE, NEW", f"no configuration of BASE is {_compared(pairing).replace('`', '')} of NEW: "

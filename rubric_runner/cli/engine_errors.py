@@ -32,9 +32,10 @@ CONNECT_SECONDS = 5.0
 def _chain(exc: BaseException) -> list[BaseException]:
     """``exc`` and what it was raised from, outermost first."""
     seen: list[BaseException] = []
-    while exc is not None and exc not in seen:
-        seen.append(exc)
-        exc = exc.__cause__ or exc.__context__
+    link: BaseException | None = exc
+    while link is not None and link not in seen:
+        seen.append(link)
+        link = link.__cause__ or link.__context__
     return seen
 
 

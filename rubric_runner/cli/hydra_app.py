@@ -17,8 +17,9 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
+from hydra.conf import HydraConf
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.plugins import Plugins
@@ -66,7 +67,7 @@ def job(cfg: DictConfig) -> int:
     return int(record.exit_code)
 
 
-def _in_start_dir(hydra_cfg: DictConfig) -> contextlib.AbstractContextManager:
+def _in_start_dir(hydra_cfg: HydraConf) -> contextlib.AbstractContextManager:
     """The job in the dir the sweep was started from (``hydra.runtime.cwd``), as a run works in its shell's, so
     relative paths in the config (``rubric.dataset``, ``rubric.workspace``, ``worker.script``, ...) name the same
     files on every launcher: a Ray worker starts in its node's dir. Left where it is when that dir is not here."""
@@ -74,10 +75,10 @@ def _in_start_dir(hydra_cfg: DictConfig) -> contextlib.AbstractContextManager:
     return contextlib.chdir(start) if os.path.isdir(start) else contextlib.nullcontext()
 
 
-def _scrub_saved_config(hydra_cfg: DictConfig, cfg: DictConfig, overrides: list[str]) -> None:
+def _scrub_saved_config(hydra_cfg: HydraConf, cfg: DictConfig, overrides: list[str]) -> None:
     """Hydra saved the config and overrides before the job ran: take any secret back out of them."""
     secrets = [*config_secrets(OmegaConf.to_container(cfg, resolve=False), overrides), *secret_values()]
-    paths = []
+    paths: list[Path] = []
     if hydra_cfg.output_subdir:
         paths += Path(hydra_cfg.runtime.output_dir, hydra_cfg.output_subdir).glob("*.yaml")
     paths.append(Path(hydra_cfg.sweep.dir, "multirun.yaml"))
@@ -95,7 +96,7 @@ def usage(exc: BaseException, argv: list[str]) -> int:
     return ExitCode.USAGE
 
 
-def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None, owner: contextlib.ExitStack) -> None:
+def _check_sweep(hydra: compat_hydra.Hydra, cfg: DictConfig, summary: SweepSummary | None, owner: contextlib.ExitStack) -> None:
     """Before any job: every value of the sweep composes and passes the checks a run makes of its config,
     and the sweep dir can be written, holds no other sweep's runs (unless resumed) and is no other sweep's
     now: its lock is entered into ``owner``. Raises what a single run would."""
@@ -103,7 +104,7 @@ def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None, o
     from ..loop.lock import run_dir_lock
     from ..records import find_run_dirs
 
-    task_overrides = OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False)
+    task_overrides = cast(list[str], OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
     for overrides in compat_hydra.first_of_each_value(task_overrides):
         validate(_job_config(hydra, cfg, overrides))
     _refuse_overlapping_tasks(hydra, cfg, compat_hydra.combinations(task_overrides))
@@ -121,7 +122,7 @@ def _check_sweep(hydra: object, cfg: DictConfig, summary: SweepSummary | None, o
     owner.enter_context(run_dir_lock(sweep_dir.absolute(), "hydra.sweep.dir"))
 
 
-def _job_config(hydra: object, cfg: DictConfig, overrides: list[str]) -> DictConfig:
+def _job_config(hydra: compat_hydra.Hydra, cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """The config a sweep's job of ``overrides`` composes, without its ``hydra`` node."""
     job_cfg = hydra.config_loader.load_sweep_config(cfg, overrides)
     with open_dict(job_cfg):
@@ -129,7 +130,7 @@ def _job_config(hydra: object, cfg: DictConfig, overrides: list[str]) -> DictCon
     return job_cfg
 
 
-def _refuse_overlapping_tasks(hydra: object, cfg: DictConfig, jobs: list[list[str]]) -> None:
+def _refuse_overlapping_tasks(hydra: compat_hydra.Hydra, cfg: DictConfig, jobs: list[list[str]]) -> None:
     """Jobs of one configuration (``config.fingerprint``) whose ``rubric.tasks`` pick a task in common would
     run it twice, and the reports would count the two runs as repeats: refuse, naming the task and both
     selections. Checked when the sweep gives its jobs different ``rubric.tasks``; a selection that picks
@@ -145,7 +146,7 @@ def _refuse_overlapping_tasks(hydra: object, cfg: DictConfig, jobs: list[list[st
     picked: dict[tuple[str, str], tuple[int, str | None]] = {}
     for number, (overrides, selection) in enumerate(zip(jobs, selections)):
         job_cfg = _job_config(hydra, cfg, overrides)
-        key = fingerprint(OmegaConf.to_container(job_cfg, resolve=True, enum_to_str=True), overrides)
+        key = fingerprint(cast(dict[str, Any], OmegaConf.to_container(job_cfg, resolve=True, enum_to_str=True)), overrides)
         try:
             tasks = load_tasks(validate(job_cfg))
         except UsageError:
@@ -177,21 +178,22 @@ def _sweep(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int
         return _run_sweep(hydra, cfg, callbacks, summary)
 
 
-def _run_sweep(hydra: object, cfg: DictConfig, callbacks: object, summary: SweepSummary | None) -> int:
+def _run_sweep(hydra: compat_hydra.Hydra, cfg: DictConfig, callbacks: compat_hydra.Callbacks, summary: SweepSummary | None) -> int:
     """Run the checked sweep's jobs and conclude it, whatever happened; its exit code."""
     from ..loop.signals import SWEEP_STOP_FILE, SweepStop
     from ..observe.console import Console
 
     callbacks.on_multirun_start(config=cfg, config_name=compat_hydra.CONFIG_NAME)
     conclude = summary.conclude if summary is not None else (lambda interrupted=False, failure=None: ExitCode.SATISFIED)
-    stop = SweepStop(Path(str(cfg.hydra.sweep.dir)).absolute() / SWEEP_STOP_FILE, Console().line)
-    stop.marker.unlink(missing_ok=True)  # left by a sweep killed before it could clear it; this one holds the dir's lock
+    marker = Path(str(cfg.hydra.sweep.dir)).absolute() / SWEEP_STOP_FILE
+    stop = SweepStop(marker, Console().line)
+    marker.unlink(missing_ok=True)  # left by a sweep killed before it could clear it; this one holds the dir's lock
     try:
         with stop.installed():
             sweeper = Plugins.instance().instantiate_sweeper(
                 config=cfg, hydra_context=HydraContext(config_loader=hydra.config_loader, callbacks=callbacks), task_function=job,
             )
-            sweeper.sweep(arguments=OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
+            sweeper.sweep(arguments=cast(list[str], OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False)))
             callbacks.on_multirun_end(config=cfg, config_name=compat_hydra.CONFIG_NAME)
     except KeyboardInterrupt:
         return conclude(interrupted=True)
@@ -200,7 +202,7 @@ def _run_sweep(hydra: object, cfg: DictConfig, callbacks: object, summary: Sweep
     else:
         return conclude()
     finally:  # after the summary, which reads it: the sweep was stopped
-        stop.marker.unlink(missing_ok=True)
+        marker.unlink(missing_ok=True)
 
 
 def _single(config_dirs: list[str], overrides: list[str], argv: list[str]) -> int:
@@ -249,7 +251,7 @@ def run_hydra(argv: list[str]) -> int:
         return _single(config_dirs, overrides, argv)
 
 
-def _hydra_command(hydra: object, parser: argparse.ArgumentParser, args: argparse.Namespace, overrides: list[str],
+def _hydra_command(hydra: compat_hydra.Hydra, parser: argparse.ArgumentParser, args: argparse.Namespace, overrides: list[str],
                    argv: list[str]) -> int:
     """Hydra's own ``--hydra-help``, ``--cfg``, ``--info`` and ``--shell-completion``."""
     name = compat_hydra.CONFIG_NAME

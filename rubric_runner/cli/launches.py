@@ -111,9 +111,10 @@ def _agreement(out_dir: Path, labels: dict, threshold: float | None, console: Co
     below = None
     for grader, own in graders_of(ratings).items():
         people = against_labels(own, labels).verdict
-        if not people.items:
+        share = people.percent.value
+        if not people.items or share is None:
             continue
-        short = people.percent.value < threshold
+        short = share < threshold
         below = bool(below) or short
         console.line(f"{grader}: agrees with the labels on {people.agreed}/{people.items} verdicts, {people.percent}: "
                      f"{'below' if short else 'at or above'} --min-agreement {threshold:g}")

@@ -56,12 +56,13 @@ class QueueWatcher(SlurmInfoWatcher):
             if out is not None:
                 self._info_dict.update(self.read_info(out))
         queue = self._queue({job_id.split("_")[0] for job_id in waiting})
-        for job_id in waiting if queue is not None else ():
-            known = self._info_dict.get(job_id, {}).get("State", "UNKNOWN")
-            if job_id in queue:
-                self._info_dict[job_id] = {"State": queue[job_id]}
-            elif known.split(" ")[0].upper() in UNFINISHED:
-                self._info_dict[job_id] = {"State": LEFT_QUEUE}
+        if queue is not None:
+            for job_id in waiting:
+                known = self._info_dict.get(job_id, {}).get("State", "UNKNOWN")
+                if job_id in queue:
+                    self._info_dict[job_id] = {"State": queue[job_id]}
+                elif known.split(" ")[0].upper() in UNFINISHED:
+                    self._info_dict[job_id] = {"State": LEFT_QUEUE}
         self._last_status_check = time.time()
         for job_id in waiting:
             if self.is_done(job_id, mode="cache"):

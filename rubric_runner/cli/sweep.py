@@ -18,7 +18,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
@@ -89,7 +89,7 @@ class SweepSummary(Callback):
             check_ray_address(OmegaConf.select(config, "hydra.launcher.ray.init.address"))
         given = Path(str(config.hydra.sweep.dir))
         planned = planned_overrides(config)
-        subdir = OmegaConf.to_container(config.hydra.sweep, resolve=False).get("subdir")
+        subdir = cast(dict[str, Any], OmegaConf.to_container(config.hydra.sweep, resolve=False)).get("subdir")
         self.sweep = Sweep(given.absolute(), OmegaConf.select(config, "sweep.fail_under"),
                            OmegaConf.select(config, "sweep.prices"), now(), None if planned is None else len(planned),
                            planned, relative=not given.is_absolute(), numbered=subdir == NUMBERED_SUBDIR)
@@ -101,6 +101,7 @@ class SweepSummary(Callback):
         if "SlurmLauncher" in str(OmegaConf.select(config, "hydra.launcher._target_")):
             from .slurm_queue import watch_queue
 
+            assert self.sweep is not None  # begun just above, or by whoever drives Hydra
             watch_queue(self.sweep.why)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
@@ -150,7 +151,7 @@ class SweepSummary(Callback):
         if not interrupted:
             _wait_for_owners(sweep.dir, OWNER_WAIT_SECONDS)
         launched = failure is None or bool(sweep.dir.is_dir() and find_run_dirs(sweep.dir)) or engine_took_jobs()
-        if not launched:  # the engine refused the sweep: its own words, and what to do
+        if not launched and failure is not None:  # the engine refused the sweep: its own words, and what to do
             self.code = ExitCode.USAGE
             print(f"error: {engine_failure(failure)}", file=sys.stderr, flush=True)
             return self.code

@@ -19,7 +19,11 @@ import hashlib
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from pydantic import BaseModel
 
 GRADER_TOOL = "GraderResponse"
 """The name of the verdict's schema, and of the tool LangChain's tool strategy makes of it."""
@@ -68,7 +72,9 @@ def files_in_state() -> type:
     the state's ``files``, as on ``StateBackend``; its file operations stay the ``FilesystemBackend``'s."""
     from deepagents.backends import StateBackend
 
-    class FilesInState(confined_files(), StateBackend):
+    confined: Any = confined_files()
+
+    class FilesInState(confined, StateBackend):
         pass
 
     return FilesInState
@@ -90,7 +96,7 @@ def send_files(update: dict[str, Any]) -> None:
     StateBackend()._send_files_update(update)
 
 
-def grader_response() -> type:
+def grader_response() -> type[BaseModel]:
     """The verdict's schema, ``GraderResponse``."""
     from deepagents.middleware.rubric import GraderResponse
 
@@ -146,7 +152,7 @@ def ended_at_cap(update: dict[str, Any]) -> dict[str, Any]:
     return {**kept, "_rubric_status": "max_iterations_reached"}
 
 
-async def grade_once(middleware: Any, messages: list[Any], rubric: str, writer: Any, config: dict[str, Any],
+async def grade_once(middleware: Any, messages: list[Any], rubric: str, writer: Any, config: RunnableConfig,
                      checklist: list[str] | None = None, fields: dict[str, Any] | None = None) -> LoopState:
     """One grading pass of ``messages`` against ``rubric`` by ``middleware``, outside any agent: its
     ``aafter_agent`` hook (a run's, so async tools work) called on a fresh state with the worker's other

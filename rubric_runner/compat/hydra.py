@@ -18,6 +18,7 @@ from hydra._internal.hydra import Hydra
 from hydra._internal.utils import create_automatic_config_search_path, get_args_parser
 from hydra.core.config_search_path import ConfigSearchPath, SearchPathQuery
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
 from hydra.errors import SearchPathException
 from hydra.types import RunMode
 from omegaconf import DictConfig
@@ -77,16 +78,22 @@ def combinations(overrides: list[str]) -> list[list[str]]:
     return [combination for batch in BasicSweeper.split_arguments(parsed, None) for combination in batch]
 
 
+def _line(override: Override) -> str:
+    """An override's text as given (the parser keeps each one's)."""
+    assert override.input_line is not None
+    return override.input_line
+
+
 def first_sweep(overrides: list[str]) -> tuple[str, str] | None:
     """The key and the text of the first override with several values (``grader=a,b``), if any."""
     swept = next((o for o in OverridesParser.create().parse_overrides(overrides) if o.is_sweep_override()), None)
-    return (swept.get_key_element(), swept.input_line) if swept is not None else None
+    return (swept.get_key_element(), _line(swept)) if swept is not None else None
 
 
 def first_of_each_value(overrides: list[str]) -> list[list[str]]:
     """Enough jobs' overrides to meet every value of every swept key once (each other key at its first value)."""
     parsed = OverridesParser.create().parse_overrides(overrides)
-    fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+    fixed = [_line(o) for o in parsed if not o.is_sweep_override()]
     swept = [(o.get_key_element(), list(o.sweep_string_iterator())) for o in parsed if o.is_sweep_override()]
     firsts = [f"{key}={values[0]}" for key, values in swept if values]
     jobs = [[*fixed, *firsts]]

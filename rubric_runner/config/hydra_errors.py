@@ -52,7 +52,7 @@ def _described(exc: Exception, args: list[str]) -> tuple[str, str, str]:
         return key, "not set in this config", f"add it with +{key}=VALUE"
     if key and isinstance(exc.__cause__, (ConfigAttributeError, ConfigKeyError)):
         return key, "unknown key", "`python -m rubric_runner --cfg job` prints every key"
-    if key:
+    if key and exc.__cause__ is not None:
         return key, _first_line(exc.__cause__), "fix the value in the override"
     if isinstance(exc, OverrideParseException):
         bad = next((arg for arg in args if not arg.startswith("-") and not _parses(arg)), "override")

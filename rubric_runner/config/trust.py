@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -66,7 +66,7 @@ def trusted_names(config_dirs: list[str], overrides: list[str]) -> set[str]:
 def named_code(cfg: DictConfig) -> list[tuple[str, str]]:
     """``(key, dotted name)`` of each piece of code ``cfg`` would import: each ``_target_`` at any depth, the
     dotted callables and schemas of ``CALLABLE_KEYS``, and each tool named by import path."""
-    data = OmegaConf.to_container(cfg, resolve=False)
+    data = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=False))
     found: list[tuple[str, str]] = []
 
     def targets(node: Any, key: str) -> None:

@@ -6,7 +6,7 @@ import importlib.util
 import os
 import re
 from dataclasses import is_dataclass, replace
-from typing import Any, get_type_hints
+from typing import Any, cast, get_type_hints
 from urllib.parse import urlsplit
 
 from omegaconf import DictConfig, OmegaConf
@@ -27,7 +27,8 @@ def _unknown_keys(node: DictConfig, schema: type, prefix: str = "") -> list[tupl
     hints = get_type_hints(schema)
     unknown = []
     for key in node:
-        full = f"{prefix}.{key}" if prefix else str(key)
+        name = str(key)
+        full = f"{prefix}.{name}" if prefix else name
         if key not in hints:
             unknown.append((full, sorted(hints)))
         elif is_dataclass(hints[key]):
@@ -80,7 +81,7 @@ def validate(cfg: DictConfig) -> Config:
         )
     try:
         typed = OmegaConf.get_type(cfg) is Config  # composed by Hydra with the schema already
-        merged = cfg if typed else OmegaConf.merge(OmegaConf.structured(Config), cfg)
+        merged = cfg if typed else cast(DictConfig, OmegaConf.merge(OmegaConf.structured(Config), cfg))
         config: Config = OmegaConf.to_object(merged)  # type: ignore[assignment]
     except Exception as exc:  # omegaconf raises many error types; all are config errors
         key = getattr(exc, "full_key", None) or "config"
@@ -153,7 +154,7 @@ def subagent_model(worker: WorkerConfig, model: str | None) -> ModelConfig:
         return worker
     if ":" in model:
         return replace(worker, model=model)
-    group = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{model}.yaml"), resolve=False)
+    group = cast(dict[str, Any], OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / f"{model}.yaml"), resolve=False))
     return replace(worker, **{key: value for key, value in group.items() if key != "script"})
 
 
@@ -207,7 +208,9 @@ def _check_prices(config: Config) -> None:
     except PriceError as exc:
         raise UsageError("sweep.prices", str(exc), "give a readable price table, or leave sweep.prices unset") from None
     usd_key = next((f"{scope}.budget_usd" for scope in ("run", "sweep") if getattr(config, scope).budget_usd is not None), None)
-    for key, model in (("worker.model", config.worker.model), ("grader.model", config.grader.model)) if usd_key else ():
+    if usd_key is None:
+        return
+    for key, model in (("worker.model", config.worker.model), ("grader.model", config.grader.model)):
         if price_of(model, prices) is None:
             scope = usd_key.partition(".")[0]
             raise UsageError(usd_key, f"{model} ({key}) has no price in {config.sweep.prices or PRICES_FILE}",

@@ -31,8 +31,9 @@ def _rejected(response: ModelResponse) -> list[dict[str, Any]]:
     """Structured-output calls the model node answered with an error (a verdict that breaks its schema)."""
     if response.structured_response is not None:
         return []
-    calls = {call["id"]: call for message in response.result if isinstance(message, AIMessage) for call in message.tool_calls}
-    return [{"tool": message.name, "args": calls.get(message.tool_call_id, {}).get("args"), "told": message.content}
+    args = {call["id"]: call.get("args")
+            for message in response.result if isinstance(message, AIMessage) for call in message.tool_calls}
+    return [{"tool": message.name, "args": args.get(message.tool_call_id), "told": message.content}
             for message in response.result if isinstance(message, ToolMessage)]
 
 
@@ -80,7 +81,8 @@ class GraderPass(AgentMiddleware):
             return ModelResponse(result=kept, structured_response=step.verdict)
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
-        grading, refused = _grading(), []
+        grading = _grading()
+        refused: list[dict[str, Any]] = []
         steps = self._steps(request, grading, refused)
         try:
             asking = next(steps)
@@ -97,7 +99,8 @@ class GraderPass(AgentMiddleware):
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        grading, refused = _grading(), []
+        grading = _grading()
+        refused: list[dict[str, Any]] = []
         steps = self._steps(request, grading, refused)
         try:
             asking = next(steps)

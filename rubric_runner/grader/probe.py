@@ -23,7 +23,7 @@ PROBE_PROMPT = f"Call the {PROBE_NAME} tool with ok=true, or answer with the JSO
 """The one message of every probe request (a fake server can tell a probe by it)."""
 PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 PROBE_TOOL = {"type": "function", "function": {"name": PROBE_NAME, "description": "Say that tools work.", "parameters": PROBE_SCHEMA}}
-PROBES = {
+PROBES: dict[str, dict[str, Any]] = {
     "tool": {"tools": [PROBE_TOOL], "tool_choice": "required"},
     "named": {"tools": [PROBE_TOOL], "tool_choice": {"type": "function", "function": {"name": PROBE_NAME}}},
     "provider": {"response_format": {"type": "json_schema", "json_schema": {"name": PROBE_NAME, "schema": PROBE_SCHEMA, "strict": True}}},

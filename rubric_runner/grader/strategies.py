@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import ValidationError
 
 from ..compat.deepagents import GRADER_TOOL, grader_response
@@ -75,6 +75,11 @@ def json_in(text: str) -> Any:
     raise ValueError("no JSON object in the reply")
 
 
+def _replies(response: ModelResponse) -> list[AnyMessage]:
+    """``response.result`` as a request's messages (LangChain types it as any ``BaseMessage``; it holds the model's)."""
+    return cast("list[AnyMessage]", response.result)
+
+
 def last_ai(messages: list[Any]) -> AIMessage | None:
     """The last model message in ``messages``."""
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
@@ -108,7 +113,7 @@ class Named(Strategy):
             said(message.text)
             if request.tool_choice != GRADER_TOOL:
                 reask = HumanMessage(REASK)
-                again = request.override(messages=[*request.messages, *response.result, reask], tool_choice=GRADER_TOOL)
+                again = request.override(messages=[*request.messages, *_replies(response), reask], tool_choice=GRADER_TOOL)
                 return Step([*response.result, reask], None, again)
         return _settled(response)
 
@@ -128,10 +133,11 @@ def _forced(request: ModelRequest) -> str | None:
 def _settled(response: ModelResponse) -> Step:
     """A ``GraderResponse`` call taken as the verdict, or answered with why it was not taken."""
     message = last_ai(response.result)
-    calls = [call for call in (message.tool_calls if message else []) if call["name"] == GRADER_TOOL]
+    tool_calls = message.tool_calls if message else []
+    calls = [call for call in tool_calls if call["name"] == GRADER_TOOL]
     if not calls:
         return Step(response.result)
-    if len(calls) < len(message.tool_calls):
+    if len(calls) < len(tool_calls):
         reply = "Not taken: call the evidence tools first, then return GraderResponse on its own."
         verdict = None
     else:
@@ -175,7 +181,7 @@ class Json(Strategy):
         settings = dict(request.model_settings)
         if _is_openai(request.model):
             settings["response_format"] = {"type": "json_object"}
-        again = request.override(messages=[*request.messages, *response.result, fix], tools=[], model_settings=settings)
+        again = request.override(messages=[*request.messages, *_replies(response), fix], tools=[], model_settings=settings)
         return Step([*response.result, fix], None, again)
 
 
@@ -194,7 +200,7 @@ def strategy(name: str) -> Strategy:
         from langchain_core.utils.function_calling import convert_to_openai_tool
 
         schema = grader_response()  # the very tool definition LangChain's ToolStrategy sends
-        tool = StructuredTool(args_schema=schema.model_json_schema(), name=GRADER_TOOL, description=schema.__doc__)
+        tool = StructuredTool(args_schema=schema.model_json_schema(), name=GRADER_TOOL, description=schema.__doc__ or "")
         return Named(name, tool=convert_to_openai_tool(tool))
     if name == "json":
         return Json(name)

@@ -7,7 +7,7 @@ its recorder keeps it, and the plugins' and config's ``on_evaluation`` listeners
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..compat.deepagents import rubric_middleware
 from ..config.schema import LoopArm
@@ -26,6 +26,9 @@ from .plan import Plan
 from .policy import is_default, policy_middleware_class
 from .workspaces import grader_state, grader_state_schema
 
+if TYPE_CHECKING:
+    from deepagents import SubAgent
+
 
 def evaluated(plan: Plan, evaluation: dict[str, Any]) -> None:
     """``RubricMiddleware(on_evaluation=...)``: the pass annotated (with the task's spend so far), recorded,
@@ -37,7 +40,7 @@ def evaluated(plan: Plan, evaluation: dict[str, Any]) -> None:
     evaluation["spent"] = {role: usage.model_dump() for role, usage in task.recorder.result.usage.items()}
     task.recorder.on_evaluation(evaluation)
     if plan.extensions.listeners["on_evaluation"]:  # the event is built only for someone listening
-        plan.extensions.notify("on_evaluation", GradingPassed(Evaluation.model_validate(evaluation), task.ref), task.recorder.log)
+        plan.extensions.graded(GradingPassed(Evaluation.model_validate(evaluation), task.ref), task.recorder.log)
 
 
 def watched(prepare: Callable[[list[Any]], list[Any]] | None) -> Callable[[list[Any]], list[Any]]:
@@ -65,7 +68,7 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy
     if plan.config.loop.arm is LoopArm.resample:  # each attempt judged on its own
         arguments["prepare_messages_for_grader"] = fresh_for_grader(arguments.get("prepare_messages_for_grader"))
     arguments["prepare_messages_for_grader"] = watched(arguments.get("prepare_messages_for_grader"))
-    grading = GraderPass(strategy(plan.strategy), node.max_model_calls,
+    grading = GraderPass(strategy(plan.strategy or ""), node.max_model_calls,
                          EvidenceRule(sorted(node.tools), list(plan.config.rubric.evidence)), compatible_server(node))
     if any(task.workspace is not None for task in plan.tasks):  # the grader reads the worker's files
         arguments["build_grader_state"] = grader_state(arguments.get("build_grader_state"))
@@ -84,17 +87,18 @@ def grader_middleware(plan: Plan, max_iterations: int | None = None, loop_policy
     )
 
 
-def subagents(plan: Plan) -> list[dict[str, Any]]:
+def subagents(plan: Plan) -> list[SubAgent]:
     """``worker.subagents`` as ``create_deep_agent`` takes them: each with its model, its own tools (else the
     worker's), and its tool calls reported to the task's recorder as ``subagent:NAME``'s."""
     own_tools = plan.subagent_tools or {}
-    return [
-        {"name": spec.name, "description": spec.description, "system_prompt": spec.system_prompt,
-         "model": plan.models[f"subagent:{spec.name}"],
-         "middleware": [ToolCallWatch(f"subagent:{spec.name}", plan.config.run.tool_output_chars)],
-         **({"tools": own_tools[spec.name]} if spec.name in own_tools else {})}
-        for spec in plan.config.worker.subagents
-    ]
+    specs: list[SubAgent] = []
+    for spec in plan.config.worker.subagents:
+        specs.append({"name": spec.name, "description": spec.description, "system_prompt": spec.system_prompt,
+                      "model": plan.models[f"subagent:{spec.name}"],
+                      "middleware": [ToolCallWatch(f"subagent:{spec.name}", plan.config.run.tool_output_chars)]})
+        if spec.name in own_tools:
+            specs[-1]["tools"] = own_tools[spec.name]
+    return specs
 
 
 def build_agent(plan: Plan, checkpointer: Any) -> Any:

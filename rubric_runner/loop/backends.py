@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepagents.backends import CompositeBackend, StateBackend
 from deepagents.backends.protocol import (
@@ -29,6 +29,12 @@ from ..context import current_task
 from ..sandbox import Limits, ShellSession
 from ..tasks.workspace import Workspace
 from .mirror import changes, file_data, materialise
+
+if TYPE_CHECKING:  # the classes compat.deepagents makes on first use, as a type checker sees them
+    from deepagents.backends import FilesystemBackend as ConfinedFiles
+    from deepagents.backends import FilesystemBackend as FilesInState
+else:
+    ConfinedFiles, FilesInState = confined_files(), files_in_state()
 
 LIVE_DIR = "files"
 """The worker's files on the disk backends, under the task's record dir (beside ``workspace/``, where the
@@ -55,7 +61,7 @@ def task_workspace() -> Path:
     return path
 
 
-class TaskFiles(files_in_state()):
+class TaskFiles(FilesInState):
     """``FilesystemBackend`` in virtual mode, rooted at the task at hand's workspace: ``..``, ``~`` and paths
     that resolve outside it (through a symlink) are refused, and the refusal is the tool's error. Each
     change it makes goes to the calling agent's state too, in the same tool call: the file as it is now on
@@ -67,7 +73,7 @@ class TaskFiles(files_in_state()):
         super().__init__(root_dir=None, virtual_mode=True)
 
     @property
-    def cwd(self) -> Path:  # type: ignore[override]
+    def cwd(self) -> Path:
         return task_workspace().resolve()
 
     @cwd.setter
@@ -139,6 +145,8 @@ class TaskSandbox(TaskFiles, BaseSandbox):
     def session(self) -> ShellSession:
         """The task at hand's sandbox session, started (and handed to the task to close) on first use."""
         task = current_task()
+        if task is None:
+            raise RuntimeError("no task is being worked on here, so there is no sandbox session")
         with self.starting:
             if task.shell is None:
                 task.shell = ShellSession(task_workspace(), self.limits)
@@ -184,7 +192,7 @@ def worker_backend(kind: WorkerBackend) -> Any:
     return StateBackend()
 
 
-class ReadOnlyFiles(confined_files()):
+class ReadOnlyFiles(ConfinedFiles):
     """A host dir the worker reads and never changes (a skills dir), or, with ``only``, one file in it (a
     memory file)."""
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..analysis.prices import billed, cost_of
 from ..config.prices import load_prices
-from ..config.schema import Config
+from ..config.schema import Config, RunConfig, SweepConfig
 from ..records import BudgetInfo, LimitHit, RunHeader, TaskRecord
 
 LEDGER_FILE = "spend.sqlite"
@@ -93,7 +93,9 @@ class Budgets:
     that turn its tokens into USD (checked with the config: a USD budget has a price for every model)."""
 
     def __init__(self, config: Config, header: RunHeader, run_dir: Path, sweep_dir: Path | None = None) -> None:
-        scopes = [("run", config.run, run_dir)] + ([("sweep", config.sweep, sweep_dir)] if sweep_dir else [])
+        scopes: list[tuple[str, RunConfig | SweepConfig, Path]] = [("run", config.run, run_dir)]
+        if sweep_dir:
+            scopes.append(("sweep", config.sweep, sweep_dir))
         scopes = [(scope, node, root) for scope, node, root in scopes if node.budget_tokens or node.budget_usd]
         self.header = header
         self.prices: dict[str, Any] = {}

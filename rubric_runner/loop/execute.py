@@ -83,7 +83,7 @@ class Execution:
                           wall_seconds=record.wall_seconds, aggregate=record.aggregate.model_dump() if record.aggregate else None)
             event = RunEnded(record.model_copy(deep=True))
             if self.plan is not None:
-                self.plan.extensions.notify("on_run_end", event, self.log)
+                self.plan.extensions.run_ended(event, self.log)
             else:
                 notify_run_end(event, self.log)
         except Exception as exc:
@@ -126,7 +126,7 @@ class Execution:
         plan = self.plan = prepare(self.cfg, header, self.run_dir, roles, request.follow_up, request.sweep_dir)
         for failure in plan.registry.plugins.failures:
             console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
-        for name in self.unavailable_evidence():
+        for name in self.unavailable_evidence(plan):
             console.warning(f"rubric.evidence requires {name}, which the grader lacks: a satisfied verdict "
                             "will be recorded as unsupported")
         for task, glob in unmatched_protected(plan.tasks):
@@ -139,9 +139,9 @@ class Execution:
         connect(plan, header)
         return plan
 
-    def unavailable_evidence(self) -> list[str]:
+    def unavailable_evidence(self, plan: Plan) -> list[str]:
         """The tools ``rubric.evidence`` requires that the grader lacks."""
-        config = self.plan.config
+        config = plan.config
         return [name for name in config.rubric.evidence if name not in config.grader.tools]
 
     async def run(self) -> bool:
@@ -150,14 +150,14 @@ class Execution:
         request, record, console = self.request, self.record, self.console
         header = record.header
         plan = self.plan or self.ready()
-        for name in self.unavailable_evidence():
+        for name in self.unavailable_evidence(plan):
             self.log.warning("evidence_unavailable", tool=name)
         for task, glob in unmatched_protected(plan.tasks):
             self.log.warning("protected_unmatched", task_id=task, glob=glob)
         self.log.info("run_start", worker=header.worker.model_dump(), grader=header.grader.model_dump(),
                       rubric=header.rubric.name, overrides=header.sources.overrides, tasks=len(plan.tasks),
                       repeats=plan.config.run.repeats)
-        console.strategy(plan.config.grader.structured_output, plan.strategy, header.grader.probe)
+        console.strategy(plan.config.grader.structured_output, plan.strategy or "", header.grader.probe)
         follow_up = request.follow_up
         if follow_up is not None:
             carried = follow_up.carries_over(plan.tasks[0].rubric)
@@ -173,7 +173,7 @@ class Execution:
                 return True
             self.tasks = TaskSet(plan, record, self.budgets, self.log, console, request.stop, self._task_ended)
             await self.tasks.run(request.resume)
-        if plan.single and self.tasks.reused and self.previous.status.terminal:
+        if plan.single and self.tasks.reused and self.previous is not None and self.previous.status.terminal:
             self.log.info("run_already_complete", status=self.previous.status)
             console.line(f"already complete: {self.previous.status} (nothing to resume)")
             return False
@@ -189,4 +189,5 @@ class Execution:
         self.record.task, self.record.status, self.record.error = task, task.status, task.error
 
     def _task_ended(self, event: Any) -> None:
-        self.plan.extensions.notify("on_task_end", event, self.log)
+        assert self.plan is not None, "the plan is made before any task runs"
+        self.plan.extensions.task_ended(event, self.log)

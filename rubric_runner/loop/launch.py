@@ -13,6 +13,7 @@ import socket
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, cast
 
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -52,6 +53,7 @@ def launch(request: Launch) -> RunRecord:
     """Compose, claim the run dir, save the config, plan and run; returns the run's record."""
     if request.composed is not None:
         cfg, run_dir = request.composed, request.run_dir
+        assert run_dir is not None, "a composed config comes with its run dir"
     else:
         cfg = compose(request.sources, with_hydra=request.run_dir is None)
         run_dir = request.run_dir
@@ -108,7 +110,10 @@ def _claimed(run_dir: Path, request: Launch) -> RunRecord | None:
     if recorded is None:
         return previous
     now_composed = request.composed if request.composed is not None else compose(request.sources)
-    keys = changed(*(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True) for cfg in (compose(recorded), now_composed)))
+    # a DictConfig's container is a dict (to_container is typed for any node)
+    before, after = (cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+                     for cfg in (compose(recorded), now_composed))
+    keys = changed(before, after)
     if keys:
         raise UsageError(request.key, f"a resume keeps the configuration the run had; these overrides change it: "
                          f"{', '.join(keys)}", "start a new run for another configuration, or grade the run again "

@@ -16,17 +16,20 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..compat.langgraph import TOOL_NODE, called_graph
 from ..records import write_atomic
 from ..tools.files import file_bytes
 
+if TYPE_CHECKING:
+    from deepagents.backends.protocol import FileData
+
 FILES = "files"
 """The state's key of the worker's files (deep agents' FileData by ``/path``)."""
 
 
-def file_data(raw: bytes, created_at: str | None = None) -> dict[str, Any]:
+def file_data(raw: bytes, created_at: str | None = None) -> FileData:
     """``raw`` as the state backend keeps a file: its text, or its base64 when it is not UTF-8 (as its
     ``upload_files`` keeps a binary file)."""
     from deepagents.backends.utils import create_file_data

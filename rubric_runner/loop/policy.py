@@ -45,7 +45,7 @@ def settle(returns: str, stop: str, state: dict[str, Any], update: dict[str, Any
     """The library's ``update`` after a grading pass, with the policy applied: the loop stopped when the
     stop rule fires at this pass, and at the loop's end the chosen attempt restored and noted."""
     loop = LoopState.after(state, update)
-    if loop is None:
+    if loop is None or update is None:
         return update
     evaluations = loop.evaluations
     passes = [_criteria(e) for e in evaluations]

@@ -125,6 +125,8 @@ def saved_workspace(task: Task, original: TaskRecord, source: Path, transcript_d
     task's protected globs), and the worker's files as the last grading pass of the transcript in
     ``transcript_dir`` read them: that seed with the final changes kept there, deep agents' offloaded
     ``/large_tool_results/*`` among them."""
+    if task.workspace is None:
+        raise ValueError(f"task {task.id} has no workspace")
     seed = kept_seed(source, original.workspace_seed, task.id)
     try:
         files = files_at(transcript_dir, "final", seed)
@@ -168,7 +170,7 @@ async def _graded(plan: Plan, middleware: Any, source: Path, transcript_dir: Pat
         node = plan.config.grader
         # the run's frozen checklist, graded again name for name (unless re-split, or the rubric is another)
         seeded = original.checklist if not node.regrade_resplit and original.rubric == task.rubric else None
-        loop = await grade_once(middleware, messages, task.rubric, recorder.on_stream_event, {"metadata": metadata},
+        loop = await grade_once(middleware, messages, task.rubric, recorder.stream_event, {"metadata": metadata},
                                 seeded, fields)
         result.checklist = loop.checklist
         result.status = final_status(Status.of_loop(loop.status), result.evaluations, node.strict_coverage,

@@ -11,7 +11,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..config.schema import Checkpointer
 from ..config.validate import postgres_url
@@ -35,6 +35,10 @@ from .budgets import Budgets
 from .plan import Plan
 from .task import Shared, TaskRun
 
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg.rows import DictRow
+
 POSTGRES_SETUP_LOCK = 0x7275_6272
 """The advisory lock that serializes the checkpoint tables' set-up between runs sharing a database."""
 
@@ -52,18 +56,23 @@ async def checkpointer(plan: Plan) -> AsyncIterator[Any]:
     if run.checkpointer == Checkpointer.postgres:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-        async with AsyncPostgresSaver.from_conn_string(postgres_url(run.checkpoint_url)) as saver:
+        url = postgres_url(run.checkpoint_url)
+        assert url is not None, "validate() refuses run.checkpointer=postgres without a database"
+        async with AsyncPostgresSaver.from_conn_string(url) as saver:
+            # from_conn_string's saver holds one connection (its conn is typed as a connection or a pool)
+            conn = cast("AsyncConnection[DictRow]", saver.conn)
             # setup() creates or migrates the tables; runs starting at once take turns. The lock is
             # polled, not awaited: a session blocked in pg_advisory_lock holds a transaction open,
             # and setup()'s CREATE INDEX CONCURRENTLY waits for every open transaction: a deadlock.
-            while not (await (await saver.conn.execute(
-                "SELECT pg_try_advisory_lock(%s) AS locked", (POSTGRES_SETUP_LOCK,)
-            )).fetchone())["locked"]:
+            while True:
+                row = await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS locked", (POSTGRES_SETUP_LOCK,))).fetchone()
+                if row is not None and row["locked"]:
+                    break
                 await asyncio.sleep(0.05)
             try:
                 await saver.setup()
             finally:
-                await saver.conn.execute("SELECT pg_advisory_unlock(%s)", (POSTGRES_SETUP_LOCK,))
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (POSTGRES_SETUP_LOCK,))
             yield saver
         return
     import sqlite3
@@ -139,8 +148,8 @@ class TaskSet:
         as it ends and is let go (its asyncio task with it, and the context it set)."""
         plan = self.plan
         async with checkpointer(plan) as saver:
-            self.shared = Shared(plan, self.record, build_agent(plan, saver), saver, self.budgets, self.log,
-                                 self.console, self.stop)
+            shared = self.shared = Shared(plan, self.record, build_agent(plan, saver), saver, self.budgets, self.log,
+                                          self.console, self.stop)
             keys = plan.keys()
             self.tally = TaskTally(len(keys))
             pending = []
@@ -156,7 +165,7 @@ class TaskSet:
 
             async def worker() -> None:
                 for index, task, repeat, previous in work:
-                    record = await asyncio.create_task(TaskRun(self.shared, task, repeat, previous)())
+                    record = await asyncio.create_task(TaskRun(shared, task, repeat, previous)())
                     self._end(index, task, repeat, record)
 
             with tasks_running():
@@ -183,7 +192,7 @@ class TaskSet:
 
     def interrupt_all(self, reason: str) -> list[TaskRecord]:
         """Record every task in flight as interrupted (used when stopping at once)."""
-        interrupted = []
+        interrupted: list[TaskRecord] = []
         if self.shared is None:
             return interrupted
         for record, end in list(self.shared.active.values()):

@@ -104,8 +104,8 @@ class SeedRefs(JsonPlusSerializer):
             return kind, data
         digest, parts = ormsgpack.unpackb(data)
         task = current_task()
-        own = task is not None and task.workspace is not None and task.workspace.digest == digest
-        files = self._seed(digest, task.workspace.files if own else None)
+        workspace = task.workspace if task is not None else None
+        files = self._seed(digest, workspace.files if workspace is not None and workspace.digest == digest else None)
         return kind.removesuffix(SEEDED), b"".join(files[part] if isinstance(part, int) else part for part in parts)
 
     def _seed(self, digest: str, files: Mapping[str, str] | None) -> list[bytes]:

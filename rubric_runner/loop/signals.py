@@ -34,7 +34,7 @@ class StopRequest:
     (``installed()``, on the main thread); a run given one checks it at each checkpoint.
     """
 
-    signals = STOP_SIGNALS
+    signals: tuple[signal.Signals, ...] = STOP_SIGNALS
 
     def __init__(self, marker: Path | None = None) -> None:
         self.signal_name: str | None = None
@@ -84,6 +84,7 @@ class SweepStop(StopRequest):
     while it runs."""
 
     signals = (signal.SIGINT,)
+    marker: Path
 
     def __init__(self, marker: Path, say: Callable[[str], None]) -> None:
         super().__init__(marker)

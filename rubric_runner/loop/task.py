@@ -49,6 +49,7 @@ from ..records import (
 from ..tasks.checks import verify
 from ..tasks.sets import Task
 from ..tasks.trajectory import Rules, worker_calls
+from ..tasks.workspace import Workspace
 from .answers import attempt_messages, final_answer, first_answer, graded_attempts
 from .backends import LIVE_DIR, seed
 from .budgets import Budgets
@@ -188,7 +189,8 @@ class TaskRun:
         if workspace is not None:
             keep_seed(plan.run_dir, workspace)
         run_config = {"configurable": {"thread_id": record.thread_id}, **trace_labels(shared.run.header, record, self.task.id, self.repeat)}
-        agent_input: dict[str, Any] | None = {"messages": [HumanMessage(self.task.message)], "rubric": self.task.rubric}
+        agent_input: dict[str, Any] | None
+        agent_input = {"messages": [HumanMessage(self.task.message)], "rubric": self.task.rubric}
         if record.rubric_carried_over:
             del agent_input["rubric"]  # the thread keeps it: RubricMiddleware grades the turn against it
         if on_disk:  # the dir made what the thread goes on with (empty for a new one), before any tool reads it
@@ -201,7 +203,7 @@ class TaskRun:
             agent_input = None  # continue the interrupted step from the last checkpoint
             self.log.info("run_resumed", thread_id=record.thread_id, resumed=record.resumed)
         deadline = asyncio.timeout(plan.config.limits.wall_seconds)
-        state = saved.values if ended else None
+        state = saved.values if saved is not None and ended else None
         try:
             async with deadline:
                 if not ended:  # a turn that ended before its record was written is only read back
@@ -232,7 +234,7 @@ class TaskRun:
         stream = self.shared.agent.astream(agent_input, run_config, stream_mode=["custom", "values"], durability="sync")
         async for mode, chunk in stream:
             if mode == "custom":
-                recorder.on_stream_event(chunk)
+                recorder.stream_event(chunk)
                 continue
             values = chunk
             if stop is not None:
@@ -265,7 +267,7 @@ class TaskRun:
         if returned and returned.get("grading_run_id") == loop.grading_run_id and loop.grading_run_id:
             record.returned = Returned.model_validate(returned)
         if self.task.workspace is not None:
-            self._read_back_workspace(values)
+            self._read_back_workspace(values, self.task.workspace)
         node = self.shared.plan.config.grader
         record.status = final_status(Status.of_loop(loop.status), record.evaluations, node.strict_coverage,
                                      node.on_cut_view is OnCutView.fail)
@@ -279,12 +281,12 @@ class TaskRun:
         files = files_at(self.dir, answer, workspace.files)
         return {**files, **{path: workspace.files[path] for path in workspace.protected_paths()}}
 
-    def _read_back_workspace(self, values: dict[str, Any]) -> None:
+    def _read_back_workspace(self, values: dict[str, Any], workspace: Workspace) -> None:
         """Each grading pass's workspace as it was kept, and the final one, kept from the state now."""
         record = self.record
         found = [kept(self.dir, attempt_name(attempt)) for attempt in range(1, record.iterations + 1)]
         record.workspaces = [workspace for workspace in found if workspace is not None]
-        record.final_workspace = keep(self.dir, "final", self.task.workspace, texts(values.get("files")),
+        record.final_workspace = keep(self.dir, "final", workspace, texts(values.get("files")),
                                       self.shared.plan.config.rubric.workspace_diff_max_bytes)
 
     async def _verify(self, checks: list[Any], messages: list[Any]) -> None:
@@ -308,7 +310,7 @@ class TaskRun:
                 found[seen] = await verify(checks, given, tampered.get(answer), calls, self.task.workspace)
             return found[seen]
 
-        answers = [(message.text, number) for number, message in enumerate(ends, 1)]
+        answers: list[tuple[str, int | None]] = [(message.text, number) for number, message in enumerate(ends, 1)]
         first_attempt, final_attempt = (record.first_answer, 1 if ends else None), (record.final_answer, None)
         if self.task.workspace is not None:  # the attempts are the workspaces the passes read; the final one is the last
             answers = [(attempt_name(kept.attempt), kept.attempt) for kept in record.workspaces]

@@ -123,7 +123,7 @@ def grader_state_schema(user: type | None) -> type:
 
     base = user or AgentState
 
-    class WorkspaceGraderState(base):  # type: ignore[valid-type, misc]
-        files: NotRequired[Annotated[dict[str, Any], "the worker's files at this pass"]]
+    class WorkspaceGraderState(base):  # type: ignore[valid-type, misc]  # the base, a TypedDict, is chosen at run time
+        files: NotRequired[Annotated[dict[str, Any], "the worker's files at this pass"]]  # type: ignore[valid-type]  # ditto
 
     return WorkspaceGraderState

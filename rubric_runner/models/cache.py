@@ -51,8 +51,9 @@ def sent(prompt: str) -> str:
         return NONCE.sub(r"\1N", prompt)
     for message in messages if isinstance(messages, list) else []:
         kwargs = message.get("kwargs") if isinstance(message, dict) else None
-        for key in VARYING if isinstance(kwargs, dict) else ():
-            kwargs.pop(key, None)
+        if isinstance(kwargs, dict):
+            for key in VARYING:
+                kwargs.pop(key, None)
     return NONCE.sub(r"\1N", json.dumps(messages, sort_keys=True))
 
 

@@ -57,7 +57,7 @@ class ReplyRetry(ModelRetryMiddleware):
 def unfinished(message: Any) -> bool:
     """Whether an OpenAI or Anthropic reply lacks what says how it ended (a stream cut short)."""
     metadata = getattr(message, "response_metadata", None) or {}
-    keys = FINISH_KEYS.get(metadata.get("model_provider"))
+    keys = FINISH_KEYS.get(metadata.get("model_provider", ""))
     return keys is not None and not any(metadata.get(key) for key in keys)
 
 

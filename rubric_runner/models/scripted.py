@@ -153,14 +153,13 @@ class ScriptedChatModel(BaseChatModel):
         """Accept any tools; the script decides which calls are made."""
         return self
 
-    def _load_cursors(self) -> None:
+    def _load_cursors(self, path: Path) -> None:
         """Where an earlier process left the grader's passes and threads (``_read_log``)."""
-        path = self._cursor_log()
-        if path is not None and path.exists():
+        if path.exists():
             self._passes, self._next, self._raised = _read_log(path)
 
-    def _cursor_log(self) -> Path | None:
-        return self.cursor_dir / f"cursors-{self._script_sha256()[:16]}.tsv" if self.cursor_dir is not None else None
+    def _cursor_log(self, cursor_dir: Path) -> Path:
+        return cursor_dir / f"cursors-{self._script_sha256()[:16]}.tsv"
 
     def _log(self, line: str) -> None:
         if self._log_fd is not None:
@@ -186,9 +185,10 @@ class ScriptedChatModel(BaseChatModel):
         turns = self.turns_by_task.get(task.ref.task_id, self.turns) if task else self.turns
         with self._lock:
             if self._log_fd is None and self.cursor_dir is not None:
-                self._load_cursors()
+                path = self._cursor_log(self.cursor_dir)
+                self._load_cursors(path)
                 self.cursor_dir.mkdir(parents=True, exist_ok=True)
-                self._log_fd = os.open(self._cursor_log(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                self._log_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             index, digest = self._position(thread, messages, grader)
             if index >= len(turns):
                 raise ScriptError(f"script for {self.model!r} has no reply left after {len(turns)} turns")

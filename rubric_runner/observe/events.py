@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from pathlib import Path
@@ -99,14 +99,14 @@ class _Lines:
             os.close(self.fd)
 
 
-def _rendered(event: dict[str, Any]) -> str:
+def _rendered(event: MutableMapping[str, Any]) -> str:
     """The event as one JSON line, stamped with the UTC time (pydantic-core: a few times faster than the json
     module), secrets redacted; a value JSON has no type for as its ``str``."""
     event["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     return redact(to_json(event, fallback=str, inf_nan_mode="constants").decode())
 
 
-def _line(logger: Any, method: str, event: dict[str, Any]) -> str:
+def _line(logger: Any, method: str, event: MutableMapping[str, Any]) -> str:
     """The structlog processor of a run's events: the task's fields, the level, an exception's traceback
     (from ``exc_info``), rendered."""
     for key, value in _TASK_FIELDS.get().items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID, uuid4
 
 from langchain.agents.middleware import AgentMiddleware
@@ -65,7 +65,7 @@ class TaskCallback(BaseCallbackHandler):
 
     run_inline = True
 
-    def __init__(self, part: str, raise_error: bool = False) -> None:
+    def __init__(self, part: Literal["recorder", "guard"], raise_error: bool = False) -> None:
         self.part = part
         self.raise_error = raise_error
 
@@ -123,7 +123,7 @@ class ToolCallWatch(AgentMiddleware):
         return answer
 
     def _failed(self, recorder: Recorder | None, call: Any, exc: Exception) -> None:
-        if call is None:
+        if recorder is None or call is None:
             return
         recorder.tool_failed(call, exc)
         task = current_task()
@@ -275,7 +275,7 @@ class Recorder(BaseCallbackHandler):
         self.log.warning("tool_call_refused", agent=agent, tool=data["tool"], input=preview(data["args"], self.preview_chars), told=told)
         self.console.tool(agent, data["tool"], f"refused: {told}")
 
-    def on_stream_event(self, event: dict[str, Any]) -> None:
+    def stream_event(self, event: dict[str, Any]) -> None:
         """A custom event from the middleware's stream (``rubric_evaluation_*``)."""
         payload = {key: value for key, value in event.items() if key != "type"}
         self.log.info(event.get("type", "custom_event"), **payload)

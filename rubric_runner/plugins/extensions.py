@@ -10,7 +10,8 @@ from typing import Any
 
 from ..config.schema import Config
 from ..errors import UsageError
-from .manager import Plugins
+from .events import GradingPassed, RunEnded, TaskEnded
+from .manager import Hook, Plugins
 
 IMPORT_HINT = "a dotted path such as my_module.name; a module in the working directory needs PYTHONPATH=."
 MIDDLEWARE_EXAMPLE = "e.g. {_target_: langchain.agents.middleware.ModelCallLimitMiddleware, run_limit: 5}"
@@ -105,7 +106,7 @@ def build_middleware(specs: list[Any], key: str, own: set[str]) -> list[Any]:
     return built
 
 
-def _call_each(listeners: list[tuple[str, Callable[..., Any]]], hook: str, log: Any, event: Any) -> None:
+def _call_each(listeners: list[tuple[str, Callable[..., Any]]], hook: Hook, log: Any, event: Any) -> None:
     """Call each ``(source, function)`` with ``event``; one that raises is logged as a ``hook_error``
     naming its plugin or path, and the others are still called."""
     for source, listener in listeners:
@@ -121,7 +122,8 @@ class LoopExtensions:
 
     def __init__(self, config: Config, plugins: Plugins, grader_own: set[str], worker_own: set[str]) -> None:
         grader = config.grader
-        self.listeners = {hook: plugins.hook_functions(hook) for hook in ("on_evaluation", "on_task_end", "on_run_end")}
+        hooks: tuple[Hook, ...] = ("on_evaluation", "on_task_end", "on_run_end")
+        self.listeners = {hook: plugins.hook_functions(hook) for hook in hooks}
         self.listeners["on_evaluation"] += [(path, _callable(path, f"grader.on_evaluation[{index}]", event=None))
                                             for index, path in enumerate(grader.on_evaluation)]
         self.grader_middleware = build_middleware(grader.middleware, "grader.middleware", grader_own)
@@ -143,11 +145,19 @@ class LoopExtensions:
         if state_schema is not None:
             self.grader_arguments["grader_state_schema"] = state_schema
 
-    def notify(self, hook: str, event: Any, log: Any) -> None:
-        """Hand ``event`` to every listener of ``hook``."""
-        _call_each(self.listeners[hook], hook, log, event)
+    def graded(self, event: GradingPassed, log: Any) -> None:
+        """Hand a grading pass to every ``on_evaluation`` listener."""
+        _call_each(self.listeners["on_evaluation"], "on_evaluation", log, event)
+
+    def task_ended(self, event: TaskEnded, log: Any) -> None:
+        """Hand a task's end to every ``on_task_end`` listener."""
+        _call_each(self.listeners["on_task_end"], "on_task_end", log, event)
+
+    def run_ended(self, event: RunEnded, log: Any) -> None:
+        """Hand a run's end to every ``on_run_end`` listener."""
+        _call_each(self.listeners["on_run_end"], "on_run_end", log, event)
 
 
-def notify_run_end(event: Any, log: Any) -> None:
+def notify_run_end(event: RunEnded, log: Any) -> None:
     """Hand a run's end to every plugin's ``on_run_end`` hook (a run that ended before its config was read)."""
     _call_each(Plugins.load().hook_functions("on_run_end"), "on_run_end", log, event)

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import Any, Literal
 
 import pluggy
 
@@ -24,6 +24,10 @@ PACKAGED_PLUGINS = {"syllables": "rubric_runner.plugins.syllables", "textstats":
 unless an installed package's entry point has that name (``plugins/`` holds them as packages of their own)."""
 
 logger = logging.getLogger(__name__)
+
+
+Hook = Literal["on_evaluation", "on_task_end", "on_run_end"]
+"""The hooks a run calls with an event (``hookspecs``)."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ class Plugins:
             _loaded[key] = cls()
         return _loaded[key]
 
-    def hook_functions(self, hook: str) -> list[tuple[str, Callable[..., Any]]]:
+    def hook_functions(self, hook: Hook) -> list[tuple[str, Callable[..., Any]]]:
         """``(plugin name, function)`` of each plugin implementing ``hook``: the function takes the
         hook's keyword arguments and passes on those the plugin's implementation names."""
 

@@ -9,11 +9,13 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, Tool
 from langchain_core.tools import tool as as_tool
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
 
 from ..context import current_task
 from ..errors import UsageError
@@ -128,18 +130,23 @@ def local_tool(path: str, key: str) -> ToolEntry:
     return ToolEntry(tool.name, tool, plugin="local", package=module, version="")
 
 
+def _input_fields(tool: BaseTool) -> dict[str, FieldInfo]:
+    """The fields of the tool's input schema, a pydantic v2 model (langchain_core's type admits v1 ones too)."""
+    return cast(type[BaseModel], tool.get_input_schema()).model_fields
+
+
 def tool_settings(tool: BaseTool) -> dict[str, Any]:
     """The tool's settings: injected arguments the model never sees, with their fields (not those the
     agent's state fills, ``state_arguments``)."""
     visible = set(tool.tool_call_schema.model_fields) if hasattr(tool.tool_call_schema, "model_fields") else set()
-    fields = tool.get_input_schema().model_fields
+    fields = _input_fields(tool)
     state = state_arguments(tool)
     return {name: field for name, field in fields.items() if name not in visible and name not in state}
 
 
 def state_arguments(tool: BaseTool) -> dict[str, Any]:
     """The tool's arguments the agent's state fills (``FromState``), with their fields."""
-    fields = tool.get_input_schema().model_fields
+    fields = _input_fields(tool)
     return {name: field for name, field in fields.items() if any(isinstance(item, FromState) for item in field.metadata)}
 
 
@@ -192,11 +199,13 @@ def bind_settings(tool: BaseTool, settings: dict[str, Any], key: str, rubric: st
         from langgraph.prebuilt import InjectedState
         from pydantic import create_model
 
-        schema = create_model(f"{tool.name}_call", __base__=schema, **{
+        injected: dict[str, Any] = {
             name: (Annotated[field.annotation, InjectedState(next(m.key for m in field.metadata if isinstance(m, FromState)))],
-                   field.default) for name, field in state.items()})
+                   field.default) for name, field in state.items()}
+        # langchain_core's type admits a JSON Schema dict too; a tool with state arguments has a pydantic model
+        schema = create_model(f"{tool.name}_call", __base__=cast(type[BaseModel], schema), **injected)
     # The wrapper is the tool callbacks see; the inner call stays silent so it is recorded once.
-    silent = {"callbacks": []}
+    silent: RunnableConfig = {"callbacks": []}
 
     def effective(arguments: dict[str, Any]) -> dict[str, Any]:
         task = current_task()

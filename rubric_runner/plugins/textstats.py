@@ -32,7 +32,8 @@ def headings(text: str) -> list[str]:
 
 def _blocks(text: str) -> list[str]:
     """Paragraphs and list items, headings left out: no sentence runs across one of these."""
-    blocks, current = [], []
+    blocks: list[str] = []
+    current: list[str] = []
     for line in text.splitlines():
         if not line.strip() or ATX_HEADING.match(line) or COLON_HEADING.match(line) or LIST_ITEM.match(line):
             blocks.append(" ".join(current))

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -79,6 +79,10 @@ class Usage(_Model):
 
 def _usage() -> dict[str, Usage]:
     return {"worker": Usage(), "grader": Usage()}
+
+
+Verdict = Literal["satisfied", "needs_revision", "failed", "max_iterations_reached", "grader_error"]
+"""What one grading pass ended in (deepagents' ``RubricResult``)."""
 
 
 class Criterion(_Model):
@@ -165,8 +169,7 @@ class Evaluation(_Model):
 
     grading_run_id: str | None = None
     iteration: int = 0
-    result: str
-    """satisfied, needs_revision, failed, max_iterations_reached or grader_error."""
+    result: Verdict
     explanation: str = ""
     criteria: list[Criterion] = Field(default_factory=list)
     unverified: bool = False
@@ -539,7 +542,7 @@ class TaskRecord(_Ending):
         if self.status is Status.GRADER_ERROR and self.evaluations and self.error is None:
             self.error = ErrorInfo(type="GraderError", message=self.evaluations[-1].explanation)
 
-    def verified(self, which: str) -> bool | None:
+    def verified(self, which: Literal["first", "final"]) -> bool | None:
         """Whether the ``first`` or ``final`` answer passed its hidden checks; None when unverified or unverifiable."""
         verification = getattr(self.verification, which) if self.verification else None
         return verification.passed if verification else None

@@ -66,4 +66,4 @@ def satisfied_k(runs: Iterable[tuple[Hashable, Status]]) -> PassK | None:
         if status.decided:
             counts[0] += 1
             counts[1] += status is Status.SATISFIED
-    return pass_k(map(tuple, by_task.values()))
+    return pass_k((n, c) for n, c in by_task.values())

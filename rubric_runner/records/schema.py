@@ -10,9 +10,11 @@ import json
 import sys
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from .models import RunRecord, TaskRecord
 
-SCHEMAS = {"run.schema.json": RunRecord, "task.schema.json": TaskRecord}
+SCHEMAS: dict[str, type[BaseModel]] = {"run.schema.json": RunRecord, "task.schema.json": TaskRecord}
 """Each schema file and the model it describes."""
 
 

@@ -63,6 +63,8 @@ class Status(StrEnum):
     @classmethod
     def named(cls, value: str | None) -> Status | None:
         """The status of that name; None for any other string."""
+        if value is None:
+            return None
         try:
             return cls(value)
         except ValueError:

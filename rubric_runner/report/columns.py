@@ -364,10 +364,16 @@ def matrix_columns(models: list[str]) -> tuple[Column, ...]:
         def cell(row: dict[str, Any]) -> dict[str, Any] | None:
             return row["cells"][i]
 
+        def share(row: dict[str, Any]) -> float:
+            found = cell(row)
+            return found["satisfied"] / found["runs"] if found else -1
+
+        def link(row: dict[str, Any]) -> str | None:
+            found = cell(row)
+            return filtered(group=found["group"], task=row["task"]) if found else None
+
         return Column(
-            models[i], lambda row: fmt_share(cell(row)), sort=lambda row: cell(row)["satisfied"] / cell(row)["runs"] if cell(row) else -1,
-            badge=lambda row: _matrix_badge(cell(row)),
-            link=lambda row: filtered(group=cell(row)["group"], task=row["task"]) if cell(row) else None,
+            models[i], lambda row: fmt_share(cell(row)), sort=share, badge=lambda row: _matrix_badge(cell(row)), link=link,
         )
 
     return (
@@ -714,8 +720,8 @@ def people_rows(runs: list[Run], groups: list[dict[str, Any]]) -> list[dict[str,
         if found.verdict.items:
             rows.append({"label": names[group], "paired": found.verdict, "judgement": found.judgement, "criteria": found.criteria})
     checked = {r.item: r.checked for own in ratings.values() for r in own}
-    both = [(label.satisfied, checked[item]) for item, label in labels.items()
-            if label.satisfied is not None and checked.get(item) is not None]
+    known = {item: passed for item, passed in checked.items() if passed is not None}
+    both = [(label.satisfied, known[item]) for item, label in labels.items() if label.satisfied is not None and item in known]
     if both:
         people = {item: label for item, label in labels.items() if item in checked}
         rows.append({"label": "people against hidden checks", "paired": cohen(both),

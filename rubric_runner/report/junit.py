@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 from xml.sax.saxutils import escape, quoteattr
 
-from ..records import Outcome, TaskRecord, read_task_at, write_atomic
+from ..records import Outcome, RunHeader, TaskRecord, read_task_at, write_atomic
 from . import configs
 from .runs import Run
 
@@ -95,7 +95,7 @@ def _testcase(out: TextIO, run: Run, label: str) -> None:
 def write_junit(path: Path, runs: list[Run]) -> Path:
     """Write the runs as JUnit XML to ``path`` (atomically); returns it."""
     groups: dict[str, list[Run]] = {}
-    headers = {}
+    headers: dict[str, RunHeader] = {}
     for run in runs:
         groups.setdefault(run.group, []).append(run)
         headers.setdefault(run.group, run.job.record.header)

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from ..records import Job, Status
 from .runs import Run, unstarted
+
+if TYPE_CHECKING:
+    from omegaconf import Container
 
 MULTIRUN_FILE = "multirun.yaml"
 """What Hydra's basic sweeper saves in a sweep dir: the sweep's config, whose overrides say its jobs."""
 
 
-def planned_overrides(config: object) -> list[list[str]] | None:
+def planned_overrides(config: Container) -> list[list[str]] | None:
     """Each job's overrides, as Hydra's basic sweeper makes them of a sweep's config (its ``hydra`` node),
     in the order it numbers the jobs; None for another sweeper."""
     from omegaconf import OmegaConf
@@ -28,11 +32,12 @@ def planned_overrides(config: object) -> list[list[str]] | None:
     if "BasicSweeper" not in str(OmegaConf.select(config, "hydra.sweeper._target_")):
         return None
     task = OmegaConf.select(config, "hydra.overrides.task")
-    typed = OmegaConf.to_container(task, resolve=False) if task is not None else []  # as typed: ${...} unresolved
-    return combinations(list(typed))
+    # as typed: ${...} unresolved; a list of strings (to_container's annotation allows any node)
+    typed = cast("list[str]", OmegaConf.to_container(task, resolve=False)) if task is not None else []
+    return combinations(typed)
 
 
-def planned_jobs(config: object) -> int | None:
+def planned_jobs(config: Container) -> int | None:
     """How many jobs Hydra's basic sweeper makes of a sweep's config; None for another sweeper."""
     planned = planned_overrides(config)
     return None if planned is None else len(planned)

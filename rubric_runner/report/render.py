@@ -19,6 +19,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from jinja2.environment import TemplateStream
 
 from ..analysis.judge import RANK_RULE
+from ..analysis.loop_value import Point
 from ..analysis.numbers import fmt_num, fmt_pct
 from ..analysis.spend import spend_lines
 from ..records import Job
@@ -107,7 +108,7 @@ LINE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"
 def loop_chart(curve: list[dict[str, Any]]) -> dict[str, Any]:
     """The SVG of "Does the loop help?": the pass rate after each pass, a line per configuration."""
     left, width, top, height, legend = 56, 320, 16, 180, 24
-    lines: dict[str, list[dict[str, Any]]] = {}
+    lines: dict[str, list[Point]] = {}
     for row in curve:
         lines.setdefault(row["label"], []).append(row["p"])
     most = max([2, *(p.k for points in lines.values() for p in points)])

@@ -13,6 +13,7 @@ time the runs took (summed).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -44,7 +45,7 @@ def _passes(run: Run) -> list[Pass]:
     return list(zip(run.cut, run.verdicts, run.unverified, checked))
 
 
-def _mean(values: list[float]) -> float | None:
+def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 

@@ -113,7 +113,7 @@ def labels_of(record_dirs: Iterable[str | Path]) -> dict[str, Label]:
     resolved = Resolver()
     for record_dir in {resolved(d) for d in record_dirs}:
         if _is_run_dir(record_dir):
-            run_dir = record_dir
+            run_dir: str | None = record_dir
         else:
             parent = os.path.dirname(record_dir)
             if parent not in above:

@@ -53,7 +53,7 @@ def _read_end(path: Path, size: int) -> str:
 
 def describe_signal(number: int) -> str:
     """What signal ``number`` ending the code most likely means."""
-    reasons = {
+    reasons: dict[int, str] = {
         signal.SIGXCPU: "CPU time limit exceeded",
         signal.SIGKILL: "killed (CPU time hard limit or out of memory)",
         signal.SIGXFSZ: "output size limit exceeded",
@@ -193,6 +193,7 @@ def _run(request: dict[str, Any], limits: Limits) -> dict[str, Any]:
     setting = current_setting()
     choice = choose(setting.mode)
     if choice.backend is None:
+        assert choice.refusal is not None, "choose() says why no backend runs"
         return refused(choice.refusal, setting)
     if choice.backend == "none":
         setting.say("sandbox_unisolated", UNISOLATED)

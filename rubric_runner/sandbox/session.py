@@ -45,7 +45,7 @@ class ShellSession:
     def __init__(self, workspace: Path, limits: Limits | None = None) -> None:
         self.workspace, self.limits = workspace, limits or Limits()
         self.setting = current_setting()
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.backend: str | None = None
         self.inode: tuple[int, int] | None = None
         self.nonce = ""
@@ -65,6 +65,7 @@ class ShellSession:
         with self.lock:
             choice = choose(self.setting.mode)
             if choice.backend is None:
+                assert choice.refusal is not None, "choose() says why no backend runs"
                 return {**refused(choice.refusal, self.setting), "output": "", "truncated": False}
             if choice.backend == "none":
                 self.setting.say("sandbox_unisolated", UNISOLATED)
@@ -106,6 +107,7 @@ class ShellSession:
         """Send one command to the child (started first if need be) and read its answer."""
         if not self._alive(backend):
             self._start(backend)
+        assert self.process is not None and self.process.stdin is not None, "_start leaves a child, its stdin piped"
         nonce = secrets.token_hex(8)
         with contextlib.suppress(BrokenPipeError):  # it ended: what it said before (a refusal) is still to read
             self.process.stdin.write(json.dumps({**command, "nonce": nonce}).encode() + b"\n")
@@ -148,12 +150,14 @@ class ShellSession:
                                                 env=started.env, cwd=workdir, start_new_session=True, pass_fds=(handle,))
         finally:
             os.close(handle)
+        assert self.process.stdin is not None, "its stdin is piped"
         with contextlib.suppress(BrokenPipeError):  # it could not start: the first command's answer says why
             self.process.stdin.write(json.dumps(request).encode() + b"\n")
             self.process.stdin.flush()
 
     def _line(self, deadline: float) -> str:
         """The child's next line; ``SessionEnded`` when it ends or the deadline passes first."""
+        assert self.process is not None and self.process.stdout is not None, "asked of a started child, its stdout piped"
         stdout = self.process.stdout.fileno()
         while b"\n" not in self.pending:
             left = deadline - time.monotonic()
@@ -170,12 +174,15 @@ class ShellSession:
 
     def _said(self) -> str:
         """The last line the child wrote to its log, if any, as ``: LINE``."""
+        if self.scratch is None:
+            return ""
         log = Path(self.scratch) / "child.log"
         lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log.exists() else []
         return f": {lines[-1]}" if lines else ""
 
     def _stop(self) -> None:
         if self.process is not None:
+            assert self.process.stdin is not None and self.process.stdout is not None, "its stdin and stdout are piped"
             with contextlib.suppress(OSError):
                 self.process.stdin.close()
             try:

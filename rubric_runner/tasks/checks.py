@@ -10,9 +10,10 @@ rules run on the worker's tool calls (``rubric_runner/tasks/trajectory.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.tools import BaseTool
+from pydantic import BaseModel
 
 from ..config.schema import RubricConfig
 from ..errors import UsageError
@@ -45,7 +46,7 @@ def resolve_check(registry: ToolRegistry, name: str, settings: dict[str, Any], k
     missing = [setting for setting, field in tool_settings(tool).items() if field.is_required() and setting not in settings]
     if missing:
         raise UsageError(f"{key}.{missing[0]}", "required setting is missing", f"set {key}.{missing[0]}")
-    visible = list(tool.tool_call_schema.model_fields)
+    visible = list(cast(type[BaseModel], tool.tool_call_schema).model_fields)  # typed as any schema; a tool's is a model
     if len(visible) != 1:
         raise UsageError(key, f"tool {tool.name!r} takes {len(visible)} arguments from a model, not one",
                           "a verify tool takes the answer as its only argument (e.g. code or text)")

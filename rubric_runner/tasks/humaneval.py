@@ -58,7 +58,7 @@ def _value(node: ast.expr) -> Any:
     return value
 
 
-def _call(source: str, name: str) -> tuple[list[Any], dict[str, Any]]:
+def _call(source: str, name: str) -> tuple[list[Any], dict[str | None, Any]]:
     call = ast.parse(source.strip(), mode="eval").body
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name):
         raise ValueError(f"not a call of {name}")
@@ -90,7 +90,8 @@ def _result_lines(docstring: str, name: str) -> list[tuple[str, str]]:
 
 
 def _cases(pairs: list[tuple[str, str]], name: str, errata: set[str]) -> list[dict[str, Any]]:
-    cases, calls = [], set()
+    cases: list[dict[str, Any]] = []
+    calls: set[str] = set()
     for call, result in pairs:
         try:
             args, kwargs = _call(call, name)

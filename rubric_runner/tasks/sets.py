@@ -120,7 +120,8 @@ def _filled(text: str, target: Any, metadata: dict[str, Any]) -> str:
 
 def load_tasks(config: Config) -> list[Task]:
     """The run's tasks: those ``rubric.tasks`` selects of ``rubric.dataset``, or the rubric's own task."""
-    rubric, loaded = config.rubric, {}  # each workspace dir is read once
+    rubric = config.rubric
+    loaded: dict[tuple[Path, tuple[str, ...]], Workspace] = {}  # each workspace dir is read once
     own = load_workspace(rubric.workspace, rubric.protected or None, Path.cwd(), "rubric.workspace", rubric.workspace_max_bytes, loaded)
     if not rubric.dataset:
         return [Task("task", rubric.task, rubric.text, verify=_merged(rubric.verify, {}), workspace=own)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain_core.tools import InjectedToolArg, tool
 from pydantic import DirectoryPath, Field, PositiveFloat, PositiveInt
@@ -21,6 +21,9 @@ from ..compat.deepagents import glob_files
 from ..context import current_task
 from ..sandbox import Limits, run_on_files
 from .builtin import steady
+
+if TYPE_CHECKING:
+    from deepagents.backends.protocol import FileData
 
 
 class FromState(InjectedToolArg):
@@ -38,7 +41,7 @@ READ_LINES = 200
 """The lines ``read_file`` gives when the grader asks for no limit."""
 
 
-def file_bytes(data: dict[str, Any]) -> bytes:
+def file_bytes(data: FileData) -> bytes:
     """A file of the state's ``files`` (deep agents' FileData) as its bytes: its text, or its base64 content
     decoded (a binary file a command wrote on a disk backend)."""
     from deepagents.backends.utils import file_data_to_string
@@ -47,7 +50,7 @@ def file_bytes(data: dict[str, Any]) -> bytes:
     return base64.b64decode(content) if data.get("encoding") == "base64" else content.encode("utf-8")
 
 
-def file_text(data: dict[str, Any]) -> str:
+def file_text(data: FileData) -> str:
     """A file of the state's ``files`` as text, decoded from its bytes (not UTF-8: read with replacements)."""
     return file_bytes(data).decode("utf-8", "replace")
 
@@ -68,7 +71,7 @@ async def read_file(file_path: str, offset: int = 0, limit: int = READ_LINES, fi
     from deepagents.backends.utils import format_content_with_line_numbers
 
     path = "/" + file_path.lstrip("/")
-    if path not in (files or {}):
+    if files is None or path not in files:
         return f"Error: File '{path}' not found"
     lines = file_text(files[path]).splitlines()
     offset, limit = max(int(offset), 0), max(int(limit), 0)
