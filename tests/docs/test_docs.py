@@ -436,6 +436,17 @@ def test_the_readme_keeps_the_fresh_machine_commands_and_is_short():
     assert "scripts/setup && .venv/bin/python -m pytest" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_ci_runs_the_type_checker_and_the_linter_and_stops_at_a_finding(tmp_path):
+    """``.ci/run`` stops at the first failing step; mypy, as pyproject.toml sets it up, fails on a type error."""
+    steps = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "set -euo pipefail" in steps and ".venv/bin/mypy" in steps
+    assert ".venv/bin/ruff check rubric_runner plugins tests benchmarks" in steps
+    (tmp_path / "wrong.py").write_text("def half(n: int) -> int:\n    return n / 2\n")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "--no-incremental",
+                           str(tmp_path / "wrong.py")], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "Incompatible return value type" in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_the_readme_links_to_pages_that_exist():
     links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme.text())
     assert links and all((ROOT / link).exists() for link in links if "://" not in link), links
