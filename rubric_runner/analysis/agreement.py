@@ -20,7 +20,7 @@ from typing import TypeVar
 from ..records import CheckOutcome, Status
 from .intervals import MIN_TASKS, RESAMPLES, SEED, Interval, cluster_bootstrap, no_interval, percentiles
 from .judge import Judged, Judgement, judge_all
-from .numbers import fmt_num, fmt_pct
+from .numbers import fmt_interval, fmt_num, fmt_pct
 
 UNSTABLE_KAPPA = 0.6
 """A grader whose κ with itself on a criterion is below this is unstable on it (Landis and Koch's
@@ -40,7 +40,7 @@ class Coefficient:
         """``0.62 (95% CI 0.31 to 0.88)``, ``0.62 (no interval: 5 transcripts, fewer than 10)``; ``n/a`` when undefined."""
         if self.value is None:
             return "n/a"
-        span = f"95% CI {fmt_num(self.interval[0])} to {fmt_num(self.interval[1])}" if self.interval else self.why
+        span = fmt_interval(self.interval, "") if self.interval else self.why
         return fmt_num(self.value) + (f" ({span})" if span else "")
 
 
@@ -56,7 +56,7 @@ class Share:
         """``86.7% (95% CI 66.7-100.0%)``; ``n/a`` when there is nothing to count."""
         if self.value is None:
             return "n/a"
-        span = f"95% CI {fmt_pct(self.interval[0])[:-1]}-{fmt_pct(self.interval[1])}" if self.interval else self.why
+        span = fmt_interval(self.interval) if self.interval else self.why
         return fmt_pct(self.value) + (f" ({span})" if span else "")
 
 

@@ -25,7 +25,7 @@ from ..records import CheckOutcome, RunHeader, RunKind, Status, TaskRecord
 from ..records.passk import PassK, pass_k
 from . import intervals
 from .intervals import Interval
-from .numbers import fmt_num, fmt_p, fmt_pct, fmt_pts, rounded
+from .numbers import fmt_interval, fmt_p, fmt_pct, fmt_pts, rounded
 from .prices import billed, cost_of
 
 T = TypeVar("T")
@@ -33,12 +33,6 @@ K = TypeVar("K", bound=Hashable)
 
 VERDICTS = {Status.SATISFIED: True, Status.FAILED: False, Status.MAX_ITERATIONS_REACHED: False}
 """The statuses that are the grader's verdict on a final answer: accepted (True) or rejected."""
-
-
-def _span(interval: Interval) -> str:
-    """``95% CI 9.5-90.5%``."""
-    low, high = interval
-    return f"95% CI {fmt_pct(low)[:-1]}-{fmt_pct(high)}"
 
 
 ONE_PASS = "none: one grading pass a run, its first answer is its final one"
@@ -81,7 +75,7 @@ class Rate:
             return "-"
         interval = self.interval
         tasks = f", {self.tasks} task{'' if self.tasks == 1 else 's'}" if self.tasks is not None else ""
-        return f"{self.part}/{self.whole} ({fmt_pct(self.value)}{', ' + _span(interval) if interval else ''}{tasks})"
+        return f"{self.part}/{self.whole} ({fmt_pct(self.value)}{', ' + fmt_interval(interval) if interval else ''}{tasks})"
 
 
 @dataclass(frozen=True)
@@ -99,7 +93,7 @@ class Estimate:
         if self.value is None:
             return self.why or "-"
         if self.interval:
-            return f"{fmt_pct(self.value)} ({_span(self.interval)})"
+            return f"{fmt_pct(self.value)} ({fmt_interval(self.interval)})"
         return fmt_pct(self.value) + (f" ({self.why})" if self.why else "")
 
 
@@ -481,14 +475,14 @@ def _or_worst(value: float | None) -> float:
 
 
 def fmt_lift(j: Judgement) -> str:
-    """``+20.0 pts (95% CI -15.2-52.1, p = 1.0; fixed 1, broken 0)``: the lift in percentage points, its
+    """``+20.0 pts (95% CI -15.2 to 52.1, p = 1.0; fixed 1, broken 0)``: the lift in percentage points, its
     paired interval (or why it has none), the exact McNemar p-value and the runs it counts; why there is
     no lift for one grading pass a run."""
     estimate = j.lift
     if estimate.value is None:
         return estimate.why or "-"
     interval = estimate.interval
-    span = f"95% CI {fmt_num(100 * interval[0], 1)} to {fmt_num(100 * interval[1], 1)}," if interval else f"{estimate.why};"
+    span = f"{fmt_interval(interval, 'pts')}," if interval else f"{estimate.why};"
     return f"{fmt_pts(estimate.value)} ({span} {fmt_p(j.lift_p)}; fixed {j.fixed}, broken {j.broken})"
 
 

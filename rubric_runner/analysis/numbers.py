@@ -48,3 +48,24 @@ def fmt_p(value: float | None) -> str:
     if value < 0.001:
         return "p < 0.001"
     return f"p = {fmt_num(value, 3).rstrip('0').rstrip('.') if value < 1 else '1.0'}"
+
+
+def fmt_tokens(value: float | None) -> str:
+    """``12,345``: a count of tokens (a mean rounded to a whole token); ``n/a`` for None."""
+    return fmt_num(value, 0)
+
+
+def fmt_rate(part: int, whole: int) -> str:
+    """``3/4 (75.0%)``: a count of a whole and its share; ``-`` when the whole is 0."""
+    return f"{part}/{whole} ({fmt_pct(part / whole)})" if whole else "-"
+
+
+def fmt_interval(interval: tuple[float, float], unit: str = "%") -> str:
+    """A 95% interval: ``95% CI 4.6-69.9%`` of a rate (``%``), ``95% CI -25.2 to 54.6`` of a difference of
+    rates in points (``pts``), ``95% CI 0.31 to 0.88`` of any other figure (``""``, say a κ)."""
+    low, high = interval
+    if unit == "%":
+        return f"95% CI {fmt_pct(low)[:-1]}-{fmt_pct(high)}"
+    if unit == "pts":
+        return f"95% CI {fmt_num(100 * low, 1)} to {fmt_num(100 * high, 1)}"
+    return f"95% CI {fmt_num(low)} to {fmt_num(high)}"

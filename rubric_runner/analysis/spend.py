@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..records import RunRecord, Status
+from .numbers import fmt_tokens
 
 
 def spend_lines(records: list[RunRecord]) -> list[str]:
@@ -18,7 +19,8 @@ def spend_lines(records: list[RunRecord]) -> list[str]:
     elif runs:
         reached = sum(info.reached for info in runs)
         tokens = sum(info.spent_tokens for info in runs)
-        lines.append(f"Run budgets: {tokens:,} tokens spent by {len(runs)} runs, {reached} of them reached their budget")
+        lines.append(f"Run budgets: {fmt_tokens(tokens)} tokens spent by {len(runs)} runs, "
+                     f"{reached} of them reached their budget")
     rows = [row.status for record in records for row in (record.tasks or [record.task or record])]
     not_run, cut_short = rows.count(Status.NOT_RUN), rows.count(Status.BUDGET_EXCEEDED)
     if not_run or cut_short:

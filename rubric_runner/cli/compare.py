@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..analysis.compare import CHECKS, MIN_PAIRED, Case, Comparison, Gate, Paired, Pairing, Part, Unpaired, compare
-from ..analysis.numbers import fmt_num, fmt_p, fmt_pct, fmt_pts
+from ..analysis.numbers import fmt_interval, fmt_num, fmt_p, fmt_pct, fmt_pts, fmt_rate, fmt_tokens
 from ..errors import UsageError
 from ..records import ExitCode, RunHeader
 
@@ -99,10 +99,6 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _rate(part: int, whole: int) -> str:
-    return f"{part}/{whole} ({fmt_pct(part / whole)})" if whole else "-"
-
-
 def _delta(before: float | None, after: float | None, digits: int) -> str:
     if before is None or after is None:
         return "n/a"
@@ -176,15 +172,15 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
     n = len(result.cases)
     base_rate, new_rate = result.rates
     interval = result.interval
-    ci = f" (95% CI {fmt_pts(interval[0])} to {fmt_pts(interval[1])})" if interval else f" ({result.why})" if result.why else ""
+    ci = f" ({fmt_interval(interval, 'pts')})" if interval else f" ({result.why})" if result.why else ""
     checked = sum(pair.basis == CHECKS for pair in result.cases)
     lines = [
         "## rubric-runner compare", "",
         f"**BASE** `{base}` ({result.base_total.runs} runs) vs **NEW** `{new}` ({result.new_total.runs} runs); "
         f"configurations paired by fingerprint: {_compared(result.pairing)}.", "",
         "| | BASE | NEW | change |", "| --- | --- | --- | --- |",
-        f"| passed | {_rate(both + lost, n)} | {_rate(both + gained, n)} | {fmt_pts(result.difference)}{ci} |",
-        f"| tokens | {result.base_spend.tokens:,} | {result.new_spend.tokens:,} | "
+        f"| passed | {fmt_rate(both + lost, n)} | {fmt_rate(both + gained, n)} | {fmt_pts(result.difference)}{ci} |",
+        f"| tokens | {fmt_tokens(result.base_spend.tokens)} | {fmt_tokens(result.new_spend.tokens)} | "
         f"{_delta(result.base_spend.tokens, result.new_spend.tokens, 0)} |",
         f"| est. USD | {fmt_num(result.base_spend.cost, 4)} | {fmt_num(result.new_spend.cost, 4)} | "
         f"{_delta(result.base_spend.cost, result.new_spend.cost, 4)} |", "",

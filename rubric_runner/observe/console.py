@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-from ..analysis.numbers import fmt_num
+from ..analysis.numbers import fmt_num, fmt_tokens
 from ..records.status import Status
 from ..redaction import redact
 
@@ -191,7 +191,7 @@ class Console:
         """One rewritten status line for multi-task runs, only on a terminal; ``spend``: against the budgets."""
         if self.enabled and sys.stderr.isatty():
             end = "\n" if done == total else ""
-            line = f"tasks {done}/{total}  satisfied {satisfied}  tokens {tokens:,}" + (f"  {spend}" if spend else "")
+            line = f"tasks {done}/{total}  satisfied {satisfied}  tokens {fmt_tokens(tokens)}" + (f"  {spend}" if spend else "")
             write_line(f"\r{line}", sys.stderr, end=end)
 
     def summary(self, aggregate: dict[str, Any]) -> None:

@@ -35,20 +35,15 @@ from ..analysis.judge import (
     ranking,
     ranking_line,
 )
-from ..analysis.numbers import fmt_num, fmt_p, fmt_pct, fmt_pts
+from ..analysis.numbers import fmt_interval, fmt_num, fmt_p, fmt_pct, fmt_pts, fmt_rate, fmt_tokens
 from ..paths import Resolver
 from ..records import CheckOutcome, LimitHit, Outcome, Status
 from . import configs
 from .runs import Run
 
 
-def fmt_rate(part: int, whole: int) -> str:
-    """``3/4 (75.0%)``."""
-    return f"{part}/{whole} ({fmt_pct(part / whole)})" if whole else "-"
-
-
-def fmt_iterations(distribution: dict[int, int]) -> str:
-    """``1 pass: 3, 2 passes: 1``: satisfied runs by the iterations they took."""
+def fmt_passes_to_satisfied(distribution: dict[int, int]) -> str:
+    """``1 pass: 3, 2 passes: 1``: satisfied runs by the grading passes they took."""
     return ", ".join(f"{k} pass{'' if k == 1 else 'es'}: {n}" for k, n in distribution.items()) or "-"
 
 
@@ -207,12 +202,13 @@ GROUP_COLUMNS = (
     _pct("satisfied_at_k"),
     _pct("satisfied_hat_k"),
     Column("k", lambda g: g["k"] or "-"),
-    Column("mean iterations to satisfy", lambda g: fmt_num(g["mean_iterations"]), sort=lambda g: _or(g["mean_iterations"], -1)),
-    Column("runs by iterations to satisfy", lambda g: fmt_iterations(g["iterations"])),
+    Column("mean passes to satisfied", lambda g: fmt_num(g["mean_passes_to_satisfied"]),
+           sort=lambda g: _or(g["mean_passes_to_satisfied"], -1)),
+    Column("runs by passes to satisfied", lambda g: fmt_passes_to_satisfied(g["passes_to_satisfied"])),
     Column("statuses", lambda g: fmt_counts(g["outcomes"])),
     Column("grading verdicts", lambda g: fmt_verdicts(g), link=_group_link()),
-    Column("worker tokens/run", lambda g: fmt_num(g["tokens_per_run"]["worker"], 0), sort=lambda g: g["tokens_per_run"]["worker"]),
-    Column("grader tokens/run", lambda g: fmt_num(g["tokens_per_run"]["grader"], 0), sort=lambda g: g["tokens_per_run"]["grader"]),
+    Column("worker tokens/run", lambda g: fmt_tokens(g["tokens_per_run"]["worker"]), sort=lambda g: g["tokens_per_run"]["worker"]),
+    Column("grader tokens/run", lambda g: fmt_tokens(g["tokens_per_run"]["grader"]), sort=lambda g: g["tokens_per_run"]["grader"]),
     Column("est. USD/run", lambda g: fmt_num(g["cost_per_run"], 4), sort=lambda g: _or(g["cost_per_run"], -1)),
     Column("est. USD", lambda g: fmt_num(g["cost"], 4), sort=lambda g: _or(g["cost"], -1)),
     Column("task s/run", lambda g: fmt_num(g["task_seconds_per_run"]), sort=lambda g: _or(g["task_seconds_per_run"], -1)),
@@ -299,10 +295,8 @@ RUN_COLUMNS = (
     Column("cut view", lambda r: fmt_passes(tuple(bool(c) for c in r.run.cut)), sort=lambda r: sum(bool(c) for c in r.run.cut)),
     Column("hidden check", lambda r: hidden_check(r.run)),
     Column("iterations", lambda r: r.run.iterations, sort=lambda r: r.run.iterations),
-    Column("worker tokens", lambda r: r.run.worker_tokens, sort=lambda r: r.run.worker_tokens,
-           html=lambda r: f"{r.run.worker_tokens:,}"),
-    Column("grader tokens", lambda r: r.run.grader_tokens, sort=lambda r: r.run.grader_tokens,
-           html=lambda r: f"{r.run.grader_tokens:,}"),
+    Column("worker tokens", lambda r: fmt_tokens(r.run.worker_tokens), sort=lambda r: r.run.worker_tokens),
+    Column("grader tokens", lambda r: fmt_tokens(r.run.grader_tokens), sort=lambda r: r.run.grader_tokens),
     Column("est. USD", lambda r: fmt_num(r.cost, 4), sort=lambda r: _or(r.cost, -1)),
     Column("task s", lambda r: fmt_num(r.run.wall_seconds), sort=lambda r: r.run.wall_seconds or 0),
     Column("stopped by", lambda r: fmt_limit(r.run.limit)),
@@ -447,7 +441,7 @@ ANSWER_COLUMNS = (
     _estimate("pass^k", lambda j: fmt_pct(_pass_k(j, "all_k")), lambda j: _pass_k(j, "all_k"), check="passed"),
     Column("k", lambda row: row["judgement"].pass_k.k if row["judgement"].pass_k else "-"),
     _estimate("corrected pass rate", lambda j: str(j.corrected_pass), lambda j: j.corrected_pass.value),
-    Column("tokens/verified success", lambda row: fmt_num(row["judgement"].tokens_per_success, 0),
+    Column("tokens/verified success", lambda row: fmt_tokens(row["judgement"].tokens_per_success),
            sort=lambda row: _or(row["judgement"].tokens_per_success, -1)),
     Column("est. USD/verified success", lambda row: fmt_num(row["judgement"].cost_per_success, 4),
            sort=lambda row: _or(row["judgement"].cost_per_success, -1)),
@@ -529,16 +523,11 @@ def ranking_lines(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[
 
 
 
-def _spend(value: float | None, digits: int) -> str:
-    return "n/a" if value is None else fmt_num(value, digits)
-
-
 def _difference(c: loop_value.Comparison) -> str:
     """``+20.0 pts (95% CI -25.2 to 54.6)``: the rubric loop's pass rate minus the control's, or why it has no interval."""
     if c.difference is None:
         return "-"
-    interval = c.interval
-    span = f"95% CI {fmt_num(100 * interval[0], 1)} to {fmt_num(100 * interval[1], 1)}" if interval else c.why
+    span = fmt_interval(c.interval, "pts") if c.interval else c.why
     return fmt_pts(c.difference) + (f" ({span})" if span else "")
 
 
@@ -552,8 +541,8 @@ LOOP_ARM_COLUMNS = (
     Column("runs", lambda row: row["arm"].runs, sort=lambda row: row["arm"].runs),
     Column("final passed", lambda row: str(Rate(row["arm"].passed, row["arm"].decided)),
            sort=lambda row: _or(Rate(row["arm"].passed, row["arm"].decided).value, -1)),
-    Column("tokens/success", lambda row: _spend(row["arm"].tokens_per_success, 0), sort=lambda row: _or(row["arm"].tokens_per_success, 10**18)),
-    Column("est. USD/success", lambda row: _spend(row["arm"].cost_per_success, 4), sort=lambda row: _or(row["arm"].cost_per_success, 10**18)),
+    Column("tokens/success", lambda row: fmt_tokens(row["arm"].tokens_per_success), sort=lambda row: _or(row["arm"].tokens_per_success, 10**18)),
+    Column("est. USD/success", lambda row: fmt_num(row["arm"].cost_per_success, 4), sort=lambda row: _or(row["arm"].cost_per_success, 10**18)),
     Column("broken revisions", lambda row: "-" if row["broken"] is None else row["broken"], sort=lambda row: _or(row["broken"], -1)),
     Column("revisions the grader caused", lambda row: row["arm"].grader_revisions, sort=lambda row: row["arm"].grader_revisions),
 )
@@ -579,9 +568,9 @@ LOOP_CURVE_COLUMNS = (
     Column("runs that took it", lambda row: row["p"].took, sort=lambda row: row["p"].took),
     Column("passed after it", lambda row: str(Rate(row["p"].passed, row["p"].known)), sort=lambda row: _or(row["p"].rate, -1)),
     Column("net gain", lambda row: "-" if row["p"].gained is None else f"{row['p'].gained:+d}", sort=lambda row: _or(row["p"].gained, -10**9)),
-    Column("tokens of the pass", lambda row: "-" if row["p"].k == 1 else _spend(row["p"].tokens, 0), sort=lambda row: _or(row["p"].tokens, -1)),
-    Column("est. USD of the pass", lambda row: "-" if row["p"].k == 1 else _spend(row["p"].cost, 4), sort=lambda row: _or(row["p"].cost, -1)),
-    Column("tokens/extra success", lambda row: _spend(row["p"].tokens_per_gain, 0) if row["p"].k > 1 else "-",
+    Column("tokens of the pass", lambda row: "-" if row["p"].k == 1 else fmt_tokens(row["p"].tokens), sort=lambda row: _or(row["p"].tokens, -1)),
+    Column("est. USD of the pass", lambda row: "-" if row["p"].k == 1 else fmt_num(row["p"].cost, 4), sort=lambda row: _or(row["p"].cost, -1)),
+    Column("tokens/extra success", lambda row: fmt_tokens(row["p"].tokens_per_gain) if row["p"].k > 1 else "-",
            sort=lambda row: _or(row["p"].tokens_per_gain, 10**18)),
 )
 """The pass rate after each pass, per configuration, and what each extra pass cost and gained."""
@@ -648,9 +637,9 @@ POLICY_COLUMNS = (
     Column("not replayable", lambda row: row["r"].not_replayable, sort=lambda row: row["r"].not_replayable),
     Column("passed", lambda row: str(Rate(row["r"].passed, row["r"].known)) if row["r"].known else "n/a",
            sort=lambda row: _or(row["r"].rate, -1)),
-    Column("tokens", lambda row: _spend(row["r"].tokens, 0), sort=lambda row: _or(row["r"].tokens, -1)),
-    Column("est. USD", lambda row: _spend(row["r"].cost, 4), sort=lambda row: _or(row["r"].cost, -1)),
-    Column("tokens vs as run", lambda row: "n/a" if row["r"].token_change is None else f"{fmt_num(100 * row['r'].token_change, 1)}%",
+    Column("tokens", lambda row: fmt_tokens(row["r"].tokens), sort=lambda row: _or(row["r"].tokens, -1)),
+    Column("est. USD", lambda row: fmt_num(row["r"].cost, 4), sort=lambda row: _or(row["r"].cost, -1)),
+    Column("tokens vs as run", lambda row: "n/a" if row["r"].token_change is None else fmt_pct(row["r"].token_change),
            sort=lambda row: _or(row["r"].token_change, 10**9)),
     Column("vs as run (paired)", lambda row: _versus(row["r"]), sort=lambda row: _or(row["r"].versus and row["r"].versus.difference, -2)),
 )
@@ -665,12 +654,12 @@ POLICY_REAL_COLUMNS = (
     Column("replayed passed", lambda row: str(Rate(*row["b"].predicted)) if row["b"].predicted[1] else "n/a"),
     Column("real passed", lambda row: str(Rate(*row["b"].passed)) if row["b"].passed[1] else "n/a"),
     Column("outcomes alike", lambda row: f"{row['b'].agreed[0]}/{row['b'].agreed[1]}"),
-    Column("replayed tokens", lambda row: _spend(row["b"].predicted_tokens, 0), sort=lambda row: _or(row["b"].predicted_tokens, -1)),
-    Column("real tokens", lambda row: _spend(row["b"].tokens, 0), sort=lambda row: row["b"].tokens),
-    Column("real vs replayed tokens", lambda row: "n/a" if row["b"].token_change is None else f"{fmt_num(100 * row['b'].token_change, 1)}%",
+    Column("replayed tokens", lambda row: fmt_tokens(row["b"].predicted_tokens), sort=lambda row: _or(row["b"].predicted_tokens, -1)),
+    Column("real tokens", lambda row: fmt_tokens(row["b"].tokens), sort=lambda row: row["b"].tokens),
+    Column("real vs replayed tokens", lambda row: "n/a" if row["b"].token_change is None else fmt_pct(row["b"].token_change),
            sort=lambda row: _or(row["b"].token_change, 10**9)),
-    Column("replayed est. USD", lambda row: _spend(row["b"].predicted_cost, 4), sort=lambda row: _or(row["b"].predicted_cost, -1)),
-    Column("real est. USD", lambda row: _spend(row["b"].cost, 4), sort=lambda row: _or(row["b"].cost, -1)),
+    Column("replayed est. USD", lambda row: fmt_num(row["b"].predicted_cost, 4), sort=lambda row: _or(row["b"].predicted_cost, -1)),
+    Column("real est. USD", lambda row: fmt_num(row["b"].cost, 4), sort=lambda row: _or(row["b"].cost, -1)),
 )
 """A policy replayed over the runs of the library's policy beside the real runs of a configuration that ran it."""
 

@@ -1,7 +1,7 @@
 """report.md and report.html, rendered from Jinja2 templates (HTML autoescaped) over ``columns``.
 
 report.html is one self-contained page (inline CSS, JS and SVG) that opens offline: a chart of
-satisfied rate and mean iterations per configuration, the groups table, the jobs that did not
+satisfied rate and mean passes to satisfied per configuration, the groups table, the jobs that did not
 start, the graders against hidden verification, the task x configuration matrix, per-criterion rates,
 and every run with its hidden checks and its verdict trail, drawn when opened from the page's JSON
 (``report.html#run-3`` opens run 3's). Tables sort by a click on their headers; every rate links to
@@ -20,7 +20,7 @@ from jinja2.environment import TemplateStream
 
 from ..analysis.judge import RANK_RULE
 from ..analysis.loop_value import Point
-from ..analysis.numbers import fmt_num, fmt_pct
+from ..analysis.numbers import fmt_num, fmt_pct, fmt_rate, fmt_tokens
 from ..analysis.spend import spend_lines
 from ..records import Job
 from .columns import (
@@ -35,8 +35,7 @@ from .columns import (
     VIEW_COLUMNS,
     Table,
     criteria_columns,
-    fmt_iterations,
-    fmt_rate,
+    fmt_passes_to_satisfied,
     grader_numbers,
     grader_rows,
     judge_rows,
@@ -63,15 +62,15 @@ def environment() -> Environment:
     """The templates: HTML autoescaped, Markdown as written."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]),
                       keep_trailing_newline=True)
-    env.globals.update(fmt_num=fmt_num, rank_rule=RANK_RULE)
+    env.globals.update(fmt_num=fmt_num, fmt_tokens=fmt_tokens, rank_rule=RANK_RULE)
     return env
 
 
 def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
     """The SVG chart's geometry: satisfied rate (of the decided runs; none drawn where none was decided)
-    and mean iterations to satisfy, one row of bars per group."""
+    and mean grading passes to satisfied, one row of bars per group."""
     label_w, panel_w, gap, row_h, top = 300, 240, 70, 26, 34
-    scale = max([1, *(g["max_iterations"] for g in groups), *(k for g in groups for k in g["iterations"])])
+    scale = max([1, *(g["max_iterations"] for g in groups), *(k for g in groups for k in g["passes_to_satisfied"])])
     x_rate, x_iter = label_w, label_w + panel_w + gap
     bottom = top + row_h * len(groups)
     ticks = [{"x": f"{x_rate + panel_w * i / 4:.1f}", "label": f"{25 * i}%"} for i in range(5)]
@@ -80,7 +79,7 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
     for row, group in enumerate(groups):
         y = top + row * row_h
         label = group["label"]
-        value, mean = group["satisfied_rate"], group["mean_iterations"]
+        value, mean = group["satisfied_rate"], group["mean_passes_to_satisfied"]
         rate = value or 0.0
         bar = {
             "label": label, "short": label if len(label) <= 44 else label[:43] + "\u2026", "y": y + 3, "text_y": y + 15,
@@ -90,14 +89,15 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
             "mean": None,
         }
         if mean is not None:
+            taken = fmt_passes_to_satisfied(group["passes_to_satisfied"])
             bar.update(mean=f"{mean:.4f}", mean_width=f"{panel_w * mean / scale:.1f}", mean_text=fmt_num(mean),
-                       mean_title=f"{fmt_num(mean)} iterations; runs by iterations: {fmt_iterations(group['iterations'])}",
+                       mean_title=f"{fmt_num(mean)} passes; runs by passes to satisfied: {taken}",
                        mean_text_x=f"{x_iter + panel_w * mean / scale + 4:.1f}")
         rows.append(bar)
     return {
         "width": label_w + 2 * panel_w + gap + 60, "height": top + row_h * len(groups) + 24, "x_rate": x_rate,
         "x_iter": x_iter, "bottom": bottom, "axis_top": top - 6, "label_end": label_w - 8, "bar_height": row_h - 8,
-        "titles": [{"x": x_rate, "label": "Satisfied rate"}, {"x": x_iter, "label": "Mean iterations to satisfy"}],
+        "titles": [{"x": x_rate, "label": "Satisfied rate"}, {"x": x_iter, "label": "Mean passes to satisfied"}],
         "ticks": ticks, "rows": rows,
     }
 

@@ -3,7 +3,7 @@
 
 Per group: tasks and runs, the runs outside the rates (unfinished or crashed: counted beside the rates,
 never in them), the satisfied rate over the decided runs (``records.satisfied_rate``), satisfied@1,
-satisfied@k and satisfied^k over the tasks (``passk.satisfied_k``), iterations to satisfy (mean and
+satisfied@k and satisfied^k over the tasks (``passk.satisfied_k``), grading passes to satisfied (mean and
 distribution), final statuses and grading verdicts (and those the library marked unverified), the
 grader's view (``analysis.views``: passes on a cut view, and its mistakes on cut and uncut views),
 per-criterion rates (criteria matched by name), tokens, an estimated cost from the price table, and the
@@ -60,7 +60,7 @@ def satisfied_at(runs: list[Run]) -> dict[str, Any]:
 def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The numbers the reports show for a set of runs."""
     satisfied = [r for r in runs if r.status is Status.SATISFIED]
-    iterations = [r.iterations for r in satisfied]
+    passes = [r.iterations for r in satisfied]
     costs = [r.cost(prices) for r in runs]
     priced = None not in costs
     tokens = {"worker": [r.worker_tokens for r in runs], "grader": [r.grader_tokens for r in runs]}
@@ -74,8 +74,8 @@ def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any
         "outside": dict(Counter(r.status.value for r in runs if not r.status.decided).most_common()),
         "satisfied": len(satisfied),
         "satisfied_rate": satisfied_rate(r.status for r in runs),
-        "mean_iterations": _mean(iterations),
-        "iterations": dict(sorted(Counter(iterations).items())),
+        "mean_passes_to_satisfied": _mean(passes),
+        "passes_to_satisfied": dict(sorted(Counter(passes).items())),
         "max_iterations": max(r.max_iterations for r in runs),
         "outcomes": dict(Counter(r.status.value for r in runs).most_common()),
         "verdicts": dict(Counter(verdict for r in runs for verdict in r.verdicts).most_common()),

@@ -32,7 +32,7 @@ TASKS_JSONL = "summary_tasks.jsonl"
 TASKS_CSV = "summary_tasks.csv"
 SUMMARY_FIELDS = (
     "job", "overrides", "worker", "grader", "rubric", "turn", "status", "exit_code", "runs", "finished", "unfinished",
-    "crashed", "satisfied", "satisfied_rate", "k", "satisfied_at_1", "satisfied_at_k", "satisfied_hat_k", "mean_iterations",
+    "crashed", "satisfied", "satisfied_rate", "k", "satisfied_at_1", "satisfied_at_k", "satisfied_hat_k", "mean_passes_per_run",
     "worker_tokens", "grader_tokens", "cache_hits", "reused", "resumed", "attempts", "wall_seconds", "task_seconds",
     "error", "where", "run_dir", "partial", *JUDGE_FIELDS,
 )
@@ -81,7 +81,7 @@ def job_row(job: Job, runs: list[Run], prices: dict[str, dict[str, float]], part
         "unfinished": len(runs) - len(finished), "crashed": sum(not run.status.decided for run in finished),
         "satisfied": satisfied, "satisfied_rate": rounded(rate), "k": by_task["k"],
         **{key: rounded(by_task[key]) for key in ("satisfied_at_1", "satisfied_at_k", "satisfied_hat_k")},
-        "mean_iterations": rounded(sum(run.iterations for run in finished) / len(finished)) if finished else None,
+        "mean_passes_per_run": rounded(sum(run.iterations for run in finished) / len(finished)) if finished else None,
         "worker_tokens": sum(run.worker_tokens for run in runs), "grader_tokens": sum(run.grader_tokens for run in runs),
         "cache_hits": sum(run.cache_hits for run in runs), "reused": job.reused, "resumed": record.resumed,
         "attempts": len(record.taken_over) + 1,

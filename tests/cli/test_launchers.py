@@ -26,7 +26,7 @@ from rubric_runner.cli.sweep import Sweep, SweepSummary
 from rubric_runner.environment import JOB_ENV
 
 DETERMINISTIC = (
-    "job", "overrides", "worker", "grader", "rubric", "status", "exit_code", "mean_iterations",
+    "job", "overrides", "worker", "grader", "rubric", "status", "exit_code", "mean_passes_per_run",
     "worker_tokens", "grader_tokens", "error",
 )
 """Summary fields that scripted models make the same on every launcher (not timings or dirs)."""

@@ -49,7 +49,7 @@ def test_basic_sweep_writes_a_row_per_job_and_exits_3(basic_sweep):
     assert [r["worker"] for r in rows] == ["scripted:alpha", "scripted:beta"] * 3
     assert {r["grader"] for r in rows} == {"scripted:demo"} and {r["rubric"] for r in rows} == {"haiku"}
     # a job's iterations are a mean over its runs; the crashed job has no run to take one of
-    assert [r["mean_iterations"] for r in rows] == [1.0, 1.0, 2.0, None, 2.0, 2.0]
+    assert [r["mean_passes_per_run"] for r in rows] == [1.0, 1.0, 2.0, None, 2.0, 2.0]
     assert [r["runs"] for r in rows] == [1, 1, 1, 0, 1, 1]
     crashed = rows[3]
     assert crashed["error"].startswith("IsADirectoryError:") and "events.jsonl" in crashed["error"]
@@ -83,7 +83,7 @@ def test_summary_csv_matches_jsonl(basic_sweep):
         assert line["overrides"] == " ".join(row["overrides"])
         for key in ("job", "worker", "grader", "rubric", "status", "runs", "worker_tokens", "grader_tokens", "error"):
             assert line[key] == str(row[key]), key
-        assert line["mean_iterations"] == ("" if row["mean_iterations"] is None else str(row["mean_iterations"]))
+        assert line["mean_passes_per_run"] == ("" if row["mean_passes_per_run"] is None else str(row["mean_passes_per_run"]))
 
 
 def test_job_without_any_record_is_still_a_row(basic_sweep, tmp_path):

@@ -67,7 +67,7 @@ def test_report_md_numbers_match_the_records(sweep):
         f"grader.script=\u2026/{script}.yaml, worker.model=scripted:{worker}, worker.script=\u2026/{script}.yaml"
         for worker, script in JOBS.values()]
     expected = {
-        # satisfied, mean iterations, distribution, statuses, grading verdicts
+        # satisfied, mean passes to satisfied, distribution, statuses, grading verdicts
         "good": ("1/1 (100.0%)", "1.00", "1 pass: 1", "satisfied 1", "satisfied 1"),
         "revise": ("1/1 (100.0%)", "2.00", "2 passes: 1", "satisfied 1", "needs_revision 1, satisfied 1"),
         "stuck": ("0/1 (0.0%)", "n/a", "-", "max_iterations_reached 1", "needs_revision 1, max_iterations_reached 1"),
@@ -80,7 +80,7 @@ def test_report_md_numbers_match_the_records(sweep):
             "worker / grader / rubric": f"scripted:{worker} / scripted:demo / haiku", "tasks": "1", "runs": "1",
             "outside the rates": "-", "satisfied": expected[script][0],
             **dict.fromkeys(("satisfied@1", "satisfied@k", "satisfied^k"), expected[script][0].split("(")[1].rstrip(")")),
-            "k": "1", "mean iterations to satisfy": expected[script][1], "runs by iterations to satisfy": expected[script][2],
+            "k": "1", "mean passes to satisfied": expected[script][1], "runs by passes to satisfied": expected[script][2],
             "statuses": expected[script][3],
             # haikus fit the grader's window: no pass saw a cut view
             "grading verdicts": f"{expected[script][4]}; cut view 0/{record['task']['iterations']} (0.0%)",
@@ -137,7 +137,7 @@ def test_report_on_a_single_run_dir_with_default_prices(sweep, tmp_path):
     assert "1 run: 1 satisfied; satisfied rate 100.0%" in text and "partial" not in text and "pooled" not in text
     assert "No price for: `scripted:alpha`, `scripted:demo`" in text
     [group] = md_table(text, "## By configuration")
-    assert [group[k] for k in ("configuration", "tasks", "runs", "satisfied", "satisfied@1", "k", "mean iterations to satisfy")] == [
+    assert [group[k] for k in ("configuration", "tasks", "runs", "satisfied", "satisfied@1", "k", "mean passes to satisfied")] == [
         "scripted:alpha / scripted:demo / haiku", "1", "1", "1/1 (100.0%)", "100.0%", "1", "2.00"]
     assert "## Tasks x configurations" not in text and "| task |" not in text
 

@@ -118,6 +118,6 @@ def test_an_in_progress_job_row_adds_up_its_runs(tmp_path):
     write_all(tmp_path, collect(tmp_path), live=Live(jobs=1, runs=6))
     [row] = [json.loads(line) for line in _text(tmp_path / "summary.jsonl").splitlines()]
     assert (row["status"], row["runs"], row["satisfied"]) == ("running", 4, 3)
-    assert (row["worker_tokens"], row["grader_tokens"], row["mean_iterations"]) == (4 * 1020, 6 * 1580, 1.5)
+    assert (row["worker_tokens"], row["grader_tokens"], row["mean_passes_per_run"]) == (4 * 1020, 6 * 1580, 1.5)
     assert row["partial"] == "partial: 4 of 6 runs finished"
     assert "**In progress: 4 of 6 runs done.**" in _text(tmp_path / "report.md")

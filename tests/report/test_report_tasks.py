@@ -406,5 +406,5 @@ def test_a_jobs_iterations_are_a_mean_per_run(tmp_path):
     write_task_job(tmp_path, [Status.SATISFIED] * 4, CONFIG, iterations=[1, 2, 2, 1])
     _report(tmp_path)
     [row] = [json.loads(line) for line in (tmp_path / "summary.jsonl").read_text().splitlines()]
-    assert row["mean_iterations"] == 1.5 and "iterations" not in row
+    assert row["mean_passes_per_run"] == 1.5 and "iterations" not in row
     assert [json.loads(line)["iterations"] for line in (tmp_path / "summary_tasks.jsonl").read_text().splitlines()] == [1, 2, 2, 1]
