@@ -8,6 +8,7 @@ console alike; ``0.1 + 0.2`` is written ``0.3``, never ``0.30000000000000004``.
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Literal
 
 SUMMARY_DIGITS = 6
 """Digits after the point of a fraction, a cost or a mean in the summary files."""
@@ -60,7 +61,7 @@ def fmt_rate(part: int, whole: int) -> str:
     return f"{part}/{whole} ({fmt_pct(part / whole)})" if whole else "-"
 
 
-def fmt_interval(interval: tuple[float, float], unit: str = "%") -> str:
+def fmt_interval(interval: tuple[float, float], unit: Literal["%", "pts", ""] = "%") -> str:
     """A 95% interval: ``95% CI 4.6-69.9%`` of a rate (``%``), ``95% CI -25.2 to 54.6`` of a difference of
     rates in points (``pts``), ``95% CI 0.31 to 0.88`` of any other figure (``""``, say a κ)."""
     low, high = interval
