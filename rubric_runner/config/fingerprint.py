@@ -70,6 +70,15 @@ def behaviour(config: dict[str, Any], overrides: Sequence[str] = ()) -> dict[str
     return {key: value for key, value in flatten(config).items() if not _under(key, left_out)}
 
 
+def behaviour_overrides(overrides: Sequence[str]) -> dict[str, str]:
+    """The ``key=value`` overrides that may change what a task does (a group choice, ``rubric=code``, too), as
+    given, a swept value's escapes undone; not plumbing, the task selection, nor Hydra's own."""
+    left_out = (*PLUMBING, *TASK_SELECTION, *_task_dependent(overrides), "hydra")
+    pairs = (override.partition("=") for override in overrides)
+    return {key: re.sub(r"\\(.)", r"\1", value) for key, equals, value in pairs
+            if equals and not _under(key.lstrip("+~").replace("/", "."), left_out)}
+
+
 def fingerprint(config: dict[str, Any], overrides: Sequence[str] = ()) -> str:
     """A short digest of ``behaviour(config, overrides)``."""
     text = json.dumps(behaviour(config, overrides), sort_keys=True, default=str)

@@ -3,8 +3,9 @@
 Runs are grouped by configuration: what ``config.fingerprint.behaviour`` keeps of their resolved
 config (what changes what a task does: not plumbing, not which tasks were picked), their kind (a
 regrade is one grading pass) and their turn. Shards of one task set, run as several jobs, are one
-group; a sweep over ``grader.max_iterations=1,3`` is two. A group is named by the keys in which it
-differs from the others (``grader.max_iterations=3``); a grader, by its ``grader.*`` keys.
+group; a sweep over ``grader.max_iterations=1,3`` is two. A group is named by the overrides in which it
+differs from the others (``grader.max_iterations=3``; a group choice as chosen, ``rubric=code``), where those
+are alike by the keys in which its config differs; a grader, by its ``grader.*`` keys.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ..config.fingerprint import behaviour, fingerprint
+from ..config.fingerprint import behaviour, behaviour_overrides, fingerprint
 from ..records import RunHeader, RunKind
 
 VALUE_CHARS = 40
@@ -114,13 +115,30 @@ def _hashable(value: Any) -> Any:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _given(headers: dict[str, RunHeader]) -> dict[str, dict[str, Any]]:
+    """Each header's part of the overrides whose text differs among the headers': a config key by its resolved
+    value, given or not; a group choice (``rubric=code``) where given."""
+    given = {key: behaviour_overrides(h.sources.overrides) for key, h in headers.items()}
+    differ = {k for part in given.values() for k in part if len({p.get(k) for p in given.values()}) > 1}
+    shown = {}
+    for key, part in given.items():
+        config = configuration(headers[key])
+        shown[key] = {k: config.get(k.lstrip("+"), part.get(k)) for k in sorted(differ) if k in part or k.lstrip("+") in config}
+    return shown
+
+
 def group_labels(headers: Iterable[tuple[str, RunHeader]]) -> dict[str, str]:
-    """The label of each group key, from a header of each: the keys in which it differs, led by its
-    kind or turn when the groups' differ."""
+    """The label of each group key, from a header of each: the overrides in which it differs (``rubric=code``,
+    not the keys that choice set), then, where those are alike, the resolved keys in which the groups alike
+    differ; led by its kind or turn when the groups' differ."""
     first = dict(headers)
-    parts = {key: configuration(h) for key, h in first.items()}
     fallback = {key: f"{h.worker.model or '?'} / {h.grader.model or '?'} / {h.rubric.name or '?'}" for key, h in first.items()}
-    named = labels(parts, fallback)
+    given = labels(_given(first), dict.fromkeys(first, ""))
+    resolved: dict[str, str] = {}
+    for text in set(given.values()):
+        alike = [key for key in first if given[key] == text]
+        resolved.update(labels({key: configuration(first[key]) for key in alike}, dict.fromkeys(alike, "")))
+    named = {key: ", ".join(part for part in (given[key], resolved[key]) if part) or fallback[key] for key in first}
     kinds = {(h.kind, h.turn or 1) for h in first.values()}
     if len(kinds) > 1:
         for key, h in first.items():

@@ -1,17 +1,21 @@
 """Configuration labels tell configurations apart: two grader scripts whose paths share a long prefix read
-apart, by their tails, beside a configuration that sets no script."""
+apart, by their tails, beside a configuration that sets no script; a group choice by its override, not the keys
+it set."""
 
 from __future__ import annotations
 
-from rubric_runner.records import GraderInfo, ModelInfo, RubricInfo, RunHeader
+from support.helpers import md_table, run_cli, scripted_overrides, verdict, write_script
+
+from rubric_runner.records import ConfigSources, GraderInfo, ModelInfo, RubricInfo, RunHeader
 from rubric_runner.report.configs import VALUE_CHARS, group_labels
 
 PREFIX = "/home/someone/checkouts/rubric_runner/rubric_runner/data/scripts/"
 
 
-def _header(config: dict) -> RunHeader:
+def _header(config: dict, *overrides: str, config_dirs: tuple[str, ...] = ()) -> RunHeader:
     return RunHeader(worker=ModelInfo(model="scripted:w"), grader=GraderInfo(model="scripted:judge"),
-                     rubric=RubricInfo(name="code"), config=config)
+                     rubric=RubricInfo(name="code"), config=config,
+                     sources=ConfigSources(overrides=list(overrides), config_dirs=list(config_dirs)))
 
 
 def test_grader_scripts_with_a_long_common_prefix_read_apart_by_their_tails():
@@ -33,3 +37,26 @@ def test_values_that_cutting_would_make_alike_are_shown_whole():
     first, second = "x" * 60 + "-alpha", "x" * 60 + "-beta"
     named = group_labels([("a", _header({"worker": {"system_prompt": first}})), ("b", _header({"worker": {"system_prompt": second}}))])
     assert named == {"a": f"worker.system_prompt={first}", "b": f"worker.system_prompt={second}"}
+
+
+def test_a_sweep_over_two_rubrics_labels_each_by_its_choice(tmp_path):
+    script = write_script(tmp_path / "script.yaml", [{"content": "final"}] * 2, [verdict("satisfied", ("A", True))] * 2)
+    sweep_dir = tmp_path / "sweep"
+    proc = run_cli("-m", *scripted_overrides(script), "rubric=code,haiku", f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path)
+    assert "pooled over 2 configurations (rubric=code: " in proc.stdout and "; rubric=haiku: " in proc.stdout, proc.stderr
+    text = (sweep_dir / "report.md").read_text()
+    assert [g["configuration"] for g in md_table(text, "## By configuration")] == ["rubric=code", "rubric=haiku"]
+    html = (sweep_dir / "report.html").read_text()
+    assert ">rubric=code</a>" in html and ">rubric=haiku</a>" in html and "rubric.text=" not in html
+
+
+def test_alike_overrides_are_told_apart_by_the_resolved_keys_that_differ():
+    code, haiku = {"rubric": {"name": "code", "text": "t"}}, {"rubric": {"name": "haiku", "text": "t"}}
+    headers = [("a", _header(code, "worker=scripted", "rubric=code")),
+               ("b", _header(haiku, "worker=scripted", "rubric=haiku")),
+               ("c", _header({"rubric": {"name": "haiku", "text": "mine"}}, "worker=scripted", "rubric=haiku", "run.concurrency=4",
+                             config_dirs=("/home/someone/conf",))),
+               ("d", _header({**code, "worker": {"model": "scripted:beta"}}, "worker=scripted", "rubric=code",
+                             "worker.model=scripted\\:beta"))]
+    assert group_labels(headers) == {"a": "rubric=code", "b": "rubric=haiku, rubric.text=t", "c": "rubric=haiku, rubric.text=mine",
+                                     "d": "rubric=code, worker.model=scripted:beta"}

@@ -80,22 +80,22 @@ def test_single_is_one_grading_pass(sweep):
 def test_report_md_answers_does_the_loop_help(sweep):
     md = section((sweep / "report.md").read_text())
     assert "on the hidden checks" in md
-    arms = {row[1]: row for row in rows(md, "loop.arm=") if len(row) == 8 and row[1] in ARMS}
+    arms = {row[1]: row for row in rows(md, "loop=") if len(row) == 8 and row[1] in ARMS}
     assert arms["rubric"][3].startswith("7/10 (70.0%") and arms["resample"][3].startswith("7/10 (70.0%")
     assert arms["single"][3].startswith("5/10 (50.0%")
     assert [row[7] for row in arms.values()] == ["0", "0", "0"]  # revisions the grader caused: no verdict was unverified
     assert arms["rubric"][6] == "1" and arms["resample"][6] == "0"  # HumanEval-9's revision broke it
     assert all(re.fullmatch(r"\d+\.\d{4}", row[5]) for row in arms.values())  # priced: USD per verified success
-    pairs = {row[1]: row for row in rows(md, "loop.arm=rubric") if len(row) == 10}
+    pairs = {row[1]: row for row in rows(md, "loop=rubric") if len(row) == 10}
     # rubric vs single: rubric only on HumanEval-1, 5, 6; single only on 9
-    assert pairs["loop.arm=single"][2:7] == ["10", "4", "3", "1", "2"]
-    assert pairs["loop.arm=single"][8] == "p = 0.625"
-    assert pairs["loop.arm=resample"][2:7] == ["10", "6", "1", "1", "2"] and pairs["loop.arm=resample"][8] == "p = 1.0"
-    curve = [row for row in rows(md, "loop.arm=") if len(row) == 8 and row[1] not in ARMS]
+    assert pairs["loop=single"][2:7] == ["10", "4", "3", "1", "2"]
+    assert pairs["loop=single"][8] == "p = 0.625"
+    assert pairs["loop=resample"][2:7] == ["10", "6", "1", "1", "2"] and pairs["loop=resample"][8] == "p = 1.0"
+    curve = [row for row in rows(md, "loop=") if len(row) == 8 and row[1] not in ARMS]
     assert [(row[0], row[1], row[3].split(" ")[0], row[4]) for row in curve] == [
-        ("loop.arm=rubric", "1", "5/10", "-"), ("loop.arm=rubric", "2", "7/10", "+2"),
-        ("loop.arm=resample", "1", "5/10", "-"), ("loop.arm=resample", "2", "6/10", "+1"),
-        ("loop.arm=resample", "3", "7/10", "+1"), ("loop.arm=single", "1", "5/10", "-"),
+        ("loop=rubric", "1", "5/10", "-"), ("loop=rubric", "2", "7/10", "+2"),
+        ("loop=resample", "1", "5/10", "-"), ("loop=resample", "2", "6/10", "+1"),
+        ("loop=resample", "3", "7/10", "+1"), ("loop=single", "1", "5/10", "-"),
     ]
     assert all(int(row[5].replace(",", "")) > 0 for row in curve if row[1] != "1")  # each extra pass's tokens
     assert "### Revisions that broke a passing answer" in md and "| HumanEval-9 | 0 | 2 | pass, fail |" in md
@@ -167,11 +167,11 @@ def test_without_hidden_checks_the_section_rests_on_the_verdicts(tmp_path):
     assert proc.returncode == 1, proc.stderr[-3000:]
     md = section((sweep_dir / "report.md").read_text())
     assert "on the grader's verdicts (no run has hidden checks)" in md
-    arms = {row[1]: row for row in rows(md, "loop.arm=") if len(row) == 8 and row[1] in ARMS}
+    arms = {row[1]: row for row in rows(md, "loop=") if len(row) == 8 and row[1] in ARMS}
     # code_tasks' first four: three first attempts fail their tests and pass once revised
     assert arms["rubric"][3].startswith("4/4 (100.0%") and arms["single"][3].startswith("1/4 (25.0%")
     assert arms["rubric"][6] == arms["single"][6] == "-"  # no checks: no broken revision to tell
-    (pair,) = [row for row in rows(md, "loop.arm=rubric") if len(row) == 10]
+    (pair,) = [row for row in rows(md, "loop=rubric") if len(row) == 10]
     assert pair[2:7] == ["4", "1", "3", "0", "0"] and pair[8] == "p = 0.25"  # 2 x (1/2)^3
 
 
@@ -193,5 +193,5 @@ def test_a_criterion_that_passed_then_failed_is_listed(tmp_path):
     assert proc.returncode == 1, proc.stderr[-3000:]  # single ends max_iterations_reached
     md = section((sweep_dir / "report.md").read_text())
     assert "### Criteria that passed, then failed" in md
-    assert [row[1:] for row in rows(md, "0 ")] == [["loop.arm=rubric", "Write a haiku about spring.", "-", "Has a title", "1", "2"]]
+    assert [row[1:] for row in rows(md, "0 ")] == [["loop=rubric", "Write a haiku about spring.", "-", "Has a title", "1", "2"]]
     assert '<table id="loop-criteria"' in (sweep_dir / "report.html").read_text()

@@ -64,7 +64,7 @@ def test_report_md_numbers_match_the_records(sweep):
     groups = md_table(text, "## By configuration")
     # one group per configuration: each job here ran its own worker and script
     assert [g["configuration"] for g in groups] == [
-        f"grader.script=\u2026/{script}.yaml, worker.model=scripted:{worker}, worker.script=\u2026/{script}.yaml"
+        f"worker.model=scripted:{worker}, worker.script=\u2026/{script}.yaml"
         for worker, script in JOBS.values()]
     expected = {
         # satisfied, mean passes to satisfied, distribution, statuses, grading verdicts
@@ -88,7 +88,7 @@ def test_report_md_numbers_match_the_records(sweep):
             "est. USD/run": fmt_num(total, 4), "est. USD": fmt_num(total, 4), "task s/run": fmt_num(record["task"]["wall_seconds"]),
         }
     criteria = text.split("## Criteria")[1]
-    revise = md_table(criteria, "### grader.script=\u2026/revise.yaml, worker.model=scripted:alpha")
+    revise = md_table(criteria, "### worker.model=scripted:alpha, worker.script=\u2026/revise.yaml")
     assert revise == [{"criterion": A, "met at first grading": "1/1 (100.0%)", "met at final grading": "1/1 (100.0%)"},
                       {"criterion": B, "met at first grading": "0/1 (0.0%)", "met at final grading": "1/1 (100.0%)"}]
     assert "No price for" not in text
