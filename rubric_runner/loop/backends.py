@@ -125,7 +125,7 @@ class TaskSandbox(TaskFiles, BaseSandbox):
     The file tools work on the workspace directly, as ``TaskFiles`` (the paths read alike on both disk
     backends, and a file read starts no command), in place of ``BaseSandbox``'s commands; only commands
     run inside, with run_test_suite's bounds (``Limits``: wall clock, CPU, memory, processes, output, a
-    private tmpfs) and its user rules (root's code runs as nobody; an ordinary user's in a user namespace).
+    private tmpfs) and its user rules (root's code runs as a user of its own sandbox; an ordinary user's in a user namespace).
     """
 
     # the file tools' async forms run TaskFiles' own in a thread, as a plain backend's do, not BaseSandbox's commands

@@ -6,7 +6,7 @@ site-packages and the sandbox's own child script: nothing of $HOME or the
 project. It gets new user (when not root), pid, network (nothing but its own
 loopback), ipc, uts and cgroup namespaces, dies with its parent and runs in a
 new session. Run by root, bubblewrap keeps only the capabilities the child needs
-to switch to user nobody, which drops them all.
+to switch to a user of its own (``run.sandbox_user``), which drops them all.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ TMP_BYTES = 64 * 1024 * 1024
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 """Top-level dirs that are symlinks into /usr on merged-/usr systems (bound as they are on others)."""
 ROOT_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_KILL")
-"""Kept when root runs bubblewrap, for the child to switch to nobody (which drops them) and, in a session,
+"""Kept when root runs bubblewrap, for the child to switch to its own user (which drops them) and, in a session,
 to kill what a command left running in the sandbox's pid namespace."""
 NOBODY = "65534"
 PROBE_SECONDS = 10

@@ -34,7 +34,6 @@ CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 0x1, 0x2, 0x4, 0x20, 0x1000
 MS_REC, MS_PRIVATE = 0x4000, 0x40000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
-NOBODY = 65534
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 MAX_FAILURES, MAX_MESSAGE_CHARS = 50, 500
 
@@ -93,13 +92,18 @@ def _limit(request):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _drop_privileges(workdir, switch_user):
+def _sandbox_user(request):
+    """Root's sandbox's own user (the request's ``user``), or None when the code keeps this process's user."""
+    return request["user"] if request["isolation"] != "none" and os.getuid() == 0 else None
+
+
+def _drop_privileges(workdir, user):
     os.makedirs(workdir, exist_ok=True)
-    if switch_user and os.getuid() == 0:
-        os.chown(workdir, NOBODY, NOBODY)
+    if user is not None:
+        os.chown(workdir, user, user)
         os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
+        os.setgid(user)
+        os.setuid(user)
     os.chdir(workdir)
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir
 
@@ -272,7 +276,7 @@ def _shell(request, libc, parent, output):
     os.dup2(null, 0)
     os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])  # the workspace's descriptor, the session's pipes
     os.setpgid(0, 0)  # a group of its own, ended as one when nothing isolates it
-    _drop_privileges(request["workdir"], switch_user=request["isolation"] != "none")
+    _drop_privileges(request["workdir"], _sandbox_user(request))
     _die_with_parent(libc, parent)
     _limit(request)
     os.environ.update(PATH=f"{request['shims']}:{request['path']}", PYTHONPATH=os.pathsep.join(request.get("import_paths", [])),
@@ -340,9 +344,9 @@ def _output_end(path, chars):
 
 def _run_one(session, command, libc, work_fd):
     """Copy the workspace in, run the command, mirror the work dir back: the command's result."""
-    request, switched = {**session, **command}, session["isolation"] != "none" and os.getuid() == 0
+    request, user = {**session, **command}, _sandbox_user(session)
     try:
-        _mirror(session["workspace_fd"], work_fd, NOBODY if switched else None)
+        _mirror(session["workspace_fd"], work_fd, user)
     except OSError as exc:
         return {"error": f"the workspace could not be copied in: {exc}", "output": "", "output_bytes": 0}
     output_path = os.path.join(os.path.dirname(session["workdir"]), "output")
@@ -360,7 +364,7 @@ def _run_one(session, command, libc, work_fd):
         code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
         result = {"exit_code": code, **_output_end(output_path, int(command["output_chars"]))}
     try:
-        if switched:  # what the command's user made, taken back for the copy back and the next copy in
+        if user is not None:  # what the command's user made, taken back for the copy back and the next copy in
             _reclaim(session["workdir"])
         if status is not None:
             _mirror(work_fd, session["workspace_fd"])
@@ -405,7 +409,7 @@ def _write_result(request, result):
 def _grandchild(request, libc, parent):
     # As pid 1 of its namespace this process ignores default-action signals, so exit explicitly.
     signal.signal(signal.SIGXCPU, lambda *_: os._exit(128 + signal.SIGXCPU))
-    _drop_privileges(request["workdir"], switch_user=request["isolation"] != "none")
+    _drop_privileges(request["workdir"], _sandbox_user(request))
     _die_with_parent(libc, parent)
     _limit(request)
     try:

@@ -30,6 +30,15 @@ ISOLATED_WORKDIR = "/tmp/sandbox"
 """The code's work dir under bubblewrap and namespaces: on the fresh, private tmpfs over /tmp."""
 REPORT_WINDOW_BYTES = 256 * 1024
 """How much of the end of the output is searched for the child's result line."""
+SANDBOX_UIDS = 1_800_000_000
+"""Root's sandboxes each run as a user of their own, this plus the host pid of the sandbox's process (at most
+2**22): no account's, and no two live sandboxes share one, so each has its own process limit (the kernel
+counts RLIMIT_NPROC per user) and none can signal another."""
+
+
+def sandbox_user(pid: int) -> int:
+    """The uid and gid that root's sandbox started as host process ``pid`` switches to."""
+    return SANDBOX_UIDS + pid
 
 
 @dataclass
@@ -179,7 +188,8 @@ def _start(request: dict[str, Any], limits: Limits, backend: str) -> Ended:
             )
             timed_out = False
             try:
-                process.communicate(json.dumps(request, default=repr).encode(), timeout=limits.wall_seconds)
+                line = json.dumps({**request, "user": sandbox_user(process.pid)}, default=repr)
+                process.communicate(line.encode(), timeout=limits.wall_seconds)
             except subprocess.TimeoutExpired:
                 timed_out = True
                 os.killpg(process.pid, signal.SIGKILL)

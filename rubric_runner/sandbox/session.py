@@ -27,7 +27,7 @@ from typing import Any
 
 from . import bwrap
 from .isolation import UNISOLATED, bwrap_fix, choose, current_setting
-from .run import Limits, describe_signal, launch, pytest_path, refused
+from .run import Limits, describe_signal, launch, pytest_path, refused, sandbox_user
 
 ANSWER_GRACE_SECONDS = 10.0
 """How long past a command's wall clock the child may take to copy the workspace back and answer."""
@@ -152,7 +152,7 @@ class ShellSession:
             os.close(handle)
         assert self.process.stdin is not None, "its stdin is piped"
         with contextlib.suppress(BrokenPipeError):  # it could not start: the first command's answer says why
-            self.process.stdin.write(json.dumps(request).encode() + b"\n")
+            self.process.stdin.write(json.dumps({**request, "user": sandbox_user(self.process.pid)}).encode() + b"\n")
             self.process.stdin.flush()
 
     def _line(self, deadline: float) -> str:

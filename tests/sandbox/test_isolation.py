@@ -677,6 +677,66 @@ def test_a_command_on_a_workspace_is_contained_for_an_ordinary_user(ordinary_use
     assert (workspace / "writes_outside" / "mine.txt").stat().st_uid == ordinary_user.uid
 
 
+NEIGHBOURS_PROBE = r"""
+import json, os, sys, threading, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from rubric_runner.sandbox import Limits, isolation_setting, run_command
+root, isolation, marker = Path(sys.argv[2]), sys.argv[3], "HOLDS-EVERY-PROCESS"
+HOLDER = f"python3 -c 'import os, time  # {marker}\nwhile True:\n    try:\n        os.fork() or time.sleep(60)\n    except OSError:\n        time.sleep(60)'"
+limits, outcomes = Limits(wall_seconds=10, processes=8), {}
+def run(name, command):
+    (root / name).mkdir()
+    with isolation_setting(isolation):
+        outcomes[name] = run_command(command, root / name, limits)
+def holders():
+    found = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            found += marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            pass
+    return found
+bomb = threading.Thread(target=run, args=("bomb", HOLDER))
+bomb.start()
+deadline = time.monotonic() + 8
+while holders() < limits.processes - 1 and time.monotonic() < deadline:
+    time.sleep(0.1)
+outcomes["held"] = holders()
+run("neighbour", "for i in 1 2 3 4 5; do sleep 0 & done; wait; echo forked")
+bomb.join()
+print(json.dumps(outcomes))
+"""
+
+
+def _check_neighbours(outcomes: dict) -> None:
+    """The bomb held its whole process limit while its neighbour ran, and the neighbour forked all it asked."""
+    assert outcomes["held"] >= 7 and outcomes["bomb"]["killed"] == "wall-clock limit of 10s exceeded", outcomes
+    neighbour = outcomes["neighbour"]
+    assert (neighbour["exit_code"], neighbour["output"]) == (0, "forked\n"), neighbour
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="root's sandboxes (the ordinary user's case is the test after this)")
+@pytest.mark.parametrize("isolation", ["auto", "namespaces"])
+def test_a_sandbox_holding_its_whole_process_limit_leaves_another_free_to_fork(tmp_path, isolation):
+    if choose(isolation).backend is None:
+        pytest.skip(choose(isolation).refusal)
+    ran = subprocess.run([sys.executable, "-c", NEIGHBOURS_PROBE, str(ROOT), str(tmp_path), isolation],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    _check_neighbours(json.loads(ran.stdout))
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (scripts/setup installs it as root)")
+def test_an_ordinary_users_sandbox_holding_its_process_limit_leaves_another_free_to_fork(ordinary_user):
+    root = Path(tempfile.mkdtemp(dir=ordinary_user.tree / "scratch"))
+    os.chown(root, ordinary_user.uid, ordinary_user.gid)
+    ran = subprocess.run(ordinary_user.command("-I", "-c", NEIGHBOURS_PROBE, str(ordinary_user.tree / "lib"), str(root), "auto"),
+                         env=ordinary_user.env("/usr/bin:/bin"), capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    _check_neighbours(json.loads(ran.stdout))
+
+
 SESSION_PROBE = r'''
 import json, sys
 from pathlib import Path
