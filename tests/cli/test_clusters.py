@@ -312,8 +312,9 @@ def test_a_workspace_task_set_sweeps_on_slurm(slurm, workspace_run, tmp_path):
 
 
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token", "RAY_health_check_period_ms": "1000",
-           "RAY_health_check_failure_threshold": "3"}
-"""Token authentication, and a node's death noticed in seconds."""
+           "RAY_health_check_failure_threshold": "3", "RAY_worker_niceness": "0"}
+"""Token authentication, a node's death noticed in seconds, and workers at the test run's priority (Ray's
+default niceness of 15 starves them beside the rest of a parallel test run)."""
 
 
 def _descendants(pid: int) -> list[int]:

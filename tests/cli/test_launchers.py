@@ -37,6 +37,7 @@ RAY_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # Ray's single-machine mode: every address is 127.0.0.1
     "RAY_AUTH_MODE": "token",
+    "RAY_worker_niceness": "0",  # Ray's default of 15 starves its workers beside the rest of a parallel test run
 }
 """The cluster's environment; ``ray_cluster`` adds ``RAY_AUTH_TOKEN_PATH``, a token of its own."""
 
