@@ -30,14 +30,22 @@ from .records import (
     REGRADES_DIR,
     RESULT_FILE,
     ConfigSources,
+    ExitCode,
     RunKind,
     RunRecord,
+    collect,
     find_run_dirs,
     read_record,
     recorded_sources,
 )
+from .report import expand, load_prices, ranking_lines, write_all
+from .review.figures import LabelTest, agreement_lines, label_tests
+from .review.golden import golden_threshold
+from .review.labels import labels_under
+from .review.ratings import ratings_in
 
 RUN_DIR = "RUN_DIR"
+AGREEMENT_MD = "agreement.md"
 
 
 def _dirs(config_dirs: Sequence[str | Path]) -> list[str]:
@@ -110,23 +118,46 @@ def continue_run(run_dir: str | Path, message: str, overrides: Sequence[str] = (
 
 @dataclass(frozen=True)
 class Regrade:
-    """Where a regrade wrote its records, and the records: one per run graded again, per grader."""
+    """What a regrade did: where it wrote its records, and the records (one per run graded again, per grader);
+    the graders ranked against hidden verification, a line each; its ``agreement.md``, when there was agreement
+    to measure; and the least agreement with people's labels asked for, with each labelled grader's test
+    against it."""
 
     dir: Path
     records: list[RunRecord]
+    ranking: list[str]
+    agreement: Path | None
+    min_agreement: float | None
+    label_tests: list[LabelTest]
+
+    @property
+    def exit_code(self) -> int:
+        """The records' worst exit code; tested against labels, 4 when a grader agrees with them on too few
+        verdicts, else 0 (a right rejection is no failure)."""
+        code = max((int(record.exit_code) for record in self.records), default=0)
+        if not self.label_tests or code not in (ExitCode.SATISFIED, ExitCode.UNSATISFIED):
+            return code
+        return int(ExitCode.BELOW_THRESHOLD if any(test.below for test in self.label_tests) else ExitCode.SATISFIED)
 
 
 def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool = False,
             config_dirs: Sequence[str | Path] = (), stop: StopRequest | None = None, repeats: int = 1,
-            trust_run_dir: bool = False) -> Regrade:
+            trust_run_dir: bool = False, min_agreement: float | None = None) -> Regrade:
     """Grade the transcripts saved under ``run_dir`` (a run dir, or a sweep dir: each of its runs, and their
     follow-up turns) again, one grading pass each, with ``overrides`` on each run's own config; the records go
     to ``run_dir/regrades/<time>/``. With ``multirun``, once per combination of the overrides' values
     (``grader=haiku,gpt``), each in a numbered dir. With ``repeats`` above 1, every grader grades every
     transcript that many times, each time in a dir ``repeat-<k>/`` of its own. The code a graded run's record
-    names runs as on a ``resume``."""
+    names runs as on a ``resume``.
+
+    Then the graders are ranked, the reports of several gradings written, and their agreement with
+    themselves, each other and people's labels written to ``agreement.md``. Each grader's verdicts on
+    labelled transcripts are tested against ``min_agreement`` (a share, 0 to 1; a golden dir's own by
+    default)."""
     if repeats < 1:
         raise UsageError("--repeats", f"{repeats} is no number of gradings", "give --repeats 1 or more")
+    if min_agreement is not None and not 0 <= min_agreement <= 1:
+        raise UsageError("--min-agreement", f"{min_agreement:g} is no share of verdicts", "give a number from 0 to 1")
     root = Path(run_dir).resolve()
     swept = first_sweep(list(overrides))
     if swept is not None and not multirun:
@@ -148,6 +179,8 @@ def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool =
     launches = [planned for planned in launches if transcript_dirs(planned[1])]
     if not launches:
         raise UsageError(RUN_DIR, f"{root} holds no saved transcript", "give the dir of a run or sweep that has run")
+    least = min_agreement if min_agreement is not None else golden_threshold(root)
+    labels = labels_under(root)
     if repeats > 1 and any(cfg.run.cache for *_, cfg in launches):
         raise UsageError("run.cache", "a response cache gives every repeat the first grading's replies",
                          "regrade with run.cache=null")
@@ -165,7 +198,23 @@ def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool =
             records.append(launch(Launch(composed, run_dir=target, key=RUN_DIR, regraded_from=source,
                                          regraded_with=tuple(grader), regraded_after=before, composed=cfg, stop=stop)))
             before = target
-    return Regrade(out_dir, records)
+    return _findings(out_dir, records, labels, least, several=multirun or repeats > 1)
+
+
+def _findings(out_dir: Path, records: list[RunRecord], labels: dict, least: float | None, several: bool) -> Regrade:
+    """The regrade in ``out_dir`` ranked and measured: its reports (``several`` gradings), its agreement.md."""
+    jobs = collect(out_dir)
+    prices = records[0].header.config.get("sweep", {}).get("prices")
+    ranking = ranking_lines(expand(jobs), load_prices(prices))
+    if several:
+        write_all(out_dir, jobs, prices=prices)
+    ratings = ratings_in(out_dir)
+    lines = agreement_lines(ratings, labels)
+    agreement = out_dir / AGREEMENT_MD if lines else None
+    if agreement is not None:
+        agreement.write_text("\n".join(["# Grader agreement", "", *lines]), encoding="utf-8")
+    tests = label_tests(ratings, labels, least) if least is not None else []
+    return Regrade(out_dir, records, ranking, agreement, least, tests)
 
 
 __all__ = ["Regrade", "UsageError", "continue_run", "regrade", "resume", "run"]

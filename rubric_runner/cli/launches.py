@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from .. import api
 from ..errors import UsageError
@@ -14,7 +13,6 @@ from ..observe.console import Console, write_line
 from ..records import ExitCode, RunRecord
 
 MULTIRUN_FLAGS = ("-m", "--multirun")
-AGREEMENT_MD = "agreement.md"
 
 
 def _launched(start: Callable[[StopRequest], RunRecord]) -> int:
@@ -47,77 +45,33 @@ def continue_run(args: argparse.Namespace) -> int:
 
 
 def regrade(args: argparse.Namespace) -> int:
-    """``rubric-runner regrade DIR [-m] [--repeats N] [OVERRIDES...]``: new records in ``DIR/regrades/<time>/``
-    (with ``-m``, one numbered dir per grader; with ``--repeats``, one ``repeat-<k>`` dir per grading; and
-    their reports), the graders ranked against hidden verification, and their agreement with themselves,
-    each other and people's labels in ``agreement.md``. A golden dir's regrade exits 4 when a grader agrees
-    with its labels on fewer verdicts than ``--min-agreement``."""
-    from ..records import collect
-    from ..report import expand, load_prices, ranking_lines, write_all
-    from ..review.golden import golden_threshold
-    from ..review.labels import labels_under
-
+    """``rubric-runner regrade DIR [-m] [--repeats N] [--min-agreement RATE] [OVERRIDES...]``: ``api.regrade``,
+    then the graders' ranking, the agreement file and each labelled grader's test said on the console; the
+    regrade's exit code (4 when a grader agrees with people's labels on too few verdicts)."""
     overrides = [o for o in args.overrides if o not in MULTIRUN_FLAGS]
     multirun = args.multirun or any(o in MULTIRUN_FLAGS for o in args.overrides)
     flags = [o for o in overrides if o.startswith("--")]
     if flags:
         write_line(f"error: {flags[0]}: options go before RUN_DIR (rubric-runner regrade --repeats 3 RUN_DIR -m grader=...)", sys.stderr)
         return ExitCode.USAGE
-    if args.min_agreement is not None and not 0 <= args.min_agreement <= 1:
-        write_line(f"error: --min-agreement: {args.min_agreement:g} is no share of verdicts (give a number from 0 to 1)", sys.stderr)
-        return ExitCode.USAGE
     try:
-        threshold = args.min_agreement if args.min_agreement is not None else golden_threshold(args.run_dir)
-        labels = labels_under(args.run_dir)
         with StopRequest().installed() as stop:
-            done = api.regrade(args.run_dir, overrides, multirun, _config_dirs(args), stop, args.repeats, args.trust_run_dir)
+            done = api.regrade(args.run_dir, overrides, multirun, _config_dirs(args), stop, args.repeats, args.trust_run_dir,
+                               args.min_agreement)
     except UsageError as exc:
         write_line(f"error: {exc}", sys.stderr)
         return ExitCode.USAGE
     console = Console()
-    jobs = collect(done.dir)
-    prices_path = done.records[0].header.config.get("sweep", {}).get("prices")
-    prices = load_prices(prices_path)
-    ranking = ranking_lines(expand(jobs), prices)
-    if ranking:
+    if done.ranking:
         console.line("graders ranked by balanced error against hidden verification, on the same transcripts:")
-    for line in ranking:
+    for line in done.ranking:
         console.line(f"  {line}")
-    if multirun or args.repeats > 1:
-        write_all(done.dir, jobs, prices=prices_path)
-    below = _agreement(done.dir, labels, threshold, console)
-    console.line(f"regrade records: {done.dir}")
-    code = max((record.exit_code for record in done.records), default=0)
-    if below is None or code not in (ExitCode.SATISFIED, ExitCode.UNSATISFIED):
-        return code
-    # tested against labels: a right rejection is no failure
-    return int(ExitCode.BELOW_THRESHOLD if below else ExitCode.SATISFIED)
-
-
-def _agreement(out_dir: Path, labels: dict, threshold: float | None, console: Console) -> bool | None:
-    """Write the regrade's ``agreement.md`` and say what it found; with a ``threshold``, whether a grader
-    agrees with the labels on fewer verdicts than it (None without one, or without labelled transcripts)."""
-    from ..analysis.agreement import against_labels, graders_of
-    from ..review.figures import agreement_lines
-    from ..review.ratings import ratings_in
-
-    ratings = ratings_in(out_dir)
-    lines = agreement_lines(ratings, labels)
-    if lines:
-        (out_dir / AGREEMENT_MD).write_text("\n".join(["# Grader agreement", "", *lines]), encoding="utf-8")
-        console.line(f"grader agreement: {out_dir / AGREEMENT_MD}")
-    if threshold is None:
-        return None
-    below = None
-    for grader, own in graders_of(ratings).items():
-        people = against_labels(own, labels).verdict
-        share = people.percent.value
-        if not people.items or share is None:
-            continue
-        short = share < threshold
-        below = bool(below) or short
-        console.line(f"{grader}: agrees with the labels on {people.agreed}/{people.items} verdicts, {people.percent}: "
-                     f"{'below' if short else 'at or above'} --min-agreement {threshold:g}")
-    if below is None:
+    if done.agreement is not None:
+        console.line(f"grader agreement: {done.agreement}")
+    for test in done.label_tests:
+        console.line(f"{test.grader}: agrees with the labels on {test.agreed}/{test.verdicts} verdicts, {test.share}: "
+                     f"{'below' if test.below else 'at or above'} --min-agreement {done.min_agreement:g}")
+    if done.min_agreement is not None and not done.label_tests:
         console.warning("no regraded transcript is labelled: --min-agreement has nothing to test")
-    return below
+    console.line(f"regrade records: {done.dir}")
+    return done.exit_code

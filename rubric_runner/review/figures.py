@@ -4,12 +4,14 @@ with each other and their majority-vote panel, each against hidden checks and ag
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..analysis.agreement import (
     PANEL,
     UNSTABLE_KAPPA,
     Label,
     Rating,
+    Share,
     against_checks,
     against_labels,
     graders_of,
@@ -102,4 +104,26 @@ def human_lines(ratings: list[Rating], labels: dict[str, Label], votes: Sequence
         lines += _table(("", "labelled and checked", "false satisfied", "false rejection", "balanced error"),
                         [["people", both.runs, both.false_satisfied, both.false_rejection, both.balanced_error]])
     return lines
+
+
+@dataclass(frozen=True)
+class LabelTest:
+    """A grader's verdicts against people's labels: how many agree, of how many, and whether that share is
+    below the least agreement asked for."""
+
+    grader: str
+    agreed: int
+    verdicts: int
+    share: Share
+    below: bool
+
+
+def label_tests(ratings: list[Rating], labels: dict[str, Label], least: float) -> list[LabelTest]:
+    """Each grader that rated a labelled transcript, its verdicts tested against the share ``least``."""
+    tests = []
+    for grader, own in graders_of(ratings).items():
+        people = against_labels(own, labels).verdict
+        if people.items and people.percent.value is not None:
+            tests.append(LabelTest(grader, people.agreed, people.items, people.percent, people.percent.value < least))
+    return tests
 

@@ -141,6 +141,23 @@ def test_a_golden_set_made_from_a_labelled_run_fails_a_lenient_judge(demo, tmp_p
                         "run.console=false"]) == 0
 
 
+def test_the_api_regrade_ranks_the_graders_and_tests_them_against_the_labels(demo, tmp_path):
+    """What the command says of a regrade comes from the API's answer: the ranking, agreement.md and the
+    label test with its exit code."""
+    run_dir = shutil.copytree(demo, tmp_path / "labelled", ignore=shutil.ignore_patterns("regrades"))
+    assert run_command(["golden", "--from-checks", str(run_dir), str(tmp_path / "golden")]) == 0
+    lenient = [f"grader.script={JUDGES % 'lenient'}", "run.console=false"]
+    done = rubric_runner.api.regrade(tmp_path / "golden", lenient)
+    (test,) = done.label_tests
+    assert (test.agreed, test.verdicts, test.below, done.min_agreement, done.exit_code) == (3, 5, True, 0.8, ExitCode.BELOW_THRESHOLD)
+    assert done.agreement == done.dir / "agreement.md" and done.agreement.read_text().startswith("# Grader agreement")
+    assert len(done.ranking) == 1 and "lenient.yaml}" in done.ranking[0], done.ranking
+    lax = rubric_runner.api.regrade(tmp_path / "golden", lenient, min_agreement=0.5)
+    assert (lax.label_tests[0].below, lax.exit_code) == (False, ExitCode.SATISFIED)
+    unlabelled = rubric_runner.api.regrade(run_dir, lenient)
+    assert (unlabelled.min_agreement, unlabelled.label_tests) == (None, [])
+
+
 def test_the_golden_agreement_report_has_a_grader_against_people_table(demo, tmp_path):
     run_dir = tmp_path / "labelled"
     shutil.copytree(demo, run_dir, ignore=shutil.ignore_patterns("regrades"))
