@@ -190,3 +190,28 @@ def test_the_architecture_page_names_every_top_level_dir():
     dirs = {path.split("/")[0] for path in tracked if "/" in path}
     section = ARCHITECTURE.read_text(encoding="utf-8").split("## The repository", 1)[1].split("\n## ", 1)[0]
     assert set(re.findall(r"^\| `([\w.]+)/` \|", section, re.MULTILINE)) == dirs
+
+
+RATES = ("satisfied_rate", "gated_share", "satisfied_k", "pass_k", "pass_at", "pass_all")
+"""The functions that compute a run's rates (``records/status.py``, ``records/passk.py``): the console, the
+record's aggregate, the summaries, the reports, compare and ``sweep.fail_under`` all call them."""
+
+
+def definitions(name: str, root=PACKAGE) -> list[str]:
+    """The modules under ``root`` that define a function ``name``."""
+    pattern = re.compile(rf"^\s*(?:async\s+)?def {name}\(", re.MULTILINE)
+    return sorted(str(path.relative_to(root)) for path in root.rglob("*.py") if pattern.search(path.read_text(encoding="utf-8")))
+
+
+def test_each_rate_is_defined_once():
+    assert {name: definitions(name) for name in RATES} == {
+        "satisfied_rate": ["records/status.py"], "gated_share": ["records/status.py"], "satisfied_k": ["records/passk.py"],
+        "pass_k": ["records/passk.py"], "pass_at": ["records/passk.py"], "pass_all": ["records/passk.py"],
+    }
+
+
+def test_a_second_definition_of_a_rate_is_found(tmp_path):
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "stats.py").write_text("class Stats:\n    def satisfied_rate(self, runs):\n        return 0.0\n")
+    (tmp_path / "status.py").write_text("def satisfied_rate(statuses):\n    return None\n")
+    assert definitions("satisfied_rate", tmp_path) == ["report/stats.py", "status.py"]
