@@ -44,11 +44,16 @@ class FollowUp:
 
     def task(self, tasks: list[Task]) -> Task:
         """The run's task this turn continues, asked ``message`` instead, with the rubric, tool settings and
-        hidden checks it has now."""
-        task_id = self.task_id or "task"
-        found = next((task for task in tasks if task.id == task_id), None)
+        hidden checks it has now. A single-task run's record names no task: its task is the one its config
+        gives (a message, or a dataset of one row)."""
+        if self.task_id is None:
+            if len(tasks) != 1:
+                raise UsageError("RUN_DIR", f"the run had one task; its config now gives {len(tasks)}",
+                                 "continue with the config the run had")
+            return replace(tasks[0], message=self.message)
+        found = next((task for task in tasks if task.id == self.task_id), None)
         if found is None:
-            raise UsageError("--task", f"the run's tasks have no {task_id!r} any more", "continue with the config the run had")
+            raise UsageError("--task", f"the run's tasks have no {self.task_id!r} any more", "continue with the config the run had")
         return replace(found, message=self.message)
 
     def carries_over(self, rubric: str) -> bool:

@@ -151,6 +151,27 @@ def test_a_multi_task_run_continues_one_task_by_id(tmp_path, capsys):
     assert [job.job for job in collect(run_dir)] == [".", "tasks/b-r0/turns/2"]
 
 
+def test_a_run_of_a_one_row_dataset_continues_its_one_task(tmp_path, capsys):
+    """A dataset of one row is a single-task run: ``continue`` without ``--task`` takes its task, whose id is
+    the row's (before, it looked for a task named ``task`` and said the run's tasks had none any more)."""
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text('{"id": "shout", "task": "Say hi loudly"}\n', encoding="utf-8")
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "HI"}, {"content": "hi"}],
+                          grader=[verdict("satisfied", ("c", True))] * 3)
+    run_dir = _first_run(tmp_path, script, f"rubric.dataset={dataset}")
+    assert run_command(["continue", "--task", "shout", str(run_dir), MESSAGE]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --task: {run_dir} is a single-task run (leave out --task)")
+    assert run_command(["continue", str(run_dir), MESSAGE]) == 0
+    turn, first = _record(run_dir / "turns" / "2")["task"], _record(run_dir)["task"]
+    assert (turn["status"], turn["task"], turn["final_answer"]) == ("satisfied", MESSAGE, "hi")
+    assert (turn["thread_id"], turn["task_id"]) == (first["thread_id"], first["task_id"])
+    other = tmp_path / "two.jsonl"
+    other.write_text('{"id": "a", "task": "A"}\n{"id": "b", "task": "B"}\n', encoding="utf-8")
+    assert run_command(["continue", str(run_dir), MESSAGE, f"rubric.dataset={other}"]) == 2
+    assert "error: RUN_DIR: the run had one task; its config now gives 2 (continue with the config the run had)" in \
+        capsys.readouterr().err
+
+
 def test_continue_refuses_what_it_cannot_continue(tmp_path, capsys):
     script = _script(tmp_path / "s.yaml")
     memory_dir = tmp_path / "memory"
