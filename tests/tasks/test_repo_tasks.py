@@ -174,6 +174,7 @@ def _outcomes(run_dir: Path) -> dict[str, tuple]:
     return found
 
 
+@pytest.mark.slow  # the eight bundled repos, each run on three backends
 def test_the_disk_backends_seed_keep_and_grade_the_same_workspaces_as_state(tmp_path):
     """``worker.backend=filesystem`` and ``sandbox``: the seed written into the task's ``files/`` dir, the
     grader reading that dir, the kept attempts beside it in ``workspace/``; the records read as on ``state``."""
