@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .analysis.agreement import Label
 from .compat.hydra import combinations, first_sweep
 from .config.compose import compose
 from .config.trust import check_code, check_config_dirs, trusted_names
@@ -201,7 +202,8 @@ def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool =
     return _findings(out_dir, records, labels, least, several=multirun or repeats > 1)
 
 
-def _findings(out_dir: Path, records: list[RunRecord], labels: dict, least: float | None, several: bool) -> Regrade:
+def _findings(out_dir: Path, records: list[RunRecord], labels: dict[str, Label], least: float | None,
+              several: bool) -> Regrade:
     """The regrade in ``out_dir`` ranked and measured: its reports (``several`` gradings), its agreement.md."""
     jobs = collect(out_dir)
     prices = records[0].header.config.get("sweep", {}).get("prices")
