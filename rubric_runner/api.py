@@ -37,6 +37,7 @@ from .records import (
     collect,
     find_run_dirs,
     read_record,
+    read_task_at,
     recorded_sources,
 )
 from .report import expand, load_prices, ranking_lines, write_all
@@ -94,8 +95,9 @@ def resume(run_dir: str | Path, overrides: Sequence[str] = (), config_dirs: Sequ
     sources = _recorded(run_dir, config_dirs)
     record = read_record(run_dir / RESULT_FILE)
     follow_up = None
-    if record is not None and record.header.kind is RunKind.TURN and record.task is not None:
-        follow_up = resumed_turn(run_dir, record.task)
+    task = read_task_at(run_dir) if record is not None and record.header.kind is RunKind.TURN else None
+    if task is not None:
+        follow_up = resumed_turn(run_dir, task)
     sources = sources.model_copy(update={"overrides": [*sources.overrides, *overrides, "run.resume=true"]})
     _trusted(run_dir, sources, config_dirs, overrides, trust_run_dir)
     return launch(Launch(sources, run_dir=run_dir, key=RUN_DIR, resume=True, follow_up=follow_up, stop=stop))

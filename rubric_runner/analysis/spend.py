@@ -21,7 +21,7 @@ def spend_lines(records: list[RunRecord]) -> list[str]:
         tokens = sum(info.spent_tokens for info in runs)
         lines.append(f"Run budgets: {fmt_tokens(tokens)} tokens spent by {len(runs)} runs, "
                      f"{reached} of them reached their budget")
-    rows = [row.status for record in records for row in (record.tasks or [record.task or record])]
+    rows = [row.status for record in records for row in (record.tasks or [record])]
     not_run, cut_short = rows.count(Status.NOT_RUN), rows.count(Status.BUDGET_EXCEEDED)
     if not_run or cut_short:
         lines.append(f"Left undone by the budget: {not_run} task(s) not run, {cut_short} cut short"

@@ -83,8 +83,8 @@ def _add_builtin_commands(subparsers: Any) -> None:
     follow = subparsers.add_parser(
         "continue", usage="%(prog)s [-h] [--task ID] [--repeat K] [--config-dir DIR] [--trust-run-dir] RUN_DIR MESSAGE [OVERRIDE ...]", help="continue a finished run's thread with a new message (a follow-up turn)",
         description="Send MESSAGE on the thread of the run in RUN_DIR as a follow-up turn, graded against the same "
-        "rubric (carried over) or a new one (rubric.text=...); its record goes to RUN_DIR/turns/<n>/.")
-    follow.add_argument("--task", metavar="ID", help="the task to continue, in a multi-task run")
+        "rubric (carried over) or a new one (rubric.text=...); its record goes to RUN_DIR/tasks/<id>-r<k>/turns/<n>/.")
+    follow.add_argument("--task", metavar="ID", help="the task to continue (a run of one task: its own)")
     follow.add_argument("--repeat", metavar="K", type=int, default=0, help="its repeat (default 0)")
     follow.add_argument("--config-dir", metavar="DIR", help="a config dir the run's config needs, if it did not record it")
     _add_trust(follow)

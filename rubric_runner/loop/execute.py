@@ -1,7 +1,7 @@
 """A claimed run's work, start to end: its plan, the network step, then its tasks (or a regrade's passes).
 
-What it finds fills the run's record: a run of one task ends as its task did, with the task's record
-inline; a task set's record counts its tasks (``TaskTally``); both say what their budgets spent.
+What it finds fills the run's record: a row per task x repeat and their aggregate (``TaskTally``), the
+status the worst task's, and what the budgets spent.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..observe.recorder import sandbox_notices
 from ..observe.tracing import flush as flush_traces
 from ..plugins.events import RunEnded
 from ..plugins.extensions import notify_run_end
-from ..records import CHECKPOINT_FILE, EVENTS_FILE, RESULT_FILE, RunRecord, TaskRecord, write_record
+from ..records import CHECKPOINT_FILE, EVENTS_FILE, RESULT_FILE, RunRecord, write_record
 from ..sandbox import isolation_setting
 from ..tasks.workspace import unmatched_protected
 from .budgets import Budgets
@@ -52,9 +52,7 @@ class Execution:
             if self.request.stop is not None:
                 self.request.stop.attach(self.console.line, self.stop_now)
             try:
-                if not run_coroutine(self.run()):  # a resumed run with nothing left to do stays as it was
-                    write_record(self.run_dir / RESULT_FILE, self.previous)
-                    return self.previous
+                run_coroutine(self.run())
             except UsageError as exc:
                 self.record.fail(exc)
                 log.error("config_error", key=exc.key, message=str(exc))
@@ -92,11 +90,13 @@ class Execution:
             record.complete(self.started)
             with contextlib.suppress(Exception):  # a record that cannot be written still says running: a resume takes it over
                 write_record(self.run_dir / RESULT_FILE, record)
-        if record.aggregate:
+        watched = self.plan is not None and self.plan.watched()  # the console has followed the one task
+        if record.aggregate and not watched:
             console.summary(record.aggregate.model_dump())
         for line in spend_lines([record]):
             console.line(line)
-        console.finish(record.status, record.grading_passes(), str(self.run_dir), record.error and record.error.message)
+        error = record.error if watched or not record.tasks else None  # a task set's tasks' errors are theirs
+        console.finish(record.status, record.grading_passes(), str(self.run_dir), error and error.message)
 
     def ran_out_of_space(self, exc: BaseException) -> bool:
         """Whether ``exc`` says the disk is full; if so the record fails with that (once)."""
@@ -111,11 +111,9 @@ class Execution:
 
     def stop_now(self, reason: str) -> None:
         """Record the tasks in flight, and the run, as interrupted, and end (a stop at once)."""
-        interrupted = self.tasks.interrupt_all(reason) if self.tasks is not None else []
-        if self.plan is not None and self.plan.single and interrupted:
-            self._end_with(interrupted[0])
-        else:
-            self.record.interrupt(reason)
+        if self.tasks is not None:
+            self.tasks.interrupt_all(reason)
+        self.record.interrupt(reason)
         self.log.warning("interrupted", reason=reason)
         self.end()
 
@@ -144,9 +142,8 @@ class Execution:
         config = plan.config
         return [name for name in config.rubric.evidence if name not in config.grader.tools]
 
-    async def run(self) -> bool:
-        """Plan, connect (unless done before), and run the tasks; False when a resumed run of one task had
-        nothing left to do."""
+    async def run(self) -> None:
+        """Plan, connect (unless done before), and run the tasks (a resumed run's finished ones kept as they are)."""
         request, record, console = self.request, self.record, self.console
         header = record.header
         plan = self.plan or self.ready()
@@ -170,23 +167,15 @@ class Execution:
                 from .regrade import regrade
 
                 await regrade(plan, record, self.log, console, request.regraded_from, request.regraded_after, request.stop)
-                return True
-            self.tasks = TaskSet(plan, record, self.budgets, self.log, console, request.stop, self._task_ended)
+                return
+            inline = self.previous.inline_task if self.previous is not None else None
+            self.tasks = TaskSet(plan, record, self.budgets, self.log, console, request.stop, self._task_ended, inline)
             await self.tasks.run(request.resume)
-        if plan.single and self.tasks.reused and self.previous is not None and self.previous.status.terminal:
-            self.log.info("run_already_complete", status=self.previous.status)
-            console.line(f"already complete: {self.previous.status} (nothing to resume)")
-            return False
-        if plan.single:
-            self._end_with(self.tasks.single)
-        else:
-            self.tasks.tally.fill(record, plan.config.run.repeats)
+        self.tasks.tally.fill(record, plan.config.run.repeats)
         record.budgets = self.budgets.infos()
-        return True
-
-    def _end_with(self, task: TaskRecord) -> None:
-        """A run of one task ends as its task did."""
-        self.record.task, self.record.status, self.record.error = task, task.status, task.error
+        if self.tasks.reused == len(plan.keys()):
+            self.log.info("run_already_complete", status=record.status)
+            console.line(f"already complete: {record.status} (nothing to resume)")
 
     def _task_ended(self, event: Any) -> None:
         assert self.plan is not None, "the plan is made before any task runs"

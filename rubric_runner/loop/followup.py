@@ -1,9 +1,9 @@
 """Follow-up turns: a new human message on a finished run's thread, each turn with its own record.
 
-A run's record dir (the run dir, or ``tasks/<id>-r<k>/`` of a multi-task run) holds the first turn;
-``turns/<n>/`` below it holds turn n (2, 3, ...), with its own ``result.json``, ``transcript.json``,
-``events.jsonl`` and ``.hydra/``. The thread's checkpoints (and a scripted model's place in its
-script) stay in the run dir the thread started in, its ``home``.
+A task's dir (``tasks/<id>-r<k>/``; the run dir itself for a version 1 or 2 run of one task) holds the
+first turn; ``turns/<n>/`` below it holds turn n (2, 3, ...), a run of its own: its ``result.json``,
+``events.jsonl`` and ``.hydra/``, and the turn's task in ``tasks/<id>-r<k>/``. The thread's checkpoints
+(and a scripted model's place in its script) stay in the run dir the thread started in, its ``home``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from ..records import (
     Status,
     TaskRecord,
     read_task_at,
+    task_dir,
+    task_key,
     turn_dirs,
 )
 from ..tasks.sets import Task
@@ -44,8 +46,8 @@ class FollowUp:
 
     def task(self, tasks: list[Task]) -> Task:
         """The run's task this turn continues, asked ``message`` instead, with the rubric, tool settings and
-        hidden checks it has now. A single-task run's record names no task: its task is the one its config
-        gives (a message, or a dataset of one row)."""
+        hidden checks it has now. A version 1 or 2 run of one task names no task: its task is the one its
+        config gives (a message, or a dataset of one row)."""
         if self.task_id is None:
             if len(tasks) != 1:
                 raise UsageError("RUN_DIR", f"the run had one task; its config now gives {len(tasks)}",
@@ -77,17 +79,20 @@ def thread_home(record_dir: Path) -> Path:
 
 
 def record_dir_of(run_dir: Path, task_id: str | None, repeat: int) -> Path:
-    """The record dir of a run's first turn: the run dir, or the dir of one task of a multi-task run."""
-    tasks = sorted(path.name for path in (run_dir / "tasks").glob("*") if (path / RESULT_FILE).is_file())
-    if not tasks:
-        if task_id is not None:
-            raise UsageError("--task", f"{run_dir} is a single-task run", "leave out --task")
+    """The dir of the task x repeat a follow-up continues (``task_id`` None: the run's one task)."""
+    tasks = sorted(path.name for path in (run_dir / TASKS_DIR).glob("*") if (path / RESULT_FILE).is_file())
+    if not tasks:  # a version 1 or 2 run of one task: its record is the run's own
+        inline = read_task_at(run_dir)
+        if task_id is not None and inline is not None and task_id != inline.task_id:
+            raise UsageError("--task", f"{run_dir} ran one task, not {task_id!r}", "leave out --task")
         return run_dir
     if task_id is None:
-        raise UsageError("--task", f"{run_dir} is a multi-task run", f"name the task to continue, one of: {', '.join(tasks)}")
-    if f"{task_id}-r{repeat}" not in tasks:
+        if len(tasks) == 1:
+            return run_dir / TASKS_DIR / tasks[0]
+        raise UsageError("--task", f"{run_dir} ran {len(tasks)} tasks", f"name the task to continue, one of: {', '.join(tasks)}")
+    if task_key(task_id, repeat) not in tasks:
         raise UsageError("--task", f"{run_dir} has no task {task_id!r} (repeat {repeat})", f"one of: {', '.join(tasks)}")
-    return run_dir / "tasks" / f"{task_id}-r{repeat}"
+    return task_dir(run_dir, task_id, repeat)
 
 
 def turn_number(record_dir: Path) -> int:

@@ -169,5 +169,4 @@ def _header(request: Launch, previous: RunRecord | None) -> RunHeader:
 def _record(run_dir: Path, request: Launch, previous: RunRecord | None) -> RunRecord:
     """The new record of the run in ``run_dir`` (on a resume, the run's record goes on)."""
     return RunRecord(header=_header(request, previous), run_dir=str(run_dir), started_at=now(), place=here(),
-                     resumed=previous.resumed + 1 if previous is not None else 0,
-                     task=previous.task if previous is not None else None)
+                     resumed=previous.resumed + 1 if previous is not None else 0)

@@ -30,7 +30,7 @@ from ..observe.recorder import TaskCallback, ToolCallWatch
 from ..plugins.extensions import LoopExtensions
 from ..plugins.manager import Plugins
 from ..plugins.registry import ToolRegistry, validate_settings
-from ..records import CHECKPOINT_FILE, TASKS_DIR, GraderInfo, ModelInfo, RubricInfo, RunHeader
+from ..records import CHECKPOINT_FILE, GraderInfo, ModelInfo, RubricInfo, RunHeader, task_dir, task_key
 from ..redaction import redact_config
 from ..tasks.checks import Check, resolve_checks
 from ..tasks.sets import Task, load_tasks
@@ -48,8 +48,6 @@ class Plan:
     home: Path
     """Where the threads' checkpoints live: the run dir, or for a follow-up turn its thread's first run dir."""
     tasks: list[Task]
-    single: bool
-    """One task, run once (or a follow-up turn): its record is the run's own, its files in the run dir."""
     registry: ToolRegistry
     worker_tools: list[Any]
     grader_tools: list[Any]
@@ -66,20 +64,27 @@ class Plan:
     """Each of ``worker.subagents``' own tools, by its name (none: the worker's)."""
 
     def keys(self) -> list[tuple[Task, int]]:
-        """Each task x repeat, in the run's order."""
+        """Each task x repeat, in the run's order: a follow-up turn's, the one it continues."""
+        if self.follow_up is not None:
+            return [(self.tasks[0], self.follow_up.repeat or 0)]
         return [(task, repeat) for task in self.tasks for repeat in range(self.config.run.repeats)]
 
     def task_dir(self, task: Task, repeat: int) -> Path:
-        """Where a task's files go: the run dir itself for a single task."""
-        return self.run_dir if self.single else self.run_dir / TASKS_DIR / f"{task.id}-r{repeat}"
+        """Where a task x repeat's files go."""
+        return task_dir(self.run_dir, task.id, repeat)
+
+    def watched(self) -> bool:
+        """Whether the console follows the run's one task x repeat as it goes (else it shows the tasks' progress)."""
+        return len(self.keys()) == 1
 
     def thread_id(self, task: Task, repeat: int) -> str:
-        """A new thread for a task: ``run.thread_id`` (with the task's key in a task set), else a fresh id."""
+        """A new thread for a task: ``run.thread_id`` (with the task's key when the run has several), else a
+        fresh id."""
         if self.follow_up is not None:
             return self.follow_up.thread_id
         base = self.config.run.thread_id
         if base:
-            return base if self.single else f"{base}:{task.id}-r{repeat}"
+            return base if self.watched() else f"{base}:{task_key(task.id, repeat)}"
         return uuid.uuid4().hex
 
 
@@ -128,8 +133,7 @@ def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str,
         path = home / CHECKPOINT_FILE
         check_database(path, "run.checkpointer", f"restore {path} from a copy, or move it aside and resume: the "
                        "finished tasks keep their records, the others run again from the start")
-    single = follow_up is not None or (len(tasks) == 1 and config.run.repeats == 1)
-    return Plan(config, run_dir, home, tasks, single, registry, worker_tools, grader_tools, checks, extensions, models,
+    return Plan(config, run_dir, home, tasks, registry, worker_tools, grader_tools, checks, extensions, models,
                 follow_up, sweep_dir, subagent_tools=subagent_tools)
 
 

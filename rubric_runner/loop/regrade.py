@@ -3,8 +3,8 @@
 A regrade is launched once per record dir that holds a run (a run dir, or one of its follow-up turns),
 composed from that run's own config sources with the regrade's overrides on top; it grades each saved
 transcript there once (its task's own tool settings in effect; against the checklist the run froze, unless
-``grader.regrade_resplit`` or another rubric text), and records each pass as a task, laid
-out as the run's: a run of one task's in the regrade dir itself, a task set's in ``tasks/``. A repeat
+``grader.regrade_resplit`` or another rubric text), and records each pass as a task in the regrade dir's
+``tasks/<id>-r<k>/``, as a run lays out its tasks. A repeat
 grading (``--repeats``) is a launch of its own, in a dir of its own, whose scripted grader goes on in its
 script from where the repeat before stood (so a script can give a transcript another verdict next time).
 """
@@ -38,6 +38,7 @@ from ..records import (
     now,
     read_task_at,
     record_dirs,
+    task_dir,
     turn_dirs,
     write_record,
 )
@@ -51,7 +52,8 @@ from .workspaces import attempt_name, files_at, kept, kept_seed
 
 
 def transcript_dirs(record_dir: Path) -> list[Path]:
-    """The dirs under a run's record dir that hold a transcript: itself, or each task of its task set."""
+    """The dirs under a run's record dir that hold a transcript: each task's (itself, for a version 1 or 2 run
+    of one task)."""
     if (record_dir / TRANSCRIPT_FILE).is_file():
         return [record_dir]
     return sorted(path.parent for path in record_dir.glob(f"{TASKS_DIR}/*/{TRANSCRIPT_FILE}"))
@@ -90,7 +92,7 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
     dirs = transcript_dirs(source)
     tally = TaskTally(len(dirs))
     for index, transcript_dir in enumerate(dirs):
-        target = plan.run_dir if transcript_dir == source else plan.run_dir / transcript_dir.relative_to(source)
+        target = _target(plan, source, transcript_dir)
         try:
             if stop is not None:
                 stop.check()
@@ -102,16 +104,21 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
         reason = f": {task.error.message}" if task.error is not None else ""
         console.line(f"{transcript_dir.relative_to(source.parent)}: {task.status}{reason}")
         tally.add(index, task)
-        if transcript_dir == source:
-            record.task, record.status, record.error = task, task.status, task.error
-    if record.task is None:
-        tally.fill(record, 1)
+    tally.fill(record, 1)
+
+
+def _target(plan: Plan, source: Path, transcript_dir: Path) -> Path:
+    """Where a transcript's new grading goes: its task's dir in the regrade's run dir."""
+    if transcript_dir != source:
+        return plan.run_dir / transcript_dir.relative_to(source)
+    original = read_task_at(transcript_dir) or TaskRecord()  # a version 1 or 2 run of one task
+    return task_dir(plan.run_dir, original.task_id, original.repeat)
 
 
 def _not_graded(transcript_dir: Path, target: Path, reason: str) -> TaskRecord:
     """A transcript a stop left ungraded, recorded ``interrupted`` at ``target``."""
     original = read_task_at(transcript_dir) or TaskRecord()
-    result = TaskRecord(task_id=original.task_id, repeat=original.repeat, task=original.task, thread_id=original.thread_id,
+    result = TaskRecord(task_id=original.task_id, repeat=original.repeat or 0, task=original.task, thread_id=original.thread_id,
                         regraded_from=str(transcript_dir), run_dir=str(target), started_at=now())
     result.interrupt(reason)
     result.complete(time.monotonic())
@@ -146,7 +153,7 @@ async def _graded(plan: Plan, middleware: Any, source: Path, transcript_dir: Pat
     original = read_task_at(transcript_dir) or TaskRecord()
     task = next((t for t in plan.tasks if t.id == original.task_id), plan.tasks[0])
     # the answers and their hidden verification stay the original's: the truth a new verdict is measured against
-    result = TaskRecord(task_id=original.task_id, repeat=original.repeat, task=original.task, rubric=task.rubric,
+    result = TaskRecord(task_id=original.task_id, repeat=original.repeat or 0, task=original.task, rubric=task.rubric,
                         final_answer=original.final_answer, first_answer=original.first_answer,
                         verification=original.verification, thread_id=original.thread_id,
                         regraded_from=str(transcript_dir), run_dir=str(target), started_at=now())
@@ -157,8 +164,7 @@ async def _graded(plan: Plan, middleware: Any, source: Path, transcript_dir: Pat
     ref = TaskRef(task.id, original.repeat or 0, str(target), original.thread_id)
     context = TaskContext(ref, task.tools, recorder, grading, workspace_diff_cap=plan.config.rubric.workspace_diff_max_bytes)
     token = CURRENT_TASK.set(context)
-    in_set = target != plan.run_dir  # a task of a task set
-    bound = bind_task(task_id=original.task_id, repeat=original.repeat) if in_set else None
+    bound = bind_task(task_id=result.task_id, repeat=result.repeat)
     try:
         messages = messages_from_dict(json.loads((transcript_dir / TRANSCRIPT_FILE).read_text(encoding="utf-8"))["messages"])
         fields = {}
@@ -183,8 +189,7 @@ async def _graded(plan: Plan, middleware: Any, source: Path, transcript_dir: Pat
         log.exception("regrade_error", task_dir=str(transcript_dir))
     finally:
         CURRENT_TASK.reset(token)
-        if bound is not None:
-            unbind_task(bound)
+        unbind_task(bound)
     result.complete(started)
     write_record(target / RESULT_FILE, result)
     return result

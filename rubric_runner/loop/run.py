@@ -93,7 +93,7 @@ async def checkpointer(plan: Plan) -> AsyncIterator[Any]:
 
 def logged_usage(events: Path) -> dict[tuple[str | None, int | None], dict[str, Usage]]:
     """The model calls each task logged in ``events`` (its ``token_usage`` events, every process's), counted
-    by (task id, repeat); a run of one task logs none of either."""
+    by (task id, repeat): a task of the rubric's own message logs no id, a version 1 or 2 run of one task neither."""
     usage: dict[tuple[str | None, int | None], dict[str, Usage]] = {}
     with contextlib.suppress(FileNotFoundError), open(events, encoding="utf-8") as lines:
         for line in lines:
@@ -112,16 +112,16 @@ def logged_usage(events: Path) -> dict[tuple[str | None, int | None], dict[str, 
 
 class TaskSet:
     """The run of a plan's tasks: each task x repeat in turn as a worker is free, its record counted as it
-    ends (``tally``); a run of one task keeps its record (``single``)."""
+    ends (``tally``). ``inline``: the task record a version 1 or 2 run of one task kept in its run's file,
+    when such a run is resumed."""
 
     def __init__(self, plan: Plan, record: RunRecord, budgets: Budgets, log: Any, console: Any, stop: Any,
-                 ended: Callable[[TaskEnded], None]) -> None:
+                 ended: Callable[[TaskEnded], None], inline: TaskRecord | None = None) -> None:
         self.plan, self.record, self.budgets = plan, record, budgets
         self.log, self.console, self.stop, self.ended = log, console, stop, ended
+        self.inline = inline
         self.shared: Shared | None = None
         self.tally = TaskTally(0)
-        self.single: TaskRecord | None = None
-        """The record of the task that ended last: a run of one task's own."""
         self.reused = 0
         """How many tasks were kept as they were: complete in the run before."""
         self.logged: dict[tuple[str | None, int | None], dict[str, Usage]] | None = None
@@ -131,17 +131,21 @@ class TaskSet:
     def previous(self, task: Any, repeat: int) -> TaskRecord | None:
         """A task's record of the run before, if any; what it spent counts against the budgets. A task whose
         process died (its record still says running) spent what its model calls logged."""
-        if self.plan.single:
-            previous = self.record.task
-        else:
-            previous = read_task(self.plan.task_dir(task, repeat) / RESULT_FILE)
+        previous = read_task(self.plan.task_dir(task, repeat) / RESULT_FILE) or self._inline(task, repeat)
         if previous is not None and previous.status is Status.RUNNING:
             if self.logged is None:
                 self.logged = logged_usage(self.plan.run_dir / EVENTS_FILE)
-            previous.usage = self.logged.get((None, None) if self.plan.single else (task.id, repeat), previous.usage)
+            previous.usage = self.logged.get((previous.task_id, previous.repeat), previous.usage)
         if previous is not None:
             self.budgets.book(previous, self.plan.task_dir(task, repeat))
         return previous
+
+    def _inline(self, task: Any, repeat: int) -> TaskRecord | None:
+        """The inline record of a version 1 or 2 run of one task, if it is this task x repeat's."""
+        inline = self.inline
+        if inline is None or (inline.repeat or 0) != repeat or inline.task_id not in (None, task.id):
+            return None
+        return inline
 
     async def run(self, resume: bool) -> None:
         """Run every task and repeat, at most ``run.concurrency`` at once; each task counts into ``tally``
@@ -181,11 +185,10 @@ class TaskSet:
     def _end(self, index: int, task: Any, repeat: int, record: TaskRecord, reused: bool = False) -> None:
         """A task is done (``reused``: complete in the run before): count it, tell the progress line and the hooks."""
         self.tally.add(index, record, reused)
-        self.single = record
         self.done += 1
         self.satisfied += record.status is Status.SATISFIED
         self.tokens += record.tokens()
-        if not self.plan.single:
+        if not self.plan.watched():
             self.console.progress(self.done, len(self.tally.rows), self.satisfied, self.tokens, self.budgets.progress())
         ref = TaskRef(task.id, repeat, str(self.plan.task_dir(task, repeat)), record.thread_id)
         self.ended(TaskEnded(record, ref, self.record.header, str(self.plan.run_dir), self.done, len(self.tally.rows)))

@@ -43,6 +43,7 @@ from ..records import (
     Verification,
     Verifications,
     now,
+    task_key,
     write_json,
     write_record,
 )
@@ -68,7 +69,6 @@ class Shared:
 
     plan: Plan
     run: RunRecord
-    """The run's record: a run of one task holds its task's record, and is written as the task's is."""
     agent: Any
     saver: Any
     budgets: Budgets
@@ -78,12 +78,8 @@ class Shared:
     active: dict[str, tuple[TaskRecord, Any]] = field(default_factory=dict)
 
     def save(self, record: TaskRecord, task_dir: Path) -> None:
-        """Write a task's record: a task set's in its own dir, a run of one task's as part of the run's record."""
-        if self.plan.single:
-            self.run.task = record
-            write_record(task_dir / RESULT_FILE, self.run)
-        else:
-            write_record(task_dir / RESULT_FILE, record)
+        """Write a task's record, in its own dir."""
+        write_record(task_dir / RESULT_FILE, record)
 
 
 class TaskRun:
@@ -93,22 +89,19 @@ class TaskRun:
         plan = shared.plan
         self.shared, self.task, self.repeat, self.previous = shared, task, repeat, previous
         self.dir = plan.task_dir(task, repeat)
-        self.key = f"{task.id}-r{repeat}"
+        self.key = task_key(task.id, repeat)
         follow_up = plan.follow_up
         self.record = TaskRecord(run_dir=str(self.dir), started_at=now(), task=task.message, rubric=task.rubric,
-                                 task_id=None if plan.single and follow_up is None else task.id,
-                                 repeat=None if plan.single and follow_up is None else repeat,
+                                 task_id=task.id if task.named else None, repeat=repeat,
                                  workspace_seed=task.workspace.digest if task.workspace is not None else None)
         if follow_up is not None:
-            self.record.repeat = follow_up.repeat
-            self.record.task_id = follow_up.task_id
             self.record.rubric_carried_over = follow_up.carries_over(task.rubric)
         if previous is not None:
             self.record.evaluations, self.record.usage = previous.evaluations, previous.usage
             self.record.resumed, self.record.thread_id = previous.resumed + 1, previous.thread_id
         self.record.thread_id = self.record.thread_id or plan.thread_id(task, repeat)
         self.log = shared.log
-        self.console = shared.console if plan.single else Console(enabled=False)
+        self.console = shared.console if plan.watched() else Console(enabled=False)
         # a resumed task's time counts the part it ran before too
         self.started = time.monotonic() - (previous.wall_seconds or 0.0 if previous is not None else 0.0)
 
@@ -121,16 +114,14 @@ class TaskRun:
         """Complete and write the task's record."""
         self.record.complete(self.started)
         self.shared.save(self.record, self.dir)
-        if not self.shared.plan.single:
-            self.log.info("task_end", status=self.record.status, iterations=self.record.iterations,
-                          wall_seconds=self.record.wall_seconds)
+        self.log.info("task_end", status=self.record.status, iterations=self.record.iterations,
+                      wall_seconds=self.record.wall_seconds)
 
     async def __call__(self) -> TaskRecord:
         """Run the task's rubric loop and record how it ended; its errors stay its own."""
         shared, record = self.shared, self.record
         self.dir.mkdir(parents=True, exist_ok=True)
-        if not shared.plan.single:  # this coroutine runs in its own asyncio task, so the binding stays its own
-            bind_task(task_id=self.task.id, repeat=self.repeat)
+        bind_task(task_id=self.record.task_id, repeat=self.repeat)  # its own asyncio task's context: the binding stays its own
         spent = shared.budgets.reached()
         if spent is not None:  # no task starts once a budget is spent; one begun earlier was cut short
             record.stop(Status.NOT_RUN if self.previous is None else Status.BUDGET_EXCEEDED, spent)
@@ -139,8 +130,7 @@ class TaskRun:
         shared.save(record, self.dir)
         shared.active[self.key] = (record, self.end)
         values = None
-        if not shared.plan.single:
-            self.log.info("task_start", thread_id=record.thread_id, resumed=record.resumed)
+        self.log.info("task_start", thread_id=record.thread_id, resumed=record.resumed)
         try:
             if shared.stop is not None:
                 shared.stop.check()
@@ -158,7 +148,7 @@ class TaskRun:
             record.fail(exc)
             if is_provider_error(exc):
                 record.error.message = explain_error(exc, shared.plan.config.worker, "worker")
-            self.log.exception("task_error" if not shared.plan.single else "run_error")
+            self.log.exception("task_error")
         shared.active.pop(self.key, None)
         self.end()
         if record.status.terminal and shared.plan.config.run.keep_checkpoints == KeepCheckpoints.latest:

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from ..records import RunHeader, TaskRecord
+from ..records import RunHeader, TaskRecord, task_key
 
 
 def tracing_on() -> bool:
@@ -55,7 +55,7 @@ def task_trace(header: RunHeader, record: TaskRecord, task_id: str, repeat: int)
     import langsmith
 
     turn = f" turn {header.turn}" if header.turn else ""
-    name = f"rubric_runner {header.rubric.name} {task_id}-r{repeat}{turn}"
+    name = f"rubric_runner {header.rubric.name} {task_key(task_id, repeat)}{turn}"
     labels = trace_labels(header, record, task_id, repeat)
     with langsmith.trace(name, "chain", inputs={"task": record.task}, tags=labels["tags"], metadata=labels["metadata"]) as run:
         try:

@@ -1,10 +1,11 @@
 """The records a run writes, as pydantic models that both write and read them.
 
 A run dir's ``result.json`` is a ``RunRecord``: the run's ``header`` (what ran: the resolved config, where
-it came from, and a fingerprint of what changes a task's behaviour) and how the run ended. A run of one
-task holds that task's ``TaskRecord`` inline (``task``); a task set lists its tasks (``tasks``) with their
-``aggregate``, each task's own record in ``tasks/<id>-r<k>/result.json``. A follow-up turn and a regrade
-are runs too, of their own ``kind``.
+it came from, and a fingerprint of what changes a task's behaviour) and how the run ended: a row per task
+x repeat (``tasks``) and their ``aggregate``, each task's own ``TaskRecord`` in
+``tasks/<id>-r<k>/result.json``, however many tasks the run has. A follow-up turn and a regrade are runs
+too, of their own ``kind``, laid out alike. Versions 1 and 2 kept a run of one task's record inline in the
+run's own file; they read as a run of one task whose task dir is the run dir (``RunRecord.inline_task``).
 
 ``schema_version`` changes when a field is renamed, removed, or changes meaning or type; adding an
 optional field (with a default, so older records still read) keeps the version. Readers ignore fields
@@ -19,12 +20,12 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .passk import satisfied_k
 from .status import ExitCode, Status, satisfied_rate
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 USAGE_ERROR = "UsageError"
 DID_NOT_RUN = "DidNotRun"
 """The error type of a sweep job's record written for it because it never ran (cancelled, lost, never
@@ -481,8 +482,7 @@ class _Ending(_Model):
 class TaskRecord(_Ending):
     """What one task (a task x repeat) did: its grading passes, answers, verification and usage.
 
-    A task of a task set is recorded in ``tasks/<id>-r<k>/result.json``; a run of one task holds its
-    record inline. ``iterations`` counts grading passes.
+    Recorded in its run's ``tasks/<id>-r<k>/result.json``. ``iterations`` counts grading passes.
     """
 
     task_id: str | None = None
@@ -553,7 +553,7 @@ class TaskRecord(_Ending):
 
 
 class TaskRow(_Model):
-    """One task of a task set, in its run's record."""
+    """One task x repeat, in its run's record."""
 
     task_id: str | None = None
     repeat: int | None = None
@@ -568,7 +568,7 @@ class TaskRow(_Model):
 
 
 class Aggregate(_Model):
-    """The numbers of a task set's run."""
+    """The numbers of a run's tasks."""
 
     tasks: int
     repeats: int
@@ -603,16 +603,14 @@ class Aggregate(_Model):
 class RunRecord(_Ending):
     """The record of a run, written to its dir's ``result.json`` however it ends.
 
-    ``status`` is the task's for a run of one task, the worst task's for a task set (whose ``usage``
-    and ``iterations`` its ``aggregate`` sums); ``error`` is set when the run ended by an exception, a
-    config error or an interruption before or outside its tasks.
+    ``status`` is the worst task's (its ``usage`` and ``iterations`` summed in ``aggregate``); ``error`` is
+    the run's own when it ended by an exception, a config error or an interruption before or outside its
+    tasks, else the first worst task's.
     """
 
     header: RunHeader = Field(default_factory=RunHeader)
-    task: TaskRecord | None = None
-    """A run of one task: the task's record."""
     tasks: list[TaskRow] = Field(default_factory=list)
-    """A task set: one row per task x repeat, in the run's order."""
+    """One row per task x repeat, in the run's order."""
     aggregate: Aggregate | None = None
     budgets: list[BudgetInfo] = Field(default_factory=list)
     """The run's budgets (``run.budget_*``, ``sweep.budget_*``) and the spend against them."""
@@ -621,27 +619,43 @@ class RunRecord(_Ending):
     """Earlier attempts of this sweep job (a retry, a requeue) whose process died while the record said
     ``running``: where each ran. The run resumed from their checkpoints; attempts = these + 1."""
     schema_version: int = SCHEMA_VERSION
+    _inline: TaskRecord | None = PrivateAttr(default=None)
+
+    @property
+    def inline_task(self) -> TaskRecord | None:
+        """A version 1 or 2 run of one task: its task's record, which that version kept in the run's own file
+        (its task dir is the run dir); None for every other record."""
+        return self._inline
+
+    def hold_inline(self, task: TaskRecord) -> None:
+        """Read a version 1 or 2 run of one task as a run of one task: ``task`` its one row and its aggregate."""
+        self._inline = task
+        tally = TaskTally(1)
+        tally.add(0, task)
+        whole = RunRecord()
+        tally.fill(whole, 1)
+        self.tasks, self.aggregate = whole.tasks, whole.aggregate
 
     def task_usage(self) -> dict[str, Usage]:
-        """Token counts by role: the task's, or the sum over a task set's tasks."""
-        if self.task is not None:
-            return self.task.usage
+        """Token counts by role, summed over the tasks."""
         return self.aggregate.usage if self.aggregate is not None else _usage()
 
     def grading_passes(self) -> int:
-        """Grading passes: the task's, or the sum over a task set's tasks."""
-        return self.task.iterations if self.task is not None else sum(row.iterations for row in self.tasks)
+        """Grading passes, summed over the tasks."""
+        return sum(row.iterations for row in self.tasks)
 
 
 class TaskTally:
-    """What a task set's record aggregates of its tasks, taken from each task's record as it ends (its
-    row, usage and verification outcomes): a run of many tasks keeps this, not the records."""
+    """What a run's record aggregates of its tasks, taken from each task's record as it ends (its row, usage
+    and verification outcomes): a run of many tasks keeps this, not the records."""
 
     def __init__(self, size: int) -> None:
         self.rows: list[TaskRow | None] = [None] * size
         """Each task's row, in the run's task order."""
         self.worked: list[bool] = [False] * size
         """Whether this run worked on each task (see ``Aggregate.rerun``)."""
+        self.errors: list[ErrorInfo | None] = [None] * size
+        """Each task's error, in the run's task order."""
         self.usage = _usage()
         self.outcomes: dict[str, Counter[CheckOutcome]] | None = None
         """Verified tasks by outcome of their ``first`` and ``final`` answer; None while none was verified."""
@@ -654,6 +668,7 @@ class TaskTally:
         calls = sum(counts.calls + counts.cached_calls for counts in record.usage.values())
         unstarted = record.status is Status.NOT_RUN or (record.status is Status.INTERRUPTED and not calls)
         self.worked[index] = not reused and not unstarted
+        self.errors[index] = record.error
         for role, counts in record.usage.items():
             self.usage.setdefault(role, Usage()).merge(counts)
         if record.verification is not None:
@@ -664,13 +679,16 @@ class TaskTally:
                     counter[verification.outcome] += 1
 
     def fill(self, record: RunRecord, repeats: int) -> None:
-        """Fill a task set's run record: its rows, aggregate and status (the worst task's)."""
+        """Fill a run's record: its rows, aggregate, status (the worst task's) and, unless the run has one of its
+        own, error (the first worst task's)."""
         rows = [row for row in self.rows if row is not None]
         record.tasks = rows
         status = max((r.status for r in rows), key=lambda status: status.severity, default=Status.ERROR)
         if status is Status.NOT_RUN and any(r.status is not Status.NOT_RUN for r in rows):
             status = Status.BUDGET_EXCEEDED  # some tasks ran before the budget stopped the run
         record.status = status
+        worst = [error for row, error in zip(self.rows, self.errors, strict=True) if row is not None and row.status is status]
+        record.error = record.error or next((error for error in worst if error is not None), None)
         statuses = Counter(r.status for r in rows)
         rate, by_task = satisfied_rate(r.status for r in rows), satisfied_k((r.task_id or "task", r.status) for r in rows)
         record.aggregate = Aggregate(

@@ -72,7 +72,7 @@ class Status(StrEnum):
 
     @property
     def severity(self) -> int:
-        """Rank from best (satisfied) to worst (interrupted); a multi-task run takes its worst task's."""
+        """Rank from best (satisfied) to worst (interrupted); a run takes its worst task's."""
         return _TRAITS[self][0]
 
     @property

@@ -34,7 +34,7 @@ HYDRA_DIR = v1.HYDRA_DIR
 REGRADES_DIR = "regrades"
 """Below a run or sweep dir: ``regrades/<time>/``, the records of its transcripts graded again."""
 TASKS_DIR = "tasks"
-"""Where a multi-task run keeps each task's files: ``tasks/<id>-r<repeat>/``."""
+"""Where a run keeps each task's files: ``tasks/<id>-r<repeat>/``."""
 TURNS_DIR = "turns"
 """Below a record's dir: ``turns/<n>/``, the records of its follow-up turns (n = 2, 3, ...)."""
 UNFINISHED = "Unfinished"
@@ -96,10 +96,31 @@ def _object(raw: bytes) -> dict[str, Any]:
     return data
 
 
+MESSAGE_TASK = "task"
+"""The name of a task that has no id (the rubric's own message) in its run's ``tasks/``."""
+
+
+def task_key(task_id: str | None, repeat: int | None) -> str:
+    """A task x repeat's name in its run: ``<id>-r<k>``, its dir's name below ``tasks/``."""
+    return f"{task_id or MESSAGE_TASK}-r{repeat or 0}"
+
+
+def task_dir(run_dir: Path, task_id: str | None, repeat: int | None) -> Path:
+    """Where a run keeps a task x repeat's files."""
+    return run_dir / TASKS_DIR / task_key(task_id, repeat)
+
+
 def _parsed_run(raw: bytes, run_dir: Path) -> RunRecord:
-    if _version(raw) >= 2:
+    version = _version(raw)
+    if version >= 3:
         return RunRecord.model_validate_json(raw)
-    return v1.run_record(_object(raw), run_dir)
+    if version == 1:
+        return v1.run_record(_object(raw), run_dir)
+    data = _object(raw)
+    record = RunRecord.model_validate(data)
+    if isinstance(data.get("task"), dict):  # a run of one task, whose record version 2 kept inline
+        record.hold_inline(TaskRecord.model_validate(data["task"]))
+    return record
 
 
 def _parsed_task(raw: bytes) -> TaskRecord:
@@ -125,15 +146,37 @@ def read_task(path: Path) -> TaskRecord | None:
 
 
 def read_task_at(record_dir: Path) -> TaskRecord | None:
-    """The task record in a record dir: a run's own task (a run of one task, a turn), or a task of a task
-    set; None when there is none."""
+    """The task record in a record dir: a task's dir, or the dir of a run of one task (a turn); None when
+    there is none, or the run has several."""
     try:
         raw = (record_dir / RESULT_FILE).read_bytes()
         if record_dir.parent.name == TASKS_DIR:
             return _parsed_task(raw)
-        return _parsed_run(raw, record_dir).task
+        inline = _parsed_run(raw, record_dir).inline_task
     except (OSError, ValueError):
         return None
+    if inline is not None:
+        return inline
+    tasks = [entry.path for entry in _entries(record_dir / TASKS_DIR) if entry.is_dir()]
+    return read_task(Path(tasks[0]) / RESULT_FILE) if len(tasks) == 1 else None
+
+
+def task_records(record: RunRecord) -> list[TaskRecord]:
+    """A run's task records, in its order, where they are now: its rows' (a version 1 or 2 run of one task:
+    the run's own); each task dir's, for a run that ended before it counted them."""
+    if record.inline_task is not None:
+        return [record.inline_task.model_copy(update={"run_dir": record.run_dir})]
+    run_dir = Path(record.run_dir or ".")
+    if record.tasks:
+        dirs = [task_dir(run_dir, row.task_id, row.repeat) for row in record.tasks]
+    else:
+        dirs = sorted(Path(entry.path) for entry in _entries(run_dir / TASKS_DIR) if entry.is_dir())
+    found = []
+    for path in dirs:
+        task = load_task(path)
+        task.run_dir = str(path)
+        found.append(task)
+    return found
 
 
 def recorded_sources(run_dir: Path) -> ConfigSources | None:
@@ -172,8 +215,8 @@ def crash_record(run_dir: Path, error: ErrorInfo, partial: RunRecord | None = No
     record = partial.model_copy(deep=True) if partial is not None else RunRecord()
     record.status, record.error, record.run_dir = Status.ERROR, error, str(run_dir)
     record.exit_code = int(Status.ERROR.exit_code)
-    task = record.task
-    if task is not None and not task.status.terminal:  # a run of one task ended as its run did
+    task = record.inline_task
+    if task is not None and not task.status.terminal:  # a version 1 or 2 run of one task ended as its run did
         task.status, task.error, task.exit_code = record.status, error, record.exit_code
     _fill_from_hydra(record, run_dir)
     return record
@@ -275,7 +318,7 @@ def turn_dirs(record_dir: Path) -> list[Path]:
 
 
 def record_dirs(run_dir: Path) -> list[Path]:
-    """The dirs of a run's own records: the run dir, and each task dir of a multi-task run."""
+    """The dirs of a run's own records: the run dir, and each task's dir."""
     tasks = run_dir / TASKS_DIR
     names = sorted(entry.name for entry in _entries(tasks) if entry.is_dir())
     return [run_dir, *(tasks / name for name in names)]
@@ -311,7 +354,7 @@ def collect(root: str | Path, since: str | None = None) -> list[Job]:
     each record's ``run_dir`` says where it is now (should it have moved).
 
     With ``since`` (when a resumed sweep started), a run that had ended before then counts as
-    reused; a multi-task run's aggregate counts its reused tasks itself.
+    reused, each of its tasks; a run's aggregate counts the tasks it reused itself.
     """
     root = Path(root)
     jobs = []
@@ -322,6 +365,7 @@ def collect(root: str | Path, since: str | None = None) -> list[Job]:
             record.run_dir = str(path)
             ended = record.ended_at
             reused = record.aggregate.reused if record.aggregate else 0
+            kept = bool(since and ended and ended < since)  # by a resumed sweep: each of its tasks
             name = job if path is run_dir else path.relative_to(root).as_posix()
-            jobs.append(Job(name, record, reused or int(bool(since and ended and ended < since))))
+            jobs.append(Job(name, record, reused or kept * max(len(record.tasks), 1)))
     return jobs

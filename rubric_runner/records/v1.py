@@ -1,4 +1,4 @@
-"""Records of schema version 1, one model for every kind of record, read as version 2's.
+"""Records of schema version 1, one model for every kind of record, read as the current version's.
 
 A version 1 ``result.json`` held a run, a task of a task set, a follow-up turn or a regraded
 transcript in one shape; its run's config sources are in the ``.hydra/`` dir Hydra saved beside it.
@@ -54,7 +54,7 @@ def task_record(data: dict[str, Any]) -> TaskRecord:
 
 def run_record(data: dict[str, Any], run_dir: Path) -> RunRecord:
     """A version 1 record of a run, a turn or a regraded transcript, with its header rebuilt from the record
-    and the config Hydra saved beside it; a run of one task holds the task, inline."""
+    and the config Hydra saved beside it; a run of one task holds the task, inline (``RunRecord.inline_task``)."""
     kind = RunKind.REGRADE if data.get("regraded_from") else RunKind.TURN if data.get("turn") else RunKind.RUN
     config = _yaml(run_dir / HYDRA_DIR / "config.yaml")
     sources = saved_sources(run_dir) or ConfigSources(overrides=data.get("overrides") or [])
@@ -66,9 +66,9 @@ def run_record(data: dict[str, Any], run_dir: Path) -> RunRecord:
         "tags": data.get("tags") or [], "turn": data.get("turn"), "continued_from": data.get("continued_from"),
         "regraded_from": data.get("regraded_from"),
     })
-    record = RunRecord.model_validate({**data, "header": header, "task": None})
+    record = RunRecord.model_validate({**data, "header": header})
     if not data.get("tasks") and not data.get("aggregate"):
-        record.task = task_record(data)
+        record.hold_inline(task_record(data))
     elif record.aggregate is not None and isinstance(data.get("usage"), dict):
         record.aggregate.usage = {role: Usage.model_validate(counts) for role, counts in data["usage"].items()}
     return record

@@ -66,9 +66,9 @@ def _failure(run: Run, record: TaskRecord | None) -> tuple[str, str]:
 
 
 def _record(run: Run) -> TaskRecord | None:
-    """The run's task record: a single-task job's own, else read from the task's dir."""
-    if run.job.record.task is not None:
-        return run.job.record.task
+    """The run's task record, read from the task's dir (a version 1 or 2 run of one task: the run's own)."""
+    if run.job.record.inline_task is not None:
+        return run.job.record.inline_task
     return read_task_at(Path(run.run_dir)) if run.run_dir else None
 
 

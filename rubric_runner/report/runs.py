@@ -1,9 +1,9 @@
-"""Jobs expanded into the runs the reports count: a multi-task job is its tasks x repeats.
+"""Jobs expanded into the runs the reports count: a job is its tasks x repeats.
 
 This is the one place that does it; the summary files, both reports, the sweep's exit code and
-``fail_under`` all count what ``expand`` returns. A single-task job is one run, its own record.
-A multi-task job's runs are the records in its ``tasks/`` dir, in its record's task order (or by
-name, while it runs or after it crashed); a task that left no record still counts, in error. A job
+``fail_under`` all count what ``expand`` returns. A job's runs are the records in its ``tasks/`` dir,
+in its record's task order (or by name, while it runs or after it crashed; a version 1 or 2 run of one
+task is one run, its own record); a task that left no record still counts, in error. A job
 that ended before any task began (a config error, a crash at its start) has no run: it is a job that
 did not start (``unstarted``), never a task.
 
@@ -34,13 +34,14 @@ from ..records import (
     TaskRecord,
     load_task,
     read_task_at,
+    task_key,
 )
 from ..records.store import gc_paused
 from . import configs
 from .trails import script_json, trail, workspace_diffs
 
 TASK_CHARS = 80
-"""A single-task job's task is named by its task message, cut to this many characters."""
+"""A task with no id (the rubric's own message) is named by its message, cut to this many characters."""
 
 
 def task_row(header: RunHeader, record: TaskRecord) -> dict[str, Any]:
@@ -71,7 +72,7 @@ Criteria = tuple[tuple[str, bool], ...]
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One task x repeat of a job (or a single-task job), as the reports count it: ``task_row``'s
+    """One task x repeat of a job, as the reports count it: ``task_row``'s
     fields, and what the tables, the judgement and the trail read of the record."""
 
     index: int
@@ -79,7 +80,7 @@ class Run:
     reused: bool
     """A resumed run or sweep kept this run as it was."""
     task: str
-    """The task's id; for a single-task job, its task message (whitespace collapsed, cut to
+    """The task's id; for a task with none (the rubric's own message), the message (whitespace collapsed, cut to
     ``TASK_CHARS``), or ``-``. Runs with the same task and rubric are the same task."""
     task_id: str | None
     repeat: int | None
@@ -268,10 +269,10 @@ def _spent(header: RunHeader, record: TaskRecord) -> tuple[Billed, ...]:
 
 
 def _task_dirs(job: Job) -> list[tuple[str, str]]:
-    """A multi-task job's task dirs: (name, path) each."""
+    """A job's task dirs: (name, path) each."""
     root = os.path.join(job.record.run_dir or ".", TASKS_DIR)
     if job.record.tasks:
-        names = [f"{row.task_id}-r{row.repeat}" for row in job.record.tasks]
+        names = [task_key(row.task_id, row.repeat) for row in job.record.tasks]
     else:
         try:
             with os.scandir(root) as entries:
@@ -289,7 +290,7 @@ def _task_order(name: str) -> tuple[str, int]:
 def _task_record(name: str, task_dir: str, live: bool) -> TaskRecord:
     """A task's record, where it is now."""
     record = load_task(task_dir)
-    if record.task_id is None:
+    if record.repeat is None:  # no record to say (a task whose record is missing or unreadable)
         record.task_id, record.repeat = _task_order(name)
     record.run_dir = task_dir
     _mark_running(record, live)
@@ -304,8 +305,7 @@ def _mark_running(record: RunRecord | TaskRecord, live: bool) -> None:
 
 @gc_paused()
 def expand(jobs: list[Job], live: bool = False) -> list[Run]:
-    """Every run of ``jobs``: each task x repeat of a multi-task job, each single-task job itself; a job
-    that no task of began has none.
+    """Every run of ``jobs``: each task x repeat of a job; a job that no task of began has none.
 
     ``live``: the jobs may still be going, so records that still say ``running`` are shown as such.
     """
@@ -317,16 +317,16 @@ def expand(jobs: list[Job], live: bool = False) -> list[Run]:
         keys = (shared(configs.group_key(header)), shared(configs.grader_key(header)),
                 shared(configs.arm(header)), shared(configs.pairing_key(header)), shared(configs.policy(header)),
                 shared(configs.pairing_key(header, configs.POLICY_KEYS)))
-        task_dirs = _task_dirs(job)
-        if not task_dirs:
-            if job.record.task is not None:
-                _mark_running(job.record.task, live)
-                runs.append(_run(len(runs), job, job.record.task, bool(job.reused), keys, shared))
+        inline = job.record.inline_task
+        if inline is not None:  # a version 1 or 2 run of one task: its record is the run's own
+            _mark_running(inline, live)
+            runs.append(_run(len(runs), job, inline, bool(job.reused), keys, shared))
             continue
-        reused = {f"{row.task_id}-r{row.repeat}" for row in job.record.tasks if row.reused}
-        for name, task_dir in task_dirs:
+        every = job.reused >= max(len(job.record.tasks), 1)  # the job as a whole was kept from a sweep before
+        reused = {task_key(row.task_id, row.repeat) for row in job.record.tasks if row.reused}
+        for name, task_dir in _task_dirs(job):
             record = _task_record(name, task_dir, live)
-            runs.append(_run(len(runs), job, record, name in reused, keys, shared))
+            runs.append(_run(len(runs), job, record, every or name in reused, keys, shared))
     return runs
 
 

@@ -2,7 +2,7 @@
 
 A golden dir is a copy of a run dir that holds what a regrade reads and nothing else: ``.hydra/`` (the
 config it composes again), ``result.json`` and each task's ``tasks/<id>-r<k>/result.json`` and
-``transcript.json`` (a run of one task: its own, in the dir), ``labels.json`` (people's labels, the
+``transcript.json`` (a version 1 or 2 run of one task: its own, in the dir), ``labels.json`` (people's labels, the
 truth; the format of ``review.labels``), and ``golden.json``::
 
     {"format": 1, "source": "/abs/run/dir", "made_at": "...", "labels": 5, "from_checks": 2,
@@ -27,6 +27,7 @@ from ..records import (
     now,
     read_task_at,
     record_dirs,
+    task_key,
 )
 from .labels import LABELS_FILE, PersonLabel, read_labels, write_labels
 
@@ -80,7 +81,7 @@ def _keep_only(out_dir: Path, keys: set[str]) -> None:
     path = out_dir / RESULT_FILE
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("tasks"):
-        data["tasks"] = [row for row in data["tasks"] if f"{TASKS_DIR}/{row.get('task_id')}-r{row.get('repeat')}" in keys]
+        data["tasks"] = [row for row in data["tasks"] if f"{TASKS_DIR}/{task_key(row.get('task_id'), row.get('repeat'))}" in keys]
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 

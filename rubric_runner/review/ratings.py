@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..analysis.agreement import Rating
 from ..analysis.judge import VERDICTS
-from ..records import TASKS_DIR, RunRecord, TaskRecord, collect, load_task
+from ..records import RunRecord, TaskRecord, collect, task_records
 
 
 def _overrides(record: RunRecord) -> list[str]:
@@ -25,19 +25,6 @@ def grader_names(records: list[RunRecord]) -> list[str]:
     shared = set.intersection(*map(set, overrides)) if len(distinct) > 1 else set()
     return [" ".join(o for o in own if o not in shared) or record.header.grader.model or "grader"
             for own, record in zip(overrides, records)]
-
-
-def task_records(record: RunRecord) -> list[TaskRecord]:
-    """A run's task records: its one task, or each task of its task set (where they are now)."""
-    if record.task is not None:
-        return [record.task.model_copy(update={"run_dir": record.run_dir})]
-    found = []
-    for row in record.tasks:
-        task_dir = Path(record.run_dir or ".") / TASKS_DIR / f"{row.task_id}-r{row.repeat}"
-        task = load_task(task_dir)
-        task.run_dir = str(task_dir)
-        found.append(task)
-    return found
 
 
 def rating(grader: str, task: TaskRecord) -> Rating:

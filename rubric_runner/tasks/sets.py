@@ -16,6 +16,7 @@ from typing import Any
 
 from ..config.schema import Config
 from ..errors import UsageError
+from ..records.store import MESSAGE_TASK
 from .formats import Row, read_rows
 from .workspace import Workspace, load_workspace
 
@@ -41,6 +42,8 @@ class Task:
     """Its place in the dataset, which config keys name (``rubric.dataset[3]``)."""
     workspace: Workspace | None = field(default=None, hash=False)
     """The files its worker starts from, and those it must not change; None for a task of one message."""
+    named: bool = True
+    """Whether its id is its own (a dataset row's); the rubric's own task has none, and is known by its message."""
 
 
 def _merged(rubric_verify: dict[str, Any], task_verify: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -124,7 +127,7 @@ def load_tasks(config: Config) -> list[Task]:
     loaded: dict[tuple[Path, tuple[str, ...]], Workspace] = {}  # each workspace dir is read once
     own = load_workspace(rubric.workspace, rubric.protected or None, Path.cwd(), "rubric.workspace", rubric.workspace_max_bytes, loaded)
     if not rubric.dataset:
-        return [Task("task", rubric.task, rubric.text, verify=_merged(rubric.verify, {}), workspace=own)]
+        return [Task(MESSAGE_TASK, rubric.task, rubric.text, verify=_merged(rubric.verify, {}), workspace=own, named=False)]
     base = Path(rubric.dataset).parent if Path(rubric.dataset).is_file() else Path.cwd()
     columns = _columns(dict(rubric.fields))
     rows = _rows(rubric.dataset)

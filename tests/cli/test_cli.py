@@ -30,7 +30,8 @@ def test_offline_demo(tmp_path):
     assert "grading pass 0" not in proc.stdout and "-- grading pass 3" not in proc.stdout
     assert "status: satisfied after 2 grading pass(es)" in proc.stdout
     assert f"run dir: {run_dir}" in proc.stdout
-    for name in ("result.json", "events.jsonl", "transcript.json", ".hydra/config.yaml", ".hydra/overrides.yaml"):
+    for name in ("result.json", "events.jsonl", "tasks/task-r0/result.json", "tasks/task-r0/transcript.json",
+                 ".hydra/config.yaml", ".hydra/overrides.yaml"):
         assert (run_dir / name).is_file(), name
     assert json.loads((run_dir / "result.json").read_text())["status"] == "satisfied"
 

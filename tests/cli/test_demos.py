@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from support.helpers import read_events
+from support.helpers import only_task, read_events, run_json
 
 import rubric_runner
 from rubric_runner.cli import run_command
@@ -22,26 +22,26 @@ def _demo(tmp_path, rubric: str):
 
 def test_haiku_demo_counts_syllables_for_real(tmp_path):
     result, outputs = _demo(tmp_path, "haiku")
-    assert (result.status, result.task.iterations, result.exit_code) == ("satisfied", 2, 0)
+    assert (result.status, only_task(result).iterations, result.exit_code) == ("satisfied", 2, 0)
     assert [o["syllables"] for o in outputs] == [[7, 7, 5], [5, 7, 5]]
     assert [o["matches_pattern"] for o in outputs] == [False, True]
     assert outputs[0]["problems"] == ["line 1: 7 syllables, expected 5"]
-    assert outputs[0]["lines"][0]["words"] in result.task.evaluations[0].criteria[1].gap
-    assert [e.result for e in result.task.evaluations] == ["needs_revision", "satisfied"]
-    first, final = result.task.verification.first, result.task.verification.final
+    assert outputs[0]["lines"][0]["words"] in only_task(result).evaluations[0].criteria[1].gap
+    assert [e.result for e in only_task(result).evaluations] == ["needs_revision", "satisfied"]
+    first, final = only_task(result).verification.first, only_task(result).verification.final
     assert (first.outcome, final.outcome) == ("failed", "passed")
     assert first.checks[0].details["problems"] == ["line 1: 7 syllables, expected 5"]
 
 
 def test_summary_demo_checks_terms_for_real(tmp_path):
     result, outputs = _demo(tmp_path, "summary")
-    assert (result.status, result.task.iterations, result.exit_code) == ("satisfied", 2, 0)
+    assert (result.status, only_task(result).iterations, result.exit_code) == ("satisfied", 2, 0)
     assert [o["sentence_count"] for o in outputs] == [1, 1]
     assert [o["missing_terms"] for o in outputs] == [["chlorophyll"], []]
-    first = {c.name: c.passed for c in result.task.evaluations[0].criteria}
+    first = {c.name: c.passed for c in only_task(result).evaluations[0].criteria}
     assert first == {"The answer is one sentence": True, "The answer mentions light and chlorophyll": False}
-    assert (result.task.verified("first"), result.task.verified("final")) == (False, True)
-    assert result.task.verification.first.checks[0].details["missing_terms"] == ["chlorophyll"]
+    assert (only_task(result).verified("first"), only_task(result).verified("final")) == (False, True)
+    assert only_task(result).verification.first.checks[0].details["missing_terms"] == ["chlorophyll"]
 
 
 def test_code_tasks_run_offline_with_real_test_runs(tmp_path):
@@ -83,16 +83,16 @@ def test_regrading_a_demo_grades_its_final_answer_again(tmp_path, capsys, rubric
         assert "-- grading pass 1\n" in out
         assert re.search(r"\n   grader called \w+ -> .*\n   verdict: satisfied - Graded again: ", out)
         lines = out.splitlines()
-        assert "run: satisfied" in lines
+        assert "run/tasks/task-r0: satisfied" in lines
         # the answer's hidden check passed and the grader agreed: no error to count against it (and one
         # passing answer alone cannot rank a grader: balanced error needs failing answers too)
         ranking = "graders ranked by balanced error against hidden verification, on the same transcripts:"
         assert lines[lines.index(ranking) + 1].startswith(
             "  -. scripted:demo: balanced error -; false satisfied -; false rejection 0/1 (0.0%")
     assert sorted(p.read_text() for p in (run_dir / "scripted-cursors").rglob("*.tsv")) == cursors
-    final = json.loads((run_dir / "result.json").read_text())["task"]["final_answer"]
+    final = run_json(run_dir)["task"]["final_answer"]
     for regrade_dir in (run_dir / "regrades").iterdir():
-        record = json.loads((regrade_dir / "result.json").read_text())
+        record = run_json(regrade_dir)
         assert (record["status"], record["task"]["iterations"]) == ("satisfied", 1)
         (tool_run,) = [e for e in read_events(regrade_dir) if e["event"] == "tool_call_start"]
         assert final.strip() in tool_run["input"].replace("\\n", "\n")  # the regrade checked the final answer

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from support.helpers import SCRIPTED_EVIDENCE, cli_process, free_port, run_cli, write_script
+from support.helpers import SCRIPTED_EVIDENCE, cli_process, free_port, run_cli, run_json, write_script
 from support.sweeps import SCRIPTED, STATUSES, read_rows, run_six_job_sweep
 from support.wire import FAKE_KEYS, FakeServer, model_overrides, text
 
@@ -50,7 +50,7 @@ def normalized(sweep_dir: Path, tmp: Path) -> tuple[list[dict[str, Any]], list[d
     rows = [plain({key: row[key] for key in DETERMINISTIC}) for row in read_rows(sweep_dir)]
     records = []
     for row in rows:
-        record = json.loads((sweep_dir / row["job"] / "result.json").read_text())
+        record = run_json(sweep_dir / row["job"])
         task = record["task"] or {}  # the crashed job never got to its task
         evaluations = [{key: e.get(key) for key in ("result", "explanation", "criteria", "iteration")}
                        for e in task.get("evaluations", [])]
@@ -165,7 +165,7 @@ def test_ctrl_c_of_a_ray_sweep_records_its_running_jobs_interrupted_and_the_summ
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
-    statuses = [json.loads((sweep_dir / job / "result.json").read_text())["status"] for job in ("0", "1")]
+    statuses = [run_json(sweep_dir / job)["status"] for job in ("0", "1")]
     assert statuses == ["interrupted", "interrupted"]
     partial = "partial: 0 of 2 runs finished"
     assert f"sweep: {partial}; 2 runs: 2 interrupted" in stdout, stdout

@@ -60,7 +60,7 @@ COMMANDS = {
     "regrade": (["regrade", "{run}", "grader.max_iterations=2"], "RUN_DIR: cannot write {run}/regrades: Read-only file system"),
     "regrade a sweep": (["regrade", "{sweep}"], "RUN_DIR: cannot write {sweep}/regrades: Read-only file system"),
     "resume": (["resume", "{run}"], "RUN_DIR: cannot write {run}/.lock: Read-only file system"),
-    "continue": (["continue", "{run}", "Another one, about snow"], "RUN_DIR: cannot write {run}/turns: Read-only file system"),
+    "continue": (["continue", "{run}", "Another one, about snow"], "RUN_DIR: cannot write {run}/tasks/task-r0/turns: Read-only file system"),
     "run into it": ([*DEMO, "hydra.run.dir={place}/new"], "hydra.run.dir: cannot write {place}/new: Read-only file system"),
     "sweep into it": (["-m", *DEMO, "grader.max_iterations=2,3", "hydra.sweep.dir={place}/new"],
                       "hydra.sweep.dir: cannot write {place}/new: Read-only file system"),

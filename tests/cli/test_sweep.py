@@ -4,7 +4,6 @@ crashed jobs as rows, and the sweep's exit code."""
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 import shutil
@@ -16,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support.helpers import ROOT, cli_process, compose_config, run_cli, verdict, write_script
+from support.helpers import ROOT, cli_process, compose_config, run_cli, run_json, verdict, write_script
 from support.sweeps import (
     SCRIPTED,
     STATUSES,
@@ -57,7 +56,7 @@ def test_basic_sweep_writes_a_row_per_job_and_exits_3(basic_sweep):
     for row in rows:
         job_dir = sweep_dir / row["job"]
         assert row["run_dir"] == str(job_dir)
-        record = json.loads((job_dir / "result.json").read_text())
+        record = run_json(job_dir)
         assert record["status"] == row["status"]
         usage = record["task"]["usage"] if record["task"] else {role: {"total_tokens": 0} for role in ("worker", "grader")}
         assert row["worker_tokens"] == usage["worker"]["total_tokens"]  # the crashed job never got to its task
@@ -65,7 +64,7 @@ def test_basic_sweep_writes_a_row_per_job_and_exits_3(basic_sweep):
         assert row["wall_seconds"] == record["wall_seconds"]
         if row["job"] != "3":
             assert row["worker_tokens"] > 0 and row["grader_tokens"] > 0
-            for name in ("events.jsonl", "transcript.json", ".hydra/overrides.yaml"):
+            for name in ("events.jsonl", "tasks/task-r0/transcript.json", ".hydra/overrides.yaml"):
                 assert (job_dir / name).is_file(), name
     assert ("sweep: partial: 5 of 5 runs finished, 1 job not started; 5 runs in 6 jobs: 3 satisfied, 2 max_iterations_reached; "
             "satisfied rate 60.0%, pooled over 5 configurations (") in proc.stdout
@@ -125,7 +124,7 @@ def test_joblib_sweep_runs_jobs_in_parallel_and_gates_on_fail_under(tmp_path):
         ("scripted:alpha", "error"), ("scripted:beta", "error"),
     ]
     assert rows[2]["error"] == "ScriptedFault: provider is down"
-    records = [json.loads((sweep_dir / r["job"] / "result.json").read_text()) for r in rows]
+    records = [run_json(sweep_dir / r["job"]) for r in rows]
     assert records[0]["task"]["evaluations"][-1]["explanation"] == "count_syllables reports three lines of 5-7-5, and the theme is spring."
     start = [datetime.fromisoformat(r["started_at"]) for r in records]
     end = [datetime.fromisoformat(r["ended_at"]) for r in records]
@@ -160,7 +159,7 @@ def loky_workers(parent_pid):
 
 def status_of(run_dir):
     try:
-        return json.loads((run_dir / "result.json").read_text())["status"]
+        return run_json(run_dir)["status"]
     except (OSError, ValueError, KeyError):
         return None
 

@@ -10,7 +10,7 @@ import json
 import sys
 
 import pytest
-from support.helpers import md_table, read_events, scripted_overrides, verdict, write_script
+from support.helpers import md_table, read_events, run_json, scripted_overrides, task_dir_of, verdict, write_script
 
 import rubric_runner
 from rubric_runner.cli import run_command
@@ -57,7 +57,7 @@ def test_an_under_reporting_grader_leaves_an_unverified_pass_in_the_record(under
     assert task.status is Status.MAX_ITERATIONS_REACHED
     assert [(e.result, e.unverified) for e in task.evaluations] == [("needs_revision", False), ("max_iterations_reached", True)]
     assert task.checklist == [ONE_SENTENCE, TERMS]
-    written = json.loads((run_dir / "result.json").read_text())["task"]["evaluations"]
+    written = run_json(run_dir)["task"]["evaluations"]
     assert [e["unverified"] for e in written] == [False, True]
     assert task.verification.final.passed is True  # the answer was right: the rejection is the grader's failure
 
@@ -133,7 +133,7 @@ def test_a_long_transcript_records_what_the_grader_was_shown(tmp_path, pad_tool)
     record, run_dir = _run(tmp_path, "run", script, *SUMMARY, "grader.max_iterations=1", f"rubric.task={long_task}",
                            f"+worker.tools={{{pad_tool}: null}}")
     task = _task(run_dir)
-    transcript = json.loads((run_dir / "transcript.json").read_text())["messages"]
+    transcript = json.loads((task_dir_of(run_dir) / "transcript.json").read_text())["messages"]
     assert len(transcript) == 40
     (evaluation,) = task.evaluations
     view = evaluation.view

@@ -11,7 +11,7 @@ import code_task_solutions
 import jsonschema
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
-from support.helpers import ROOT, read_events, run_in_process
+from support.helpers import ROOT, only_task, read_events, run_in_process, run_json
 from support.wire import (
     FULL,
     LLAMA_CPP,
@@ -69,7 +69,7 @@ def test_strategy_on_server(tmp_path, fake_keys, server_name, setting):
             tmp_path, "rubric=code", "grader.max_iterations=1", *model_overrides("worker", worker, **NO_RETRY),
             *model_overrides("grader", grader, structured_output=setting, **NO_RETRY),
         )
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["status"] == status, record["error"]
     assert grader.remaining == 0
     assert (record["header"]["grader"]["structured_output"], record["header"]["grader"]["strategy"]) == (setting, strategy)
@@ -109,7 +109,7 @@ def test_server_errors_quote_the_body_and_name_the_fix(tmp_path, fake_keys):
         assert cause in message and (quoted is None or quoted in message), message
         assert "effective_strategy" not in message  # the run's own strategy, not the library's guess
         if setting == "tool" and server_name == "llama_cpp":
-            said = result.task.evaluations[-1].grader_said
+            said = only_task(result).evaluations[-1].grader_said
             assert said.startswith("```json") and '"arguments"' in said  # the model wrote its tool call as text
             assert any(e["event"] == "grader_text" and e["text"] == said for e in read_events(run_dir))
 
@@ -132,10 +132,10 @@ def test_auto_probes_once_per_run(tmp_path, fake_keys):
     assert result.status == "satisfied", result.tasks
     assert [r.json.get("tool_choice") for r in grader.probes] == ["required", {"type": "function", "function": {"name": "structured_output_probe"}}]
     assert result.header.grader.probe == {"tool": "HTTP 500: (empty error message)", "named": "works"}
-    jsonschema.validate(json.loads((run_dir / "result.json").read_text()), json.loads((ROOT / "schemas" / "run.schema.json").read_text()))
-    assert json.loads((run_dir / "result.json").read_text())["header"]["grader"]["strategy"] == "named"
+    jsonschema.validate(run_json(run_dir), json.loads((ROOT / "schemas" / "run.schema.json").read_text()))
+    assert run_json(run_dir)["header"]["grader"]["strategy"] == "named"
     for name in ("a-r0", "b-r0"):  # the run's tasks, each graded with the strategy its header names
-        record = json.loads((run_dir / "tasks" / name / "result.json").read_text())
+        record = run_json(run_dir / "tasks" / name)
         jsonschema.validate(record, json.loads((ROOT / "schemas" / "task.schema.json").read_text()))
         assert record["status"] == "satisfied" and record["usage"]["grader"]["calls"] == 1
 
@@ -177,7 +177,7 @@ def test_json_repairs_count_against_max_model_calls(tmp_path, fake_keys):
     assert [r.json.get("response_format") for r in grader.requests] == [None, {"type": "json_object"}, {"type": "json_object"}]
     assert "not a valid GraderResponse" in json.dumps(grader.requests[1].json["messages"][-1])
     assert "run limit (3/3)" in result.error.message and "raise grader.max_model_calls" in result.error.message
-    assert result.task.evaluations[-1].grader_said == "Fine!"
+    assert only_task(result).evaluations[-1].grader_said == "Fine!"
 
 
 def test_named_repairs_a_broken_verdict_with_the_tool_forced(tmp_path, fake_keys):
@@ -209,7 +209,7 @@ def test_named_forces_the_verdict_when_a_forced_evidence_call_comes_back_as_text
         None, {"type": "function", "function": {"name": "run_test_suite"}},
         {"type": "function", "function": {"name": "GraderResponse"}}]
     assert (result.status, result.exit_code) == ("unsupported", 1), result.error
-    assert result.task.evaluations[-1].unsupported.missing == ["run_test_suite"]
+    assert only_task(result).evaluations[-1].unsupported.missing == ["run_test_suite"]
 
 
 @pytest.mark.parametrize("reply", [

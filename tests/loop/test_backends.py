@@ -8,7 +8,17 @@ from pathlib import Path
 import pytest
 import yaml
 from support import wire
-from support.helpers import compose_config, read_events, run_cli, run_in_process, run_scripted, verdict, write_script
+from support.helpers import (
+    compose_config,
+    only_task,
+    read_events,
+    run_cli,
+    run_in_process,
+    run_scripted,
+    task_dir_of,
+    verdict,
+    write_script,
+)
 from support.wire import FakeServer, model_overrides
 
 from rubric_runner.config.validate import validate
@@ -37,10 +47,10 @@ def test_a_file_written_then_run_on_the_sandbox_backend_is_in_the_tasks_dir_and_
     ], grader=[SATISFIED])
     result, run_dir = run_scripted(tmp_path, script, "worker.backend=sandbox")
     assert result.status == "satisfied"
-    workspace = run_dir / "files"
+    workspace = task_dir_of(run_dir) / "files"
     assert (workspace / "src" / "hello.py").read_text() == "print('hello from the sandbox')\n"
     assert (workspace / "made.txt").read_text() == "made\n"
-    transcript = json.loads((run_dir / "transcript.json").read_text())
+    transcript = json.loads((task_dir_of(run_dir) / "transcript.json").read_text())
     answers = [m["data"]["content"] for m in transcript["messages"] if m["type"] == "tool" and m["data"]["name"] == "execute"]
     assert len(answers) == 1 and "hello from the sandbox" in answers[0] and "exit code 4" in answers[0]
 
@@ -132,9 +142,9 @@ def test_a_subagents_work_through_the_task_tool_is_in_the_record(tmp_path, backe
     assert [e["tool"] for e in helper] == ["write_file"]
     reads = tool_events(run_dir, "read_file")
     assert "# notes by the helper" in reads[0]["output"]
-    assert result.task.usage["worker"].calls == 5  # the worker's three replies and the helper's two, within the task call
+    assert only_task(result).usage["worker"].calls == 5  # the worker's three replies and the helper's two, within the task call
     if backend == "filesystem":
-        assert (run_dir / "files" / "notes.md").read_text() == "# notes by the helper\n"
+        assert (task_dir_of(run_dir) / "files" / "notes.md").read_text() == "# notes by the helper\n"
 
 
 def test_skills_and_memory_reach_the_workers_prompt_and_are_never_written(tmp_path, fake_keys):

@@ -15,8 +15,11 @@ from support.forks import Forks
 from support.helpers import (
     SCRIPTED_EVIDENCE,
     cli_process,
+    only_task,
     run_cli,
+    run_json,
     run_scripted,
+    task_dir_of,
     verdict,
     write_dataset,
     write_script,
@@ -52,9 +55,9 @@ def test_a_many_step_task_keeps_checkpoint_bytes_of_its_final_state(tmp_path):
     sizes = {}
     for keep in ("all", "latest"):
         record, run_dir = run_scripted(tmp_path / keep, script, f"run.keep_checkpoints={keep}")
-        assert (record.status, record.task.iterations) == ("satisfied", 3), record.error
+        assert (record.status, only_task(record).iterations) == ("satisfied", 3), record.error
         sizes[keep] = _stored(run_dir / "checkpoints.sqlite")
-        transcript = (run_dir / "transcript.json").stat().st_size
+        transcript = (task_dir_of(run_dir) / "transcript.json").stat().st_size
     final_state = transcript + STEPS * len(NOTE)  # the messages and the files written
     assert transcript > 50_000
     rows, writes, latest = sizes["latest"]
@@ -63,8 +66,8 @@ def test_a_many_step_task_keeps_checkpoint_bytes_of_its_final_state(tmp_path):
     assert sizes["all"][0] > 2 * STEPS and sizes["all"][2] > 3 * latest
 
     with sqlite3.connect(tmp_path / "latest" / "run" / "checkpoints.sqlite", check_same_thread=False) as db:
-        (kept,) = InlineSqliteSaver(db).list({"configurable": {"thread_id": record.task.thread_id}})
-    messages = json.loads((tmp_path / "latest" / "run" / "transcript.json").read_text())["messages"]
+        (kept,) = InlineSqliteSaver(db).list({"configurable": {"thread_id": only_task(record).thread_id}})
+    messages = json.loads((task_dir_of(tmp_path / "latest" / "run") / "transcript.json").read_text())["messages"]
     assert [m.content for m in kept.checkpoint["channel_values"]["messages"].value] == [m["data"]["content"] for m in messages]
     assert sorted(kept.checkpoint["channel_values"]["files"].value) == sorted(f"/notes/{i}.md" for i in range(STEPS))
     assert kept.parent_config is None
@@ -166,7 +169,7 @@ def test_resume_and_continue_on_a_run_whose_finished_tasks_were_cut(tmp_path, ca
     assert proc.returncode == 130, (out, err)
 
     def record(task: str) -> dict:
-        return json.loads((run_dir / "tasks" / f"{task}-r0" / "result.json").read_text())
+        return run_json(run_dir / "tasks" / f"{task}-r0")
 
     def checkpoints(task: str) -> int:
         with sqlite3.connect(run_dir / "checkpoints.sqlite") as db:
@@ -185,9 +188,9 @@ def test_resume_and_continue_on_a_run_whose_finished_tasks_were_cut(tmp_path, ca
 
     assert run_command(["continue", "--task", "a", str(run_dir), "Now add a docstring"]) == 0
     turn_dir = run_dir / "tasks" / "a-r0" / "turns" / "2"
-    turn = json.loads((turn_dir / "result.json").read_text())
+    turn = run_json(turn_dir)
     assert (turn["status"], turn["task"]["final_answer"]) == ("satisfied", "follow-up answer")
-    contents = [m["data"]["content"] for m in json.loads((turn_dir / "transcript.json").read_text())["messages"]]
+    contents = [m["data"]["content"] for m in json.loads((turn_dir / "tasks" / "a-r0" / "transcript.json").read_text())["messages"]]
     assert contents[:2] == ["do a", "answer"] and "Now add a docstring" in contents
     assert checkpoints("a") == 1
 
@@ -220,10 +223,10 @@ def test_a_many_task_run_killed_again_and_again_resumes_to_the_end(tmp_path):
     finally:
         forks.close()
     assert code == 0, out + err
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["aggregate"]["statuses"] == {"satisfied": 40} and record["resumed"] == 3
     for task in ids:
-        done = json.loads((run_dir / "tasks" / f"{task}-r0" / "result.json").read_text())
+        done = run_json(run_dir / "tasks" / f"{task}-r0")
         assert [e["result"] for e in done["evaluations"]] == ["needs_revision", "satisfied"], task
         assert done["final_answer"] == "final", task
         transcript = json.loads((run_dir / "tasks" / f"{task}-r0" / "transcript.json").read_text())["messages"]

@@ -14,6 +14,8 @@ from support.helpers import (
     SCRIPTED_EVIDENCE,
     cli_process,
     run_cli,
+    run_json,
+    task_json,
     verdict,
     write_script,
 )
@@ -79,13 +81,13 @@ def test_interrupt_then_resume(tmp_path, point, after_event, signum):
         os.kill(proc.pid, signum)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (point, out, err)
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["status"] == "interrupted" and record["exit_code"] == 130
     assert _events(run_dir)[-1]["event"] == "run_end"
 
     resumed = rubric_runner.resume(run_dir)
     assert resumed.exit_code == 0, (point, resumed.error)
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["status"] == "satisfied" and record["resumed"] == 1
     # every scripted turn was used exactly once: no completed call or grading pass was repeated
     assert record["task"]["usage"]["worker"]["calls"] == 2
@@ -99,10 +101,11 @@ def test_resuming_a_complete_run_changes_nothing(tmp_path):
     run_dir = tmp_path / "run"
     args = ["worker=scripted", "grader=scripted", SCRIPTED_EVIDENCE, f"worker.script={script}", f"grader.script={script}"]
     assert rubric_runner.run(args, run_dir).exit_code == 0
-    before = (run_dir / "result.json").read_text()
+    before = task_json(run_dir)
     again = run_cli("resume", str(run_dir), cwd=tmp_path)
     assert again.returncode == 0 and "already complete: satisfied" in again.stdout
-    assert (run_dir / "result.json").read_text() == before
+    assert task_json(run_dir) == before  # the task is kept as it was; the run's record counts it reused
+    assert run_json(run_dir)["aggregate"]["reused"] == 1
 
 
 def test_second_signal_stops_at_once_and_resume_redoes_the_step(tmp_path):
@@ -117,13 +120,13 @@ def test_second_signal_stops_at_once_and_resume_redoes_the_step(tmp_path):
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     assert time.monotonic() - started < 1.0  # did not wait for the worker call to finish
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["status"] == "interrupted" and "twice" in record["error"]["message"]
     assert "stopping at the next checkpoint" in out
 
     resumed = run_cli("resume", str(run_dir), cwd=tmp_path)
     assert resumed.returncode == 0, (resumed.stdout, resumed.stderr)
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["status"] == "satisfied"
     assert [e["result"] for e in record["task"]["evaluations"]] == ["needs_revision", "satisfied"]
 
@@ -152,19 +155,19 @@ def test_a_second_resume_while_one_works_is_refused_naming_the_first(tmp_path):
     assert second.stderr.startswith(f"error: RUN_DIR: {run_dir} is in use by pid {first.pid} on "), second.stderr
     assert len(second.stderr.splitlines()) == 1
     assert first.returncode == 0, out + err
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["status"] == "satisfied" and record["resumed"] == 1 and record["task"]["final_answer"] == GOOD_CODE
 
 
 def test_a_killed_runs_lock_is_taken_over_by_its_resume(tmp_path):
     _, run_dir = _interrupted(tmp_path, signal.SIGKILL)
     holder = json.loads((run_dir / ".lock").read_text())
-    assert json.loads((run_dir / "result.json").read_text())["status"] == "running"  # it never wrote its end
+    assert run_json(run_dir)["status"] == "running"  # it never wrote its end
     with pytest.raises(ProcessLookupError):
         os.kill(holder["pid"], 0)
     resumed = run_cli("resume", str(run_dir), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["status"] == "satisfied" and record["task"]["usage"]["worker"]["calls"] == 2
     assert json.loads((run_dir / ".lock").read_text())["pid"] != holder["pid"]
 
@@ -187,7 +190,7 @@ def test_ctrl_c_in_a_regrade_stops_it_recording_the_ungraded_transcripts_interru
     (regrade_dir,) = run_dir.glob("regrades/*")
     statuses = {path.parent.name: json.loads(path.read_text())["status"] for path in regrade_dir.glob("tasks/*/result.json")}
     assert len(statuses) == 4 and statuses["t1-r0"] == "satisfied" and statuses["t4-r0"] == "interrupted", statuses
-    record = json.loads((regrade_dir / "result.json").read_text())
+    record = run_json(regrade_dir)
     assert (record["status"], record["exit_code"]) == ("interrupted", 130)
     assert "partial:" in out, out
 
@@ -199,13 +202,13 @@ def test_ctrl_c_in_a_follow_up_turn_records_the_turn_interrupted(tmp_path):
     _, run_dir = run_scripted(tmp_path, write_script(tmp_path / "fast.yaml", worker=[{"content": "x"}], grader=answer))
     slow = write_script(tmp_path / "slow.yaml", worker=[{"content": "x"}, {"content": "y", "latency": 4}], grader=answer)
     with cli_process("continue", str(run_dir), "more, please", f"worker.script={slow}", cwd=tmp_path) as proc:
-        _wait_for(run_dir / "turns" / "2", "model_call_start")
+        _wait_for(run_dir / "tasks" / "task-r0" / "turns" / "2", "model_call_start")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
-    record = json.loads((run_dir / "turns" / "2" / "result.json").read_text())
+    record = run_json(run_dir / "tasks" / "task-r0" / "turns" / "2")
     assert (record["status"], record["error"]["message"]) == ("interrupted", "SIGINT: stopped at a checkpoint")
-    assert json.loads((run_dir / "result.json").read_text())["status"] == "satisfied"  # the turn before is as it was
+    assert run_json(run_dir)["status"] == "satisfied"  # the turn before is as it was
 
 
 def test_ctrl_c_stops_the_review_page_with_exit_130(tmp_path):

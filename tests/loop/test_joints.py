@@ -33,17 +33,19 @@ import pytest
 import yaml
 from support import readme
 from support.forks import Forks
-from support.helpers import BUNDLED_PLUGINS
+from support.helpers import BUNDLED_PLUGINS, only_task
 
 import rubric_runner
 from rubric_runner.cli import run_command
 from rubric_runner.environment import API_KEY_ENV
 from rubric_runner.paths import DATA_DIR
-from rubric_runner.records import RESULT_FILE, TASKS_DIR, read_record, read_task_at
+from rubric_runner.records import RESULT_FILE, TASKS_DIR, read_record, task_records
 
 pytestmark = pytest.mark.slow  # 56 cells, each a run and what follows it: minutes in all
 
 ROWS = ("preset", "config_dir", "dataset", "workspace", "sweep_basic", "sweep_joblib", "api", "follow_up")
+TURNS = Path(TASKS_DIR, "task-r0", "turns")
+"""Where a run of the rubric's own task keeps its follow-up turns."""
 COLUMNS = ("resume_after_sigint", "resume_after_sigkill", "regrade", "regrade_m", "continue", "report", "cache")
 SWEEPS = ("sweep_basic", "sweep_joblib")
 TASK_SETS = ("config_dir", "dataset", "workspace")
@@ -204,7 +206,7 @@ class Matrix:
         if row != "follow_up":
             return Made(where, run_dir, run_dir, (run_dir,))
         assert run_command(["continue", str(run_dir), MESSAGE]) == 0
-        return Made(where, run_dir, run_dir / "turns" / "2", (run_dir, run_dir / "turns" / "2"))
+        return Made(where, run_dir, run_dir / TURNS / "2", (run_dir, run_dir / TURNS / "2"))
 
     def base(self, row: str) -> Made:
         """The row's run, made the first time a cell asks: it tells its script's story."""
@@ -226,7 +228,7 @@ class Matrix:
             argv, record_dir = ["-m", *launcher, *CODE, slow, "grader.max_iterations=2", f"hydra.sweep.dir={where / 'sweep'}"], where / "sweep" / "0"
         elif row == "follow_up":
             assert run_command([*CODE, f"hydra.run.dir={run_dir}"]) == 0
-            argv, record_dir = ["continue", str(run_dir), MESSAGE, slow], run_dir / "turns" / "2"
+            argv, record_dir = ["continue", str(run_dir), MESSAGE, slow], run_dir / TURNS / "2"
         elif row == "api":
             argv, record_dir = [str(run_dir), *CODE, slow], run_dir
         else:
@@ -264,8 +266,8 @@ def endings(record_dir: Path) -> dict[str | None, dict[str, Any]]:
     cached calls and tokens by role."""
     record = read_record(record_dir / RESULT_FILE)
     assert record is not None, record_dir
-    tasks = [record.task] if record.task is not None else \
-        [read_task_at(record_dir / TASKS_DIR / f"{row.task_id}-r{row.repeat}") for row in record.tasks]
+    record.run_dir = str(record_dir)
+    tasks = task_records(record)
     return {task.task_id: {
         "status": task.status.value, "verdicts": [(e.result, e.explanation) for e in task.evaluations],
         "final": task.final_answer, "attempts": task.attempts, "verified": (task.verified("first"), task.verified("final")),
@@ -422,8 +424,8 @@ def _turn(turn_dir: Path, number: int, task: str | None = None, calls: int = 1) 
     calls, the last a test of the task's own."""
     record = read_record(turn_dir / RESULT_FILE)
     assert (record.status, record.header.turn) == ("satisfied", number), record.error
-    assert record.task.task_id == task
-    outputs = tool_outputs(turn_dir)[None]
+    assert only_task(turn_dir).task_id == task
+    outputs = tool_outputs(turn_dir)[task]
     output = outputs[-1]  # run_test_suite's JSON, or run_tests' header line
     assert len(outputs) == calls
     assert ('"ok": true' in output or output.startswith("ok: true (exit code 0;")) and UNSET not in output
@@ -437,7 +439,7 @@ def continue_(cell: Cell) -> None:
     later_scripts = (f"worker.script={later}", f"grader.script={later}")
     if row in TASK_SETS:
         code, out, err = cell.cli("continue", made.run_dir, MESSAGE)
-        assert code == 2 and err == (f"error: --task: {made.run_dir} is a multi-task run (name the task to continue, "
+        assert code == 2 and err == (f"error: --task: {made.run_dir} ran {len(TASKS[row])} tasks (name the task to continue, "
                                      f"one of: {', '.join(f'{task}-r0' for task in TASKS[row])})\n"), err
         task = CONTINUED[row]
         code, out, err = cell.cli("continue", "--task", task, made.run_dir, MESSAGE, *later_scripts)
@@ -451,10 +453,10 @@ def continue_(cell: Cell) -> None:
         assert code == 2 and err.count("\n") == 1 and "holds no .hydra/overrides.yaml" in err, err
     if row == "follow_up":  # the turn after the latest one, with replies for it
         code, out, err = cell.cli("continue", made.run_dir, "And keep it short", *later_scripts)
-        turn_dir, number = made.run_dir / "turns" / "3", 3
+        turn_dir, number = made.run_dir / TURNS / "3", 3
     else:
         code, out, err = cell.cli("continue", made.record_dir, MESSAGE)
-        turn_dir, number = made.record_dir / "turns" / "2", 2
+        turn_dir, number = made.record_dir / TURNS / "2", 2
     assert code == 0, (out, err)
     ending = _turn(turn_dir, number)
     assert ending["verified"] == (True, True) and ending["verdicts"][-1][0] == "satisfied"

@@ -6,7 +6,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.helpers import md_table, run_cli, run_scripted, scripted_overrides, verdict, write_script
+from support.helpers import (
+    md_table,
+    only_task,
+    run_cli,
+    run_json,
+    run_scripted,
+    scripted_overrides,
+    task_dir_of,
+    verdict,
+    write_script,
+)
 
 from rubric_runner.cli import run_command
 from rubric_runner.records import RunRecord
@@ -26,7 +36,7 @@ def replayed(run_dir, capsys, *extra) -> dict[str, dict]:
 
 
 def record(run_dir) -> dict:
-    return json.loads((run_dir / "result.json").read_text())["task"]
+    return run_json(run_dir)["task"]
 
 
 @pytest.fixture
@@ -57,8 +67,8 @@ def test_best_would_have_passed_where_last_failed_and_a_real_best_run_returns_th
     assert [e["attempt"] for e in events if e["event"] == "loop_returned"] == [1]
     assert replayed(best_dir, capsys)["as run (best)"]["passed"] == 1  # its own replay reads its returned answer
     run = RunRecord.model_validate_json((best_dir / "result.json").read_text())
-    assert trail(run.header, run.task)["returned"] == best["returned"]["why"]  # report.html's trail says it
-    transcript = json.loads((best_dir / "transcript.json").read_text())["messages"]
+    assert trail(run.header, only_task(best_dir))["returned"] == best["returned"]["why"]  # report.html's trail says it
+    transcript = json.loads((task_dir_of(best_dir) / "transcript.json").read_text())["messages"]
     assert transcript[-1]["data"]["name"] == "loop_returned" and transcript[-1]["data"]["content"] == GOOD
 
 

@@ -18,6 +18,7 @@ from support.helpers import (
     compose_config,
     free_port,
     run_cli,
+    run_json,
     scripted_overrides,
     verdict,
     write_script,
@@ -87,7 +88,7 @@ def test_a_run_checkpoints_to_postgres(tmp_path, pg_env):
     run_dir = tmp_path / "run"
     proc = run_cli(*scripted_overrides(script, "run.checkpointer=postgres"), f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert (record["status"], record["task"]["iterations"]) == ("satisfied", 2)
     assert not (run_dir / "checkpoints.sqlite").exists()
     assert _checkpoints(url, password, record["task"]["thread_id"]) == 1  # the finished thread keeps its latest
@@ -105,13 +106,13 @@ def test_interrupt_then_resume_from_postgres(tmp_path, pg_env):
         os.kill(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
-    thread_id = json.loads((run_dir / "result.json").read_text())["task"]["thread_id"]
+    thread_id = run_json(run_dir)["task"]["thread_id"]
     saved = _checkpoints(url, password, thread_id)
     assert saved > 0
 
     resumed = run_cli("resume", str(run_dir), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert (record["status"], record["resumed"], record["task"]["thread_id"]) == ("satisfied", 1, thread_id)
     assert (record["task"]["usage"]["worker"]["calls"], record["task"]["usage"]["grader"]["calls"]) == (2, 4)  # nothing redone
     assert [e["result"] for e in record["task"]["evaluations"]] == ["needs_revision", "satisfied"]
@@ -129,7 +130,7 @@ def test_a_finished_thread_cut_to_its_latest_checkpoint_continues_from_postgres(
         proc = run_cli(*scripted_overrides(script, "run.checkpointer=postgres", f"run.keep_checkpoints={keep}"),
                        f"hydra.run.dir={run_dir}", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
-        thread_id = json.loads((run_dir / "result.json").read_text())["task"]["thread_id"]
+        thread_id = run_json(run_dir)["task"]["thread_id"]
         with psycopg.connect(url, password=password) as db:
             counts[keep] = [db.execute(f"SELECT count(*) FROM {table} WHERE thread_id = %s", (thread_id,)).fetchone()[0]
                             for table in ("checkpoints", "checkpoint_writes", "checkpoint_blobs")]
@@ -138,9 +139,9 @@ def test_a_finished_thread_cut_to_its_latest_checkpoint_continues_from_postgres(
 
     turn = run_cli("continue", str(run_dir), "Now add a docstring", cwd=tmp_path)
     assert turn.returncode == 0, turn.stderr
-    record = json.loads((run_dir / "turns" / "2" / "result.json").read_text())
+    record = run_json(run_dir / "tasks" / "task-r0" / "turns" / "2")
     assert (record["status"], record["task"]["final_answer"]) == ("satisfied", "docstring added")
-    contents = [m["data"]["content"] for m in json.loads((run_dir / "turns" / "2" / "transcript.json").read_text())["messages"]]
+    contents = [m["data"]["content"] for m in json.loads((run_dir / "tasks" / "task-r0" / "turns" / "2" / "tasks" / "task-r0" / "transcript.json").read_text())["messages"]]
     assert contents.index("draft") < contents.index("final") < contents.index("Now add a docstring")
     assert _checkpoints(url, password, thread_id) == 1
 
@@ -159,7 +160,7 @@ def test_a_sweep_of_parallel_jobs_sets_up_one_fresh_database(tmp_path, postgres,
                    "run.checkpointer=postgres", "worker.model=scripted:alpha,scripted:beta",
                    f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    records = [json.loads((sweep_dir / job / "result.json").read_text()) for job in ("0", "1")]
+    records = [run_json(sweep_dir / job) for job in ("0", "1")]
     assert [r["status"] for r in records] == ["satisfied", "satisfied"]
     assert all(_checkpoints(fresh, password, r["task"]["thread_id"]) > 0 for r in records)
 

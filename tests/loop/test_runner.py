@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.helpers import read_events, run_scripted, verdict, write_script
+from support.helpers import only_task, read_events, run_json, run_scripted, task_dir_of, verdict, write_script
 
 import rubric_runner
 
@@ -19,10 +19,10 @@ def test_satisfied_on_first_pass(tmp_path):
         grader=[verdict("satisfied", (CRITERIA[0], True), (CRITERIA[1], True))],
     )
     result, run_dir = run_scripted(tmp_path, script)
-    assert (result.status, result.exit_code, result.task.iterations) == ("satisfied", 0, 1)
-    record = json.loads((run_dir / "result.json").read_text())
+    assert (result.status, result.exit_code, only_task(result).iterations) == ("satisfied", 0, 1)
+    record = run_json(run_dir)
     assert record["status"] == "satisfied"
-    assert record["schema_version"] == 2
+    assert record["schema_version"] == 3
     assert record["task"]["final_answer"] == "a\nb\nc"
     assert record["task"]["evaluations"][0]["criteria"] == [
         {"name": CRITERIA[0], "passed": True},
@@ -42,10 +42,10 @@ def test_max_iterations_reached(tmp_path):
         grader=[failing, failing],
     )
     result, run_dir = run_scripted(tmp_path, script, "grader.max_iterations=2")
-    assert (result.status, result.exit_code, result.task.iterations) == ("max_iterations_reached", 1, 2)
-    assert [e.result for e in result.task.evaluations] == ["needs_revision", "max_iterations_reached"]
-    assert result.task.final_answer == "draft two"
-    transcript = json.loads((run_dir / "transcript.json").read_text())["messages"]
+    assert (result.status, result.exit_code, only_task(result).iterations) == ("max_iterations_reached", 1, 2)
+    assert [e.result for e in only_task(result).evaluations] == ["needs_revision", "max_iterations_reached"]
+    assert only_task(result).final_answer == "draft two"
+    transcript = json.loads((task_dir_of(run_dir) / "transcript.json").read_text())["messages"]
     injected = [m for m in transcript if m["type"] == "human" and m["data"].get("name") == "rubric_grader"]
     assert len(injected) == 1 and f"fix {CRITERIA[0]}" in injected[0]["data"]["content"]
 
@@ -58,7 +58,7 @@ def test_failed_verdict(tmp_path):
     )
     result, _ = run_scripted(tmp_path, script)
     assert (result.status, result.exit_code) == ("failed", 1)
-    assert result.task.evaluations[-1].explanation == "the rubric contradicts itself"
+    assert only_task(result).evaluations[-1].explanation == "the rubric contradicts itself"
 
 
 def test_grader_error_is_recorded_with_its_cause(tmp_path):
@@ -78,7 +78,7 @@ def test_worker_exception_still_leaves_a_record(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"raise": "worker provider is down"}], grader=[])
     result, run_dir = run_scripted(tmp_path, script)
     assert (result.status, result.exit_code) == ("error", 3)
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["status"] == "error" and "worker provider is down" in record["error"]["message"]
     assert read_events(run_dir)[-1]["event"] == "run_end"
 
@@ -116,7 +116,7 @@ def test_code_demo_grader_runs_the_real_test_suite(tmp_path):
     
     overrides = ["worker=scripted", "grader=scripted", "rubric=code", "run.console=false"]
     result = rubric_runner.run(overrides, tmp_path / "run")
-    assert (result.status, result.task.iterations, result.exit_code) == ("satisfied", 2, 0)
+    assert (result.status, only_task(result).iterations, result.exit_code) == ("satisfied", 2, 0)
     outputs = [
         json.loads(e["output"])
         for e in read_events(tmp_path / "run")
@@ -125,5 +125,5 @@ def test_code_demo_grader_runs_the_real_test_suite(tmp_path):
     assert [o["ok"] for o in outputs] == [False, True]
     assert outputs[0]["failures"] == ["test_unhashable: TypeError: unhashable type: 'list'"]
     assert outputs[1]["passed"] == ["test_basic", "test_empty", "test_no_duplicates", "test_unhashable"]
-    first_gap = result.task.evaluations[0].criteria[0].gap
-    assert "test_unhashable" in first_gap and result.task.evaluations[0].result == "needs_revision"
+    first_gap = only_task(result).evaluations[0].criteria[0].gap
+    assert "test_unhashable" in first_gap and only_task(result).evaluations[0].result == "needs_revision"

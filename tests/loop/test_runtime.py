@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from support.helpers import scripted_overrides, verdict, write_script
+from support.helpers import only_task, scripted_overrides, verdict, write_script
 
 import rubric_runner
 from rubric_runner import environment
@@ -31,7 +31,7 @@ def test_run_checkpoints_read_back_by_langgraphs_async_sqlite_saver(tmp_path):
     record, run_dir = _run(tmp_path, script, "run.keep_checkpoints=all")  # every step's checkpoint, to list
     assert record.status == "satisfied"
 
-    config = {"configurable": {"thread_id": record.task.thread_id, "checkpoint_ns": ""}}
+    config = {"configurable": {"thread_id": only_task(record).thread_id, "checkpoint_ns": ""}}
 
     async def read() -> tuple:
         async with AsyncSqliteSaver.from_conn_string(str(run_dir / "checkpoints.sqlite")) as saver:
@@ -116,5 +116,5 @@ def test_same_records_from_either_checkpointer(tmp_path, checkpointer):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "x"}, {"content": "y"}],
                           grader=[verdict("needs_revision", ("c", False)), OK])
     record, run_dir = _run(tmp_path, script, f"run.checkpointer={checkpointer}")
-    assert (record.status, record.task.iterations, record.task.final_answer) == ("satisfied", 2, "y")
+    assert (record.status, only_task(record).iterations, only_task(record).final_answer) == ("satisfied", 2, "y")
     assert (run_dir / "checkpoints.sqlite").exists() == (checkpointer == "sqlite")

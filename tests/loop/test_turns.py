@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.helpers import cli_process, scripted_overrides, verdict, write_script
+from support.helpers import cli_process, run_json, scripted_overrides, verdict, write_script
 
 import rubric_runner
 from rubric_runner.cli import run_command
@@ -20,6 +20,8 @@ from rubric_runner.report.stats import by_group
 from rubric_runner.report.summary import run_row
 
 MESSAGE = "Now add a docstring"
+TASK = Path("tasks", "task-r0")
+"""The dir of a run's task when the task is the rubric's own message."""
 NEW_RUBRIC = "- The function has a docstring"
 
 
@@ -41,7 +43,7 @@ def _first_run(tmp_path: Path, script: Path, *extra: str) -> Path:
 
 
 def _record(path: Path) -> dict:
-    return json.loads((path / "result.json").read_text())
+    return run_json(path)
 
 
 def _thread_state(run_dir: Path, thread_id: str) -> tuple[dict, dict]:
@@ -60,10 +62,10 @@ def test_follow_up_with_the_same_rubric_carries_it_over_on_the_same_thread_in_a_
     _, versions_before = _thread_state(run_dir, first["task"]["thread_id"])
 
     assert run_command(["continue", str(run_dir), MESSAGE, "run.console=true"]) == 0
-    turn_dir = run_dir / "turns" / "2"
+    turn_dir = run_dir / TASK / "turns" / "2"
     turn = _record(turn_dir)
     assert (run_dir / "result.json").read_bytes() == first_file  # nothing of the first turn is overwritten
-    assert turn["status"] == "satisfied" and turn["header"]["turn"] == 2 and turn["header"]["continued_from"] == str(run_dir)
+    assert turn["status"] == "satisfied" and turn["header"]["turn"] == 2 and turn["header"]["continued_from"] == str(run_dir / TASK)
     assert turn["task"]["thread_id"] == first["task"]["thread_id"]
     assert turn["task"]["task"] == MESSAGE and turn["task"]["rubric"] == first["task"]["rubric"]
     assert turn["task"]["rubric_carried_over"] is True
@@ -78,14 +80,14 @@ def test_follow_up_with_the_same_rubric_carries_it_over_on_the_same_thread_in_a_
     values, versions_after = _thread_state(run_dir, first["task"]["thread_id"])
     assert versions_after["rubric"] == versions_before["rubric"]  # the rubric was not sent again
     assert values["rubric"] == first["task"]["rubric"]
-    transcript = json.loads((turn_dir / "transcript.json").read_text())["messages"]
+    transcript = json.loads((turn_dir / TASK / "transcript.json").read_text())["messages"]
     contents = [m["data"]["content"] for m in transcript]
     assert contents.index("def f(): pass") < contents.index(MESSAGE)  # the earlier turn is on the thread
     out = capsys.readouterr().out
-    assert f"turn 2, continuing {run_dir}; graded against the rubric carried over" in out
+    assert f"turn 2, continuing {run_dir / TASK}; graded against the rubric carried over" in out
 
     jobs = collect(run_dir)
-    assert [job.job for job in jobs] == [".", "turns/2"]
+    assert [job.job for job in jobs] == [".", "tasks/task-r0/turns/2"]
     runs = expand(jobs)
     assert [run_row(run)["turn"] for run in runs] == [1, 2]
     assert [group["rubric"] for group in by_group(runs, {})] == ["haiku", "haiku (turn 2)"]
@@ -97,7 +99,7 @@ def test_follow_up_with_a_new_rubric_starts_a_new_grading_run_against_it(tmp_pat
     _, versions_before = _thread_state(run_dir, first["task"]["thread_id"])
 
     assert run_command(["continue", str(run_dir), MESSAGE, f"rubric.text={NEW_RUBRIC}"]) == 0
-    turn = _record(run_dir / "turns" / "2")
+    turn = _record(run_dir / TASK / "turns" / "2")
     assert turn["task"]["rubric"] == NEW_RUBRIC and turn["task"]["rubric_carried_over"] is False
     assert turn["task"]["grading_run_id"] != first["task"]["grading_run_id"] and turn["task"]["thread_id"] == first["task"]["thread_id"]
     values, versions_after = _thread_state(run_dir, first["task"]["thread_id"])
@@ -109,8 +111,8 @@ def test_follow_up_with_a_new_rubric_starts_a_new_grading_run_against_it(tmp_pat
     write_script(tmp_path / "s.yaml", worker=[{"content": "a"}, {"content": "b"}, {"content": "c"}],
                  grader=[verdict("satisfied", ("c", True))] * 3)
     assert run_command(["continue", str(run_dir), "And a test"]) == 0
-    third = _record(run_dir / "turns" / "3")
-    assert third["header"]["turn"] == 3 and third["header"]["continued_from"] == str(run_dir / "turns" / "2")
+    third = _record(run_dir / TASK / "turns" / "3")
+    assert third["header"]["turn"] == 3 and third["header"]["continued_from"] == str(run_dir / TASK / "turns" / "2")
     assert third["task"]["rubric"] == NEW_RUBRIC and third["task"]["rubric_carried_over"] is True
 
 
@@ -120,8 +122,8 @@ def test_regrade_grades_every_turn_on_its_own_rubric(tmp_path):
     write_script(tmp_path / "s.yaml", worker=[], grader=[verdict("satisfied", ("c", True))] * 2)
     assert run_command(["regrade", str(run_dir)]) == 0
     (out_dir,) = (run_dir / "regrades").iterdir()
-    regraded = _record(out_dir / "turns" / "2")
-    assert regraded["header"]["turn"] == 2 and regraded["header"]["regraded_from"] == str(run_dir / "turns" / "2")
+    regraded = _record(out_dir / TASK / "turns" / "2")
+    assert regraded["header"]["turn"] == 2 and regraded["header"]["regraded_from"] == str(run_dir / TASK / "turns" / "2")
     assert regraded["task"]["rubric"] == NEW_RUBRIC and regraded["task"]["task"] == MESSAGE
     assert _record(out_dir)["task"]["task"] != MESSAGE
 
@@ -156,19 +158,21 @@ def test_a_run_of_a_one_row_dataset_continues_its_one_task(tmp_path, capsys):
     the row's (before, it looked for a task named ``task`` and said the run's tasks had none any more)."""
     dataset = tmp_path / "tasks.jsonl"
     dataset.write_text('{"id": "shout", "task": "Say hi loudly"}\n', encoding="utf-8")
-    script = write_script(tmp_path / "s.yaml", worker=[{"content": "HI"}, {"content": "hi"}],
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": "HI"}, {"content": "hi"}, {"content": "hi!"}],
                           grader=[verdict("satisfied", ("c", True))] * 3)
     run_dir = _first_run(tmp_path, script, f"rubric.dataset={dataset}")
-    assert run_command(["continue", "--task", "shout", str(run_dir), MESSAGE]) == 2
-    assert capsys.readouterr().err.startswith(f"error: --task: {run_dir} is a single-task run (leave out --task)")
     assert run_command(["continue", str(run_dir), MESSAGE]) == 0
-    turn, first = _record(run_dir / "turns" / "2")["task"], _record(run_dir)["task"]
+    task_dir = run_dir / "tasks" / "shout-r0"
+    turn, first = _record(task_dir / "turns" / "2")["task"], _record(task_dir)
     assert (turn["status"], turn["task"], turn["final_answer"]) == ("satisfied", MESSAGE, "hi")
-    assert (turn["thread_id"], turn["task_id"]) == (first["thread_id"], first["task_id"])
+    assert (turn["thread_id"], turn["task_id"]) == (first["thread_id"], first["task_id"]) == (first["thread_id"], "shout")
+    assert run_command(["continue", "--task", "shout", str(run_dir), "Again"]) == 0  # its id names it too
+    third = _record(task_dir / "turns" / "3")["task"]
+    assert (third["status"], third["task"], third["final_answer"], third["thread_id"]) == ("satisfied", "Again", "hi!", first["thread_id"])
     other = tmp_path / "two.jsonl"
     other.write_text('{"id": "a", "task": "A"}\n{"id": "b", "task": "B"}\n', encoding="utf-8")
     assert run_command(["continue", str(run_dir), MESSAGE, f"rubric.dataset={other}"]) == 2
-    assert "error: RUN_DIR: the run had one task; its config now gives 2 (continue with the config the run had)" in \
+    assert "error: --task: the run's tasks have no 'shout' any more (continue with the config the run had)" in \
         capsys.readouterr().err
 
 
@@ -178,7 +182,7 @@ def test_continue_refuses_what_it_cannot_continue(tmp_path, capsys):
     rubric_runner.run(scripted_overrides(script, "run.checkpointer=memory"), run_dir=memory_dir)
     assert run_command(["continue", str(memory_dir), MESSAGE]) == 2
     assert "error: run.checkpointer: memory checkpoints end with their run" in capsys.readouterr().err
-    assert _record(memory_dir / "turns" / "2")["error"]["key"] == "run.checkpointer"
+    assert _record(memory_dir / TASK / "turns" / "2")["error"]["key"] == "run.checkpointer"
 
     run_dir = _first_run(tmp_path, script)
     with pytest.raises(SystemExit) as exit_info:
@@ -199,7 +203,7 @@ def test_interrupt_during_a_follow_up_then_resume(tmp_path, capsys):
     )
     run_dir = _first_run(tmp_path, script)
     first_file = (run_dir / "result.json").read_bytes()
-    turn_dir = run_dir / "turns" / "2"
+    turn_dir = run_dir / TASK / "turns" / "2"
     with cli_process("continue", str(run_dir), MESSAGE, cwd=tmp_path) as proc:
         deadline = time.monotonic() + 60
         while not (turn_dir / "events.jsonl").is_file() or "model_call_start" not in (turn_dir / "events.jsonl").read_text():

@@ -10,7 +10,7 @@ from hashlib import sha256
 import yaml
 from fixtures import fixture_dirs
 from langgraph.checkpoint.sqlite import SqliteSaver
-from support.helpers import read_events, run_scripted, verdict, write_script
+from support.helpers import only_task, read_events, run_json, run_scripted, task_dir_of, verdict, write_script
 
 import rubric_runner
 from rubric_runner.analysis.judge import judge
@@ -41,29 +41,29 @@ def test_each_pass_keeps_its_files_as_changes_against_the_seed(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=worker, grader=grader)
     result, run_dir = run_scripted(tmp_path, script, f"rubric.workspace={repo}", "rubric.protected=[tests/*]",
                                    f"rubric.text=- {CRITERION}", "rubric.workspace_diff_max_bytes=150")
-    task = result.task
+    task = only_task(result)
     assert result.status == "satisfied" and [w.attempt for w in task.workspaces] == [1, 2]
     first, second = task.workspaces
     assert first.changed == ["/calc.py"] and first.tampered == [] and not first.diff_cut
-    diff = (run_dir / first.diff).read_text()
+    diff = (task_dir_of(run_dir) / first.diff).read_text()
     assert "-    return a - b\n+    return a * b\n" in diff and diff.startswith("--- a/calc.py\n+++ b/calc.py\n")
     assert second.changed == ["/calc.py", "/tests/test_calc.py"] and second.tampered == ["/tests/test_calc.py"]
     assert second.diff_cut and second.diff_bytes == 150 == second.diff_cap
     seed = json.loads((run_dir / "seeds" / f"{task.workspace_seed}.json").read_text())
     assert seed == {"/calc.py": (repo / "calc.py").read_text(), "/tests/test_calc.py": (repo / "tests" / "test_calc.py").read_text()}
-    assert files_at(run_dir, "attempt-1", seed)["/calc.py"] == "def add(a, b):\n    return a * b\n"
-    rebuilt = files_at(run_dir, "attempt-2", seed)
+    assert files_at(task_dir_of(run_dir), "attempt-1", seed)["/calc.py"] == "def add(a, b):\n    return a * b\n"
+    rebuilt = files_at(task_dir_of(run_dir), "attempt-2", seed)
     assert rebuilt["/calc.py"] == "def add(a, b):\n    return a + b\n" and "# checked" in rebuilt["/tests/test_calc.py"]
-    assert task.final_workspace.changed == second.changed and files_at(run_dir, "final", seed) == rebuilt
-    saved = json.loads((run_dir / "result.json").read_text())["task"]
+    assert task.final_workspace.changed == second.changed and files_at(task_dir_of(run_dir), "final", seed) == rebuilt
+    saved = run_json(run_dir)["task"]
     assert saved["workspaces"][1]["diff"] == "workspace/attempt-2/changes.diff"
 
 
 def test_a_task_without_a_workspace_keeps_none(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "done"}], grader=[verdict("satisfied", (CRITERION, True))])
     result, run_dir = run_scripted(tmp_path, script, f"rubric.text=- {CRITERION}")
-    assert result.task.workspaces == [] and result.task.final_workspace is None
-    assert not (run_dir / "workspace").exists() and "workspaces" not in json.loads((run_dir / "result.json").read_text())["task"]
+    assert only_task(result).workspaces == [] and only_task(result).final_workspace is None
+    assert not list(run_dir.glob("**/workspace")) and "workspaces" not in run_json(run_dir)["task"]
 
 
 def test_the_reports_show_each_attempts_diff(tmp_path):
@@ -101,7 +101,7 @@ def test_hidden_checks_run_on_each_attempts_workspace_and_a_tampered_one_fails(t
     script = write_script(tmp_path / "s.yaml", worker=worker, grader=grader)
     result, _ = run_scripted(tmp_path, script, f"rubric.workspace={repo}", "rubric.protected=[tests/*]",
                              f"rubric.text=- {CRITERION}", NO_SYLLABLES, VERIFY.format(hidden=hidden))
-    task = result.task
+    task = only_task(result)
     first, second = task.verified_attempts
     assert first.tampered == ["/tests/test_calc.py"] and first.verification.outcome == "failed"
     assert {check.tool: check.outcome for check in first.verification.checks} == {"workspace_tests": "failed", "protected_files": "failed"}
@@ -115,12 +115,12 @@ def test_a_satisfied_verdict_on_a_tampered_workspace_is_the_graders_error(tmp_pa
     script = write_script(tmp_path / "s.yaml", worker=worker, grader=[verdict("satisfied", (CRITERION, True))])
     result, run_dir = run_scripted(tmp_path, script, f"rubric.workspace={repo}", "rubric.protected=[tests/*]",
                                    f"rubric.text=- {CRITERION}", NO_SYLLABLES, VERIFY.format(hidden=hidden))
-    final = result.task.verification.final
+    final = only_task(result).verification.final
     assert result.status == "satisfied" and final.passed is False  # its code passes the tests; the change to them fails it
     assert [(c.tool, c.outcome) for c in final.checks] == [("workspace_tests", "passed"), ("protected_files", "failed")]
     assert run_command(["report", str(run_dir)]) == 0
     assert "**tampered**: /tests/test_calc.py" in (run_dir / "report.md").read_text()
-    judgement = judge([(result.header, result.task)], {})
+    judgement = judge([(result.header, only_task(result))], {})
     assert (judgement.satisfied_failed, judgement.satisfied_passed) == (1, 0)
 
 
@@ -135,7 +135,7 @@ def test_tasks_that_start_from_one_workspace_keep_one_seed_and_checkpoints_name_
     result, run_dir = run_scripted(tmp_path, script, f"rubric.dataset={rows}", f"rubric.text=- {CRITERION}", NO_SYLLABLES)
     assert result.aggregate.statuses == {"satisfied": 2}
     (kept,) = (run_dir / "seeds").iterdir()  # one seed for both tasks, named by its digest
-    records = [json.loads((run_dir / "tasks" / f"{name}-r0" / "result.json").read_text()) for name in ("a", "b")]
+    records = [run_json(run_dir / "tasks" / f"{name}-r0") for name in ("a", "b")]
     assert [record["workspace_seed"] for record in records] == [kept.stem] * 2 == [sha256(kept.read_bytes()).hexdigest()] * 2
     seed = kept_seed(run_dir, kept.stem, "a")
     assert seed == {"/calc.py": (repo / "calc.py").read_text(), "/data.txt": big,
@@ -168,7 +168,7 @@ def test_a_run_dir_with_its_seeds_kept_by_task_id_is_reported_regraded_resumed_a
     assert resumed.aggregate.statuses == {"satisfied": 2} and resumed.aggregate.reused == 2
     assert run_command(["continue", "--task", "a", str(run_dir), "Read calc.py back", "run.console=false"]) == 0
     turn = run_dir / "tasks" / "a-r0" / "turns" / "2"
-    record = json.loads((turn / "result.json").read_text())["task"]
+    record = run_json(turn)["task"]
     assert record["status"] == "satisfied" and (turn / "seeds" / f"{record['workspace_seed']}.json").is_file()
     reads = [e for e in read_events(turn) if e["event"] == "tool_call_end" and e["tool"] == "read_file"]
     assert "return a + b" in reads[0]["output"]  # the thread's files, from checkpoints that hold them whole

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import rubric_runner
-from rubric_runner.records import RunRecord, load_task, record_dirs
+from rubric_runner.records import RunRecord, task_records
 
 DEMOS = {
     "code": ["rubric=code"],
@@ -22,7 +22,7 @@ DEMOS = {
 
 def _outcomes(record: RunRecord) -> list[tuple]:
     """Each task's status, live and cached calls, and hidden-check outcomes of its first and final answers."""
-    tasks = [record.task] if record.task is not None else [load_task(d) for d in record_dirs(Path(record.run_dir))[1:]]
+    tasks = task_records(record)
     return [(t.task_id, t.status, sum(u.calls for u in t.usage.values()), sum(u.cached_calls for u in t.usage.values()),
              t.verification and (t.verification.first.outcome, t.verification.final.outcome)) for t in tasks]
 

@@ -3,10 +3,8 @@ with the right status and their cause in result.json."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from support.helpers import run_in_process
+from support.helpers import run_in_process, run_json
 from support.wire import (
     FakeServer,
     cut,
@@ -71,7 +69,7 @@ def test_fault(tmp_path, fake_keys, case):
             tmp_path, "grader.max_iterations=1",
             *model_overrides("worker", worker, **FAST), *model_overrides("grader", grader, **FAST, **g_settings),
         )
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert (record["status"], result.status) == (status, status), record["error"]
     assert worker.remaining == grader.remaining == 0  # every scripted turn, fault or reply, was asked for
     if cause is None:

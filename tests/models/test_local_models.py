@@ -4,7 +4,6 @@ address and fix, verdicts that must cite their evidence, coverage flags, and the
 from __future__ import annotations
 
 import inspect
-import json
 import subprocess
 import sys
 import uuid
@@ -14,8 +13,10 @@ import pytest
 from support.helpers import (
     SCRIPTED_EVIDENCE,
     on_terminal,
+    only_task,
     read_events,
     run_in_process,
+    run_json,
     run_scripted,
     scripted_overrides,
     verdict,
@@ -67,8 +68,8 @@ def test_satisfied_without_the_required_tool_is_sent_back_then_flagged(tmp_path)
     ok = verdict("satisfied", *((c, True) for c in CODE))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[ok, ok])
     result, run_dir = run_scripted(tmp_path, script, "rubric=code")
-    assert (result.status, result.exit_code, result.task.iterations) == ("unsupported", 1, 1)
-    record = json.loads((run_dir / "result.json").read_text())
+    assert (result.status, result.exit_code, only_task(result).iterations) == ("unsupported", 1, 1)
+    record = run_json(run_dir)
     assert record["task"]["evaluations"][-1]["result"] == "satisfied"
     assert record["task"]["evaluations"][-1]["unsupported"] == {"missing": ["run_test_suite"]}
     events = [e["event"] for e in read_events(run_dir)]
@@ -79,7 +80,7 @@ def test_sent_back_verdict_that_then_calls_the_tool_is_accepted(tmp_path):
     ok = verdict("satisfied", *((c, True) for c in CODE))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[ok, TESTS, ok])
     result, run_dir = run_scripted(tmp_path, script, "rubric=code")
-    assert result.status == "satisfied" and result.task.evaluations[-1].unsupported is None
+    assert result.status == "satisfied" and only_task(result).evaluations[-1].unsupported is None
     tool_ends = [e for e in read_events(run_dir) if e["event"] == "tool_call_end" and e["agent"] == "grader"]
     assert [e["tool"] for e in tool_ends] == ["run_test_suite"] and '"ok": true' in tool_ends[0]["output"]
 
@@ -98,21 +99,21 @@ def test_other_ways_a_verdict_needs_evidence(tmp_path, extra, first_criterion):
     assert result.status == "satisfied"
     script = write_script(tmp_path / "t.yaml", worker=[{"content": "a\nb\nc"}], grader=[ok, ok])
     result, _ = run_scripted(tmp_path / "again", script, *extra)
-    assert result.status == "unsupported" and result.task.evaluations[-1].unsupported.missing == ["count_syllables"]
+    assert result.status == "unsupported" and only_task(result).evaluations[-1].unsupported.missing == ["count_syllables"]
 
 
 def test_a_rubric_line_that_names_a_tool_requires_it_whatever_the_criteria_say(tmp_path):
     ok = verdict("satisfied", ("All tests pass", True), (CODE[1], True))  # the criterion leaves the tool out
     script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[ok, ok])
     result, _ = run_scripted(tmp_path, script, "rubric=code")
-    assert result.status == "unsupported" and result.task.evaluations[-1].unsupported.missing == ["run_test_suite"]
+    assert result.status == "unsupported" and only_task(result).evaluations[-1].unsupported.missing == ["run_test_suite"]
 
 
 def test_a_needs_revision_verdict_needs_no_evidence_for_its_failures(tmp_path):
     failing = verdict("needs_revision", (CODE[0], False), (CODE[1], True))
     script = write_script(tmp_path / "s.yaml", worker=[{"content": GOOD}], grader=[failing])
     result, run_dir = run_scripted(tmp_path, script, "rubric=code", "grader.max_iterations=1")
-    assert result.status == "max_iterations_reached" and result.task.evaluations[-1].unsupported is None
+    assert result.status == "max_iterations_reached" and only_task(result).evaluations[-1].unsupported is None
     assert not any(e["event"] == "verdict_sent_back" for e in read_events(run_dir))
 
 
@@ -124,7 +125,7 @@ def test_coverage_is_flagged_and_can_count_as_not_satisfied(tmp_path, capsys):
     
     result = rubric_runner.run(overrides, tmp_path / "run")
     assert result.status == "satisfied"
-    flag = result.task.evaluations[-1].coverage.model_dump()
+    flag = only_task(result).evaluations[-1].coverage.model_dump()
     assert flag == {"lines": 3, "criteria": 2, "uncovered": list(HAIKU[1:]), "other": ["Uses vivid imagery"]}
     out = capsys.readouterr().out
     assert "! coverage: 2 criteria for 3 rubric lines, not covered: Lines follow a 5-7-5 syllable pattern; The theme is spring" in out
@@ -211,7 +212,7 @@ def test_regrade_checks_evidence_too(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "verdict sent back: it rests on run_test_suite" in out and "! unsupported" in out
     (regrade_dir,) = (run_dir / "regrades").iterdir()
-    record = json.loads((regrade_dir / "result.json").read_text())
+    record = run_json(regrade_dir)
     assert record["status"] == "unsupported" and record["task"]["evaluations"][0]["unsupported"] == {"missing": ["run_test_suite"]}
     assert record["header"]["grader"]["strategy"] == "tool"
 

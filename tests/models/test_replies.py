@@ -9,7 +9,7 @@ import json
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration
-from support.helpers import read_events, run_in_process
+from support.helpers import read_events, run_in_process, run_json
 from support.wire import (
     FakeServer,
     call,
@@ -39,7 +39,7 @@ def _run(tmp_path, worker, grader, *extra, worker_settings=None, grader_settings
             *model_overrides("worker", worker, **{**FAST, **(worker_settings or {})}),
             *model_overrides("grader", grader, **{**FAST, **(grader_settings or {})}),
         )
-    return result, json.loads((run_dir / "result.json").read_text()), read_events(run_dir)
+    return result, run_json(run_dir), read_events(run_dir)
 
 
 def _names(role, server, model=None):

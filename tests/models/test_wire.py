@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.helpers import compose_config, run_in_process
+from support.helpers import compose_config, only_task, run_in_process, run_json
 from support.wire import (
     FakeServer,
     call,
@@ -45,7 +45,7 @@ def test_code_rubric_openai_worker_anthropic_grader_with_evidence_tool(tmp_path,
         result, run_dir = run_in_process(
             tmp_path, "rubric=code", *model_overrides("worker", worker), *model_overrides("grader", grader)
         )
-    assert (result.status, result.task.iterations, result.exit_code) == ("satisfied", 2, 0), result.error
+    assert (result.status, only_task(result).iterations, result.exit_code) == ("satisfied", 2, 0), result.error
     assert worker.remaining == grader.remaining == 0
     # the real sandboxed test suite ran, and its results went back to the grader over the wire
     evidence = [json.loads(tool_results(grader.requests[i])[-1]) for i in (1, 3)]
@@ -56,7 +56,7 @@ def test_code_rubric_openai_worker_anthropic_grader_with_evidence_tool(tmp_path,
     assert all(r.path == "/v1/chat/completions" for r in worker.requests)
     assert grader.requests[0].key == fake_keys["ANTHROPIC_API_KEY"]
     assert worker.requests[0].key == fake_keys["OPENAI_API_KEY"]
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["task"]["usage"]["worker"] == {"calls": 2, "input_tokens": 22, "output_tokens": 14, "total_tokens": 36, "cached_calls": 0}
     assert record["task"]["final_answer"].startswith("```python\ndef find_duplicates")
 
@@ -67,9 +67,9 @@ def test_haiku_anthropic_worker_openai_grader(tmp_path, fake_keys):
     grader = FakeServer("openai", [verdict("satisfied", *((c, True) for c in HAIKU))])
     with worker, grader:
         result, _ = run_in_process(tmp_path, *model_overrides("worker", worker), *model_overrides("grader", grader))
-    assert (result.status, result.task.final_answer) == ("satisfied", poem)
+    assert (result.status, only_task(result).final_answer) == ("satisfied", poem)
     assert [r.path for r in worker.requests] == ["/v1/messages"]
-    assert result.task.usage["grader"].calls == 1 and result.task.usage["grader"].total_tokens == 18
+    assert only_task(result).usage["grader"].calls == 1 and only_task(result).usage["grader"].total_tokens == 18
 
 
 def _strategy_seen(request) -> str:

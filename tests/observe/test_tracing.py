@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from support.helpers import SCRIPTED_EVIDENCE, run_cli, verdict, write_script
+from support.helpers import SCRIPTED_EVIDENCE, run_cli, run_json, verdict, write_script
 from support.wire import FAKE_KEYS
 
 LANGSMITH_KEY = "lsv2_pt_FAKElangsmithKEY0123456789abcdef"
@@ -102,7 +102,7 @@ def test_each_task_is_traced_under_a_name_tags_and_metadata_and_no_key_is_posted
     assert [run["name"] for run in roots] == ["rubric_runner haiku task-r0", "rubric_runner haiku task-r1"]
     for repeat, root in enumerate(roots):
         task_dir = sweep_dir / "0" / "tasks" / f"task-r{repeat}"
-        record = json.loads((task_dir / "result.json").read_text())
+        record = run_json(task_dir)
         assert root.get("parent_run_id") is None and root["session_name"] == "rubric-tests"
         assert set(root["tags"]) >= {"worker:scripted:demo", "grader:scripted:demo", "rubric:haiku", "task:task",
                                      f"repeat:{repeat}", "nightly"}

@@ -8,9 +8,11 @@ import pytest
 from langchain_core.messages import ToolMessage
 from support.helpers import (
     SCRIPTED_EVIDENCE,
+    only_task,
     read_events,
     run_cli,
     run_scripted,
+    task_dir_of,
     verdict,
     write_script,
 )
@@ -104,7 +106,7 @@ def test_a_verdict_that_breaks_its_schema_is_refused_recorded_and_shown(tmp_path
     contradicting["tool_calls"][0]["args"]["criteria"][0] = {"name": "c", "passed": False, "gap": "g"}
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "answer"}], grader=[contradicting, OK])
     result, run_dir = run_scripted(tmp_path, script, "run.console=true", "run.preview_chars=5000")
-    assert (result.status, result.task.iterations) == ("satisfied", 1)
+    assert (result.status, only_task(result).iterations) == ("satisfied", 1)
     (event,) = [e for e in read_events(run_dir) if e["event"] == "tool_call_refused"]
     assert (event["agent"], event["tool"]) == ("grader", "GraderResponse") and "'passed': False" in event["input"]
     assert "result='satisfied' but at least one criterion has passed=False" in event["told"]
@@ -137,7 +139,7 @@ def test_the_trail_shows_a_bounded_excerpt_of_each_attempt(tmp_path, capsys):
     # the first answer (12,000 characters) is cut in the grader's view, and its rejection says so in one line
     assert "   ! cut view: the failing criteria rest on a transcript the grader saw in part (2 of 2 messages shown, 1 cut by" in out
     assert "\x1b" not in out and len(out.splitlines()) < 21
-    messages = json.loads((run_dir / "transcript.json").read_text())["messages"]
+    messages = json.loads((task_dir_of(run_dir) / "transcript.json").read_text())["messages"]
     assert [m["data"]["content"] for m in messages if m["type"] == "ai"] == [first, second]  # the full text
 
 

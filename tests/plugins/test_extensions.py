@@ -16,10 +16,13 @@ from langchain.agents import AgentState
 from langchain.agents.middleware import AgentMiddleware
 from support import readme
 from support.helpers import (
+    only_task,
     read_events,
     run_cli,
+    run_json,
     run_scripted,
     scripted_overrides,
+    task_dir_of,
     verdict,
     write_script,
 )
@@ -110,9 +113,9 @@ def test_the_readme_example_plugs_into_every_seam_from_the_command_line(my_loop,
     proc = run_cli(*scripted_overrides(script, f"rubric.task={TASK}"), *seams, f"hydra.run.dir={run_dir}",
                    cwd=tmp_path, env={"PYTHONPATH": str(my_loop)})
     assert proc.returncode == 0, proc.stderr
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["status"] == "satisfied"
-    passes = [json.loads(line) for line in (run_dir / "passes.jsonl").read_text().splitlines()]
+    passes = [json.loads(line) for line in (task_dir_of(run_dir) / "passes.jsonl").read_text().splitlines()]
     assert passes == [{"task": "task", "repeat": 0, "iteration": 0, "result": "needs_revision"},
                       {"task": "task", "repeat": 0, "iteration": 1, "result": "satisfied"}]
     usage = record["task"]["usage"]
@@ -176,8 +179,8 @@ def test_a_langchain_middleware_from_config_runs_in_the_worker(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[LOOK, {"content": "never reached"}], grader=[SATISFIED])
     limit = "worker.middleware=[{_target_: langchain.agents.middleware.ModelCallLimitMiddleware, run_limit: 1}]"
     result, _ = run_scripted(tmp_path, script, limit)
-    assert result.task.usage["worker"].calls == 1
-    assert "limit" in result.task.final_answer.lower() and "never reached" not in result.task.final_answer
+    assert only_task(result).usage["worker"].calls == 1
+    assert "limit" in only_task(result).final_answer.lower() and "never reached" not in only_task(result).final_answer
 
 
 def test_a_local_tool_by_import_path_with_its_setting_from_config(my_loop, tmp_path):

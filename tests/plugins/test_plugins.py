@@ -9,8 +9,10 @@ import pytest
 from support.helpers import (
     ROOT,
     compose_config,
+    only_task,
     read_events,
     run_scripted,
+    task_dir_of,
     verdict,
     write_script,
 )
@@ -20,6 +22,7 @@ from rubric_runner.cli import run_command
 from rubric_runner.plugins import manager
 from rubric_runner.plugins.manager import PluginInfo, Plugins
 from rubric_runner.plugins.registry import ToolRegistry
+from rubric_runner.records import task_records
 
 BUILTIN = ["builtin_tools/run_test_suite", "builtin_tools/run_check", *(f"builtin_tools/{name}" for name in (
     "ls", "read_file", "glob", "grep", "run_tests", "workspace_tests"))]
@@ -230,14 +233,14 @@ def test_an_answer_over_the_cap_is_cut_with_a_note_the_model_reads_and_the_cut_r
     tools = ["+worker.tools={unruly_tools.flood: {}}", "+grader.tools={unruly_tools.flood: {}}"]
     result, run_dir = run_scripted(tmp_path, script, *tools, "run.tool_output_chars=1000")
     assert result.status == "satisfied", result.error
-    cut = [c.model_dump() for c in result.task.tool_outputs_cut]
+    cut = [c.model_dump() for c in only_task(result).tool_outputs_cut]
     assert cut == [{"agent": agent, "tool": "flood", "chars": 200_000, "kept": 1000} for agent in ("worker", "grader")]
     events = [{k: e[k] for k in ("agent", "tool", "chars", "kept")} for e in read_events(run_dir) if e["event"] == "tool_output_cut"]
     assert events == cut
-    told = [m for m in json.loads((run_dir / "transcript.json").read_text())["messages"] if m["type"] == "tool"]
+    told = [m for m in json.loads((task_dir_of(run_dir) / "transcript.json").read_text())["messages"] if m["type"] == "tool"]
     note = "\n[tool output cut: 199000 of 200000 characters left out (run.tool_output_chars=1000)]"
     assert [m["data"]["content"] for m in told] == ["x" * 1000 + note]
-    assert result.task.usage["grader"].input_tokens < 5000  # the grader was sent the cut answer, not 50,000 tokens
+    assert only_task(result).usage["grader"].input_tokens < 5000  # the grader was sent the cut answer, not 50,000 tokens
     assert compose_config().run.tool_output_chars == 40000
 
 
@@ -250,7 +253,7 @@ def test_a_grader_tool_that_raises_is_named_with_its_error_in_the_grader_error(t
     assert result.status == "grader_error"
     assert result.error.message == ("grader scripted:demo: its tool 'explode' raised ValueError: the disk is on fire "
                                     "(fix: fix the tool 'explode', or take it out of grader.tools)")
-    assert "structured_output" not in result.task.evaluations[-1].explanation
+    assert "structured_output" not in only_task(result).evaluations[-1].explanation
 
 
 def _override(value) -> str:
@@ -280,5 +283,5 @@ def test_a_bad_case_table_is_one_line_naming_the_rubric_the_case_and_the_key_bef
         assert (result.status, result.exit_code, result.error.key) == ("error", 2, key)
         assert result.error.message.startswith(f"{key}: rubric 'code': {source}: {problem}")
         assert "\n" not in result.error.message
-        assert result.task is None or result.task.usage["worker"].calls == 0
+        assert all(task.usage["worker"].calls == 0 for task in task_records(result))
     assert not [e for e in read_events(run_dir) if e["event"] == "model_call_start"]

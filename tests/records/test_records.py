@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
-from support.helpers import ROOT, scripted_overrides, verdict, write_script
+from support.helpers import ROOT, run_json, scripted_overrides, verdict, write_script
 
 import rubric_runner
 from rubric_runner.cli import run_command
@@ -60,7 +60,7 @@ def written(tmp_path_factory):
     files["single run"] = [tmp / "single" / RESULT_FILE]
     assert _run(tmp, "multi", script, f"rubric.dataset={data}").status is Status.ERROR
     files["multi-task run"] = [tmp / "multi" / RESULT_FILE]
-    files["task"] = sorted((tmp / "multi" / "tasks").glob(f"*/{RESULT_FILE}"))
+    files["task"] = sorted((tmp / "multi" / "tasks").glob(f"*/{RESULT_FILE}")) + [tmp / "single" / "tasks" / "task-r0" / RESULT_FILE]
     assert _run(tmp, "multi", script, f"rubric.dataset={data}", "run.resume=true").status is Status.SATISFIED
     files["resumed run"] = [tmp / "multi" / RESULT_FILE]
     assert _run(tmp, "config_error", script, "grader.max_iterations=0").exit_code == ExitCode.USAGE
@@ -97,19 +97,19 @@ def test_every_written_record_validates(written, path):
     assert written[path], f"no record written by: {path}"
     for file in written[path]:
         data = json.loads(file.read_text())
-        assert data["schema_version"] == 2
+        assert data["schema_version"] == 3
         jsonschema.validate(data, schema)
         assert (read_task if path == "task" else read_record)(file).model_dump(mode="json") == data
         assert (load_task if path == "task" else load_record)(file.parent).status == data["status"] != "running"
 
 
 def test_what_a_grading_pass_noted_is_in_the_record(written):
-    unsupported = json.loads(written["unsupported verdict"][0].read_text())
+    unsupported = run_json(written["unsupported verdict"][0].parent)
     assert unsupported["header"]["grader"]["strategy"] == "tool" and "probe" not in unsupported["header"]["grader"]
     assert unsupported["task"]["evaluations"][-1]["unsupported"] == {"missing": ["run_test_suite"]}
     assert unsupported["task"]["evaluations"][-1]["coverage"]["uncovered"] == [
         "The function is named `find_duplicates` and accepts a single list argument"]
-    grader_error = json.loads(written["grader error"][0].read_text())["task"]["evaluations"][-1]
+    grader_error = run_json(written["grader error"][0].parent)["task"]["evaluations"][-1]
     assert grader_error["grader_said"] == "Looks fine to me." and "unsupported" not in grader_error
 
 

@@ -19,6 +19,7 @@ from support.helpers import (
     cli_process,
     md_table,
     run_cli,
+    run_json,
     verdict,
     write_script,
 )
@@ -45,7 +46,7 @@ def sweep(six_job_sweep):
 
 
 def records_of(sweep_dir, jobs):
-    return [json.loads((sweep_dir / str(job) / "result.json").read_text()) for job in jobs]
+    return [run_json(sweep_dir / str(job)) for job in jobs]
 
 
 def cost(record):
@@ -244,10 +245,10 @@ def test_a_resumed_run_counts_its_resume_and_both_parts_of_its_time(tmp_path):
         os.kill(proc.pid, signal.SIGINT)
         proc.communicate(timeout=60)
     assert proc.returncode == 130
-    before = json.loads((run_dir / "result.json").read_text())["task"]["wall_seconds"]
+    before = run_json(run_dir)["task"]["wall_seconds"]
     assert before >= 1.5  # the step in flight finished before the run stopped
     assert rubric_runner.resume(run_dir).exit_code == 0
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert (record["resumed"], record["task"]["resumed"]) == (1, 1)
     assert record["task"]["wall_seconds"] > before
     assert report_main([str(run_dir)]) == 0

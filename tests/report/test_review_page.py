@@ -143,7 +143,7 @@ def test_the_page_shows_the_tool_calls_their_outputs_and_the_diff_between_revisi
     made = run_cli(*scripted_overrides(script), f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     with serving(run_dir) as (url, _):
-        page = urllib.request.urlopen(url + "task/.").read().decode()
+        page = urllib.request.urlopen(url + "task/tasks/task-r0").read().decode()
     assert "calls ls" in page and "&#34;path&#34;: &#34;/&#34;" in page  # the worker's tool call and its arguments
     assert '<div class="msg tool"><b>tool ls</b>' in page  # the tool's output, as a message of its own
     assert '<span class="del">-old second line</span>' in page and '<span class="add">+new second line</span>' in page
@@ -157,7 +157,7 @@ def test_the_page_names_each_failed_hidden_check_in_one_line(tmp_path):
     made = run_cli(*scripted_overrides(script, "+rubric.verify.trajectory={max_calls:{ls:0},called:[ls]}"), f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     with serving(run_dir) as (url, _):
-        page = urllib.request.urlopen(url + "task/.").read().decode()
+        page = urllib.request.urlopen(url + "task/tasks/task-r0").read().decode()
     assert '<p id="verdict">satisfied; hidden checks: failed</p>' in page
     assert ('<ul id="failed-checks"><li class="flag">count_syllables: failed</li>'  # the haiku rubric's own check
             '<li class="flag">trajectory: max_calls.ls: 1 call of ls, at most 0</li></ul>') in page

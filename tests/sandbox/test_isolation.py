@@ -32,9 +32,11 @@ from support.helpers import (
     ROOT,
     SCRIPTED_EVIDENCE,
     copy_pytest,
+    only_task,
     read_events,
     run_cli,
     run_in_process,
+    run_json,
     verdict,
     write_script,
 )
@@ -359,7 +361,7 @@ def test_a_refusal_reaches_the_grader_the_record_and_the_console_once(tmp_path, 
     refusals = [e for e in events if e["event"] == "sandbox_refused"]
     # two grader calls, then the hidden check of the answer (first and final are one answer here)
     assert len(refusals) == 3 and "apt install bubblewrap" in refusals[0]["message"]
-    final = result.task.verification.final
+    final = only_task(result).verification.final
     assert final.outcome == "unverifiable" and final.checks[0].error.startswith("the sandbox refused to run the code: ")
     warnings = [line for line in capsys.readouterr().err.splitlines() if "refused" in line]
     assert warnings == [f"warning: {refusals[0]['message']}"]
@@ -472,7 +474,7 @@ def test_the_offline_demo_is_satisfied_for_an_ordinary_user_with_bubblewrap(ordi
     run_dir = ordinary_user.tree / "scratch" / "demo"
     demo = _cli_as_user(ordinary_user, installed_for_user, "worker=scripted", "grader=scripted", "rubric=code", f"hydra.run.dir={run_dir}")
     assert demo.returncode == 0, demo.stdout + demo.stderr
-    assert json.loads((run_dir / "result.json").read_text())["status"] == "satisfied"
+    assert run_json(run_dir)["status"] == "satisfied"
     outputs = [json.loads(e["output"]) for e in read_events(run_dir) if e["event"] == "tool_call_end"]
     assert [(o["isolation"], o["ok"]) for o in outputs] == [("bwrap", False), ("bwrap", True)]
     doctor = _cli_as_user(ordinary_user, installed_for_user, "doctor")
@@ -491,7 +493,7 @@ def test_the_offline_demo_is_refused_for_an_ordinary_user_without_bubblewrap(ord
     # three grader calls (the satisfied verdict rests on tests the sandbox refused: it is sent back once), and the
     # hidden checks of the first and the final answer
     assert [e["event"] for e in events if e["event"].startswith("sandbox_")] == ["sandbox_refused"] * 5
-    record = json.loads((run_dir / "result.json").read_text())
+    record = run_json(run_dir)
     assert record["status"] == "unsupported" and demo.returncode == 1
     assert {record["task"]["verification"][answer]["outcome"] for answer in ("first", "final")} == {"unverifiable"}
     outputs = [e["output"] for e in events if e["event"] == "tool_call_end"]

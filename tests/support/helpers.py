@@ -81,6 +81,38 @@ def run_in_process(tmp_path: Path, *overrides: str):
     return rubric_runner.run(list(overrides), run_dir), run_dir
 
 
+def only_task(record: Any) -> Any:
+    """The task record of a run of one task (``record``: the run's ``RunRecord``, or its dir)."""
+    from rubric_runner.records import load_record, task_records
+
+    run = load_record(Path(record)) if isinstance(record, str | Path) else record
+    if isinstance(record, str | Path):
+        run.run_dir = str(record)
+    (task,) = task_records(run)
+    return task
+
+
+def task_dir_of(run_dir: Path) -> Path:
+    """The one task dir of a run of one task."""
+    (path,) = (Path(run_dir) / "tasks").iterdir()
+    return path
+
+
+def task_json(run_dir: Path) -> dict[str, Any]:
+    """The ``result.json`` of a run of one task's task, as JSON."""
+    return json.loads((task_dir_of(run_dir) / "result.json").read_text())
+
+
+def run_json(run_dir: Path) -> dict[str, Any]:
+    """A run's ``result.json``, with its one task's record under ``"task"`` (None when it has none or several);
+    a task's dir: its own record, as it is."""
+    data = json.loads((Path(run_dir) / "result.json").read_text())
+    if Path(run_dir).parent.name == "tasks":
+        return data
+    tasks = sorted((Path(run_dir) / "tasks").glob("*/result.json"))
+    return {**data, "task": json.loads(tasks[0].read_text()) if len(tasks) == 1 else None}
+
+
 def read_events(run_dir: Path) -> list[dict[str, Any]]:
     """Every line of the run's events.jsonl, parsed."""
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]

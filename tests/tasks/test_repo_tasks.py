@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.helpers import cli_process, read_events, run_cli, run_in_process
+from support.helpers import cli_process, read_events, run_cli, run_in_process, task_dir_of, task_json
 
 from rubric_runner.cli import run_command
 from rubric_runner.compat.deepagents import OFFLOADED
@@ -215,7 +215,7 @@ def test_a_regrade_grader_reads_and_tests_the_saved_workspace(tmp_path, backend)
     script.write_text(yaml.safe_dump({"grader": [], **REGRADER}), encoding="utf-8")
     assert run_command(["regrade", str(run_dir), f"grader.script={script}", "run.console=false"]) == 0
     (regrade_dir,) = (run_dir / "regrades").iterdir()
-    calls = _grader_calls(regrade_dir, None)
+    calls = _grader_calls(regrade_dir, "fix_median")
     assert [name for name, _, _ in calls] == ["read_file", "run_tests"]
     assert "if len(ordered) % 2:" in calls[0][2] and calls[1][2].startswith("ok: true (exit code 0;")
     record = read_task_at(regrade_dir)
@@ -267,8 +267,9 @@ def _crashing_script(task: str, agent: str, at: int, first: dict | None) -> dict
 
 def _kept(run_dir: Path) -> dict[str, bytes]:
     """A run of one task's kept workspaces (``changes.json`` of each attempt and the final files) and its files dir."""
-    kept = {f"workspace/{path.parent.name}": path.read_bytes() for path in sorted((run_dir / "workspace").glob("*/changes.json"))}
-    return {**kept, **{f"files{path}": raw for path, raw in dir_files(run_dir / "files").items()}}
+    task_dir = task_dir_of(run_dir)
+    kept = {f"workspace/{path.parent.name}": path.read_bytes() for path in sorted((task_dir / "workspace").glob("*/changes.json"))}
+    return {**kept, **{f"files{path}": raw for path, raw in dir_files(task_dir / "files").items()}}
 
 
 @pytest.mark.parametrize(("backend", "task", "agent", "at", "first", "stop"), [
@@ -297,7 +298,7 @@ def test_a_stop_with_the_workspace_ahead_of_the_checkpoint_resumes_to_the_same_f
         runs[name] = home / "run"
         if name == "killed":
             killed = stop == ("SIGKILL",)
-            assert ran.returncode == (-signal.SIGKILL if killed else 130) and (runs[name] / "files" / "stray.txt").exists()
+            assert ran.returncode == (-signal.SIGKILL if killed else 130) and (runs[name] / "tasks" / f"{task}-r0" / "files" / "stray.txt").exists()
             assert _record_at(runs[name])["status"] == ("running" if killed else "interrupted")
             ran = run_cli("resume", "--trust-run-dir", "run", cwd=home, timeout=300)
         assert ran.returncode == 0, ran.stdout + ran.stderr
@@ -309,4 +310,4 @@ def test_a_stop_with_the_workspace_ahead_of_the_checkpoint_resumes_to_the_same_f
 
 
 def _record_at(run_dir: Path) -> dict:
-    return json.loads((run_dir / "result.json").read_text())["task"]
+    return task_json(run_dir)

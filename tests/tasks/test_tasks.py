@@ -21,6 +21,7 @@ from support.helpers import (
     on_terminal,
     read_events,
     run_cli,
+    run_json,
     scripted_overrides,
     verdict,
     write_script,
@@ -78,13 +79,13 @@ def test_multi_task_run_keeps_each_task_apart(tmp_path):
     assert record.status == "satisfied" and record.exit_code == 0
     assert record.aggregate.runs == 3 and record.aggregate.satisfied_rate == 1.0
     for task_id in ("a", "b", "c"):
-        task_record = json.loads((run_dir / "tasks" / f"{task_id}-r0" / "result.json").read_text())
+        task_record = run_json(run_dir / "tasks" / f"{task_id}-r0")
         assert task_record["task_id"] == task_id and task_record["status"] == "satisfied"
         transcript = json.loads((run_dir / "tasks" / f"{task_id}-r0" / "transcript.json").read_text())
         assert transcript["messages"][0]["data"]["content"] == f"do {task_id}"
     ends = [e for e in read_events(run_dir) if e["event"] == "task_end"]
     assert sorted(e["task_id"] for e in ends) == ["a", "b", "c"]
-    assert json.loads((run_dir / "result.json").read_text())["aggregate"]["usage"]["worker"]["calls"] == 3
+    assert run_json(run_dir)["aggregate"]["usage"]["worker"]["calls"] == 3
 
 
 def _max_overlap(records: list[dict]) -> int:
@@ -319,16 +320,16 @@ def test_regrade_with_another_grader_keeps_the_old_record(tmp_path):
     strict = write_script(tmp_path / "strict.yaml", worker=[], grader=[verdict("needs_revision", ("c", False))])
     run_dir = tmp_path / "run"
     assert rubric_runner.run(scripted_overrides(script), run_dir).exit_code == 0
-    before = (run_dir / "result.json").read_text()
+    before = (run_dir / "tasks" / "task-r0" / "result.json").read_text()
     assert run_command(["regrade", str(run_dir), f"grader.script={strict}"]) == 1
     (regrade_dir,) = (run_dir / "regrades").iterdir()
-    record = json.loads((regrade_dir / "result.json").read_text())
+    record = run_json(regrade_dir)
     assert record["status"] == "max_iterations_reached" and record["header"]["regraded_from"] == str(run_dir)
     assert record["task"]["evaluations"][0]["criteria"] == [{"name": "c", "passed": False, "gap": "fix c"}]
     assert record["task"]["final_answer"] == "three lines" and record["task"]["usage"]["worker"]["calls"] == 0
-    assert record["task"]["verification"] == json.loads(before)["task"]["verification"]  # the original answer's, not re-run
+    assert record["task"]["verification"] == json.loads(before)["verification"]  # the original answer's, not re-run
     assert record["task"]["verification"]["final"]["checks"][0]["details"]["problems"] == ["1 lines, expected 3", "line 1: 2 syllables, expected 5"]
-    assert (run_dir / "result.json").read_text() == before
+    assert (run_dir / "tasks" / "task-r0" / "result.json").read_text() == before
 
 
 def test_a_regrade_says_why_each_task_ended_in_grader_error(tmp_path, capsys):
@@ -430,7 +431,7 @@ def test_a_provider_outage_has_no_satisfied_rate_and_its_crashes_are_counted_bes
     done = run_cli(*overrides, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     assert done.returncode == 3, done.stderr
     assert "tasks 3 x repeats 1: satisfied n/a: no run decided, 3 crashed (error 3); reused 0" in done.stdout
-    aggregate = json.loads((tmp_path / "run" / "result.json").read_text())["aggregate"]
+    aggregate = run_json(tmp_path / "run")["aggregate"]
     assert {key: aggregate[key] for key in ("runs", "finished", "decided", "satisfied_rate", "k", "pass_at_k", "pass_hat_k")} == {
         "runs": 3, "finished": 3, "decided": 0, "satisfied_rate": None, "k": None, "pass_at_k": None, "pass_hat_k": None}
     assert "3 runs in 1 job: 3 error; satisfied rate n/a of the 0 decided, 3 crashed." in (tmp_path / "run" / "report.md").read_text()
@@ -480,5 +481,5 @@ def test_regrade_applies_the_grader_settings_of_a_run(tmp_path):
     proc = run_cli("regrade", str(run_dir), f"grader.script={stubborn}", "grader.max_model_calls=2", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
     (regrade_dir,) = (run_dir / "regrades").iterdir()
-    record = json.loads((regrade_dir / "result.json").read_text())
+    record = run_json(regrade_dir)
     assert record["status"] == "grader_error" and "run limit (2/2)" in record["error"]["message"]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support.helpers import read_events, run_scripted, verdict, write_script
+from support.helpers import only_task, read_events, run_json, run_scripted, verdict, write_script
 
 from rubric_runner.models.scripted import ScriptedChatModel
 from rubric_runner.paths import DATA_DIR
@@ -29,7 +29,7 @@ def _task(task_id: str, verify: dict) -> dict:
 
 
 def _record(run_dir: Path, task_id: str) -> dict:
-    return json.loads((run_dir / "tasks" / f"{task_id}-r0" / "result.json").read_text())
+    return run_json(run_dir / "tasks" / f"{task_id}-r0")
 
 
 def test_verification_is_never_seen_by_the_worker_or_the_grader(tmp_path, monkeypatch):
@@ -96,7 +96,7 @@ def test_a_check_that_cannot_run_is_unverifiable_never_passed(tmp_path):
 def test_no_answer_is_unverifiable(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=[{"content": ""}], grader=[verdict("failed", ("c", False))])
     record, _ = run_scripted(tmp_path, script, "rubric=code")
-    assert record.task.verification.final.outcome == "unverifiable" and record.task.verification.final.error == "the worker gave no answer"
+    assert only_task(record).verification.final.outcome == "unverifiable" and only_task(record).verification.final.error == "the worker gave no answer"
 
 
 def test_first_attempt_is_the_answer_before_the_first_revision_request(tmp_path):
@@ -104,19 +104,19 @@ def test_first_attempt_is_the_answer_before_the_first_revision_request(tmp_path)
     script = write_script(tmp_path / "s.yaml", worker=[{"content": "one"}, {"content": "two"}, {"content": "three"}],
                           grader=[revise, revise, verdict("satisfied", ("c", True))])
     record, _ = run_scripted(tmp_path, script, "rubric=summary")
-    assert (record.task.first_answer, record.task.final_answer) == ("one", "three")
-    assert [c.details["missing_terms"] for c in (record.task.verification.first.checks[0], record.task.verification.final.checks[0])] \
+    assert (only_task(record).first_answer, only_task(record).final_answer) == ("one", "three")
+    assert [c.details["missing_terms"] for c in (only_task(record).verification.first.checks[0], only_task(record).verification.final.checks[0])] \
         == [["light", "chlorophyll"], ["light", "chlorophyll"]]
 
 
 def test_code_demo_verifies_with_its_hidden_suite(tmp_path):
     record, run_dir = run_scripted(tmp_path, DATA_DIR / "scripts" / "code.yaml", "rubric=code")
-    first, final = record.task.verification.first, record.task.verification.final
+    first, final = only_task(record).verification.first, only_task(record).verification.final
     assert (record.status, first.outcome, final.outcome) == ("satisfied", "failed", "passed")
     assert [f.split(":")[0] for f in first.checks[0].details["failures"]] == ["hidden_nested_lists", "hidden_dicts_and_numbers"]
     assert len(final.checks[0].details["passed"]) == 5
-    saved = json.loads((run_dir / "result.json").read_text())
-    assert saved["task"]["verification"]["final"]["passed"] is True and saved["tasks"] == []
+    saved = run_json(run_dir)
+    assert saved["task"]["verification"]["final"]["passed"] is True and [row["task_id"] for row in saved["tasks"]] == [None]
 
 
 @pytest.mark.parametrize(

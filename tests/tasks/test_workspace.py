@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from support.helpers import run_scripted, verdict, write_script
+from support.helpers import run_scripted, task_dir_of, verdict, write_script
 
 from rubric_runner.errors import UsageError
 from rubric_runner.tasks.workspace import load_workspace
@@ -80,7 +80,7 @@ def test_the_worker_starts_from_the_seed_and_keeps_its_edits(tmp_path):
     script = write_script(tmp_path / "s.yaml", worker=worker, grader=[verdict("satisfied", (CRITERION, True))])
     result, run_dir = run_scripted(tmp_path, script, f"rubric.workspace={tmp_path / 'repo'}", f"rubric.text=- {CRITERION}")
     assert result.status == "satisfied"
-    tools = [m["data"]["content"] for m in json.loads((run_dir / "transcript.json").read_text())["messages"] if m["type"] == "tool"]
+    tools = [m["data"]["content"] for m in json.loads((task_dir_of(run_dir) / "transcript.json").read_text())["messages"] if m["type"] == "tool"]
     assert "return a - b" in tools[0] and "return a + b" in tools[2]
 
 
@@ -98,6 +98,6 @@ def test_a_follow_up_turn_keeps_the_files_its_thread_has(tmp_path):
     result, run_dir = run_scripted(tmp_path, script, f"rubric.workspace={tmp_path / 'repo'}", f"rubric.text=- {CRITERION}")
     assert result.status == "satisfied"
     assert run_command(["continue", str(run_dir), "Check that add adds"]) == 0
-    turn = run_dir / "turns" / "2"
-    tools = [m["data"]["content"] for m in json.loads((turn / "transcript.json").read_text())["messages"] if m["type"] == "tool"]
+    turn = run_dir / "tasks" / "task-r0" / "turns" / "2"
+    tools = [m["data"]["content"] for m in json.loads((task_dir_of(turn) / "transcript.json").read_text())["messages"] if m["type"] == "tool"]
     assert "return a + b" in tools[-1]  # the edit of the first turn, not the seed again
