@@ -1,5 +1,5 @@
 """Records of many runs written directly (no run takes place), for reports at scale: sweeps of
-multi-task jobs and of single-task jobs."""
+multi-task jobs and of jobs of one task."""
 
 from __future__ import annotations
 
@@ -88,10 +88,14 @@ def write_run_sweep(root: Path, jobs: int, workers: int = 4) -> None:
                            rubric=RubricInfo(name="code", task=message),
                            sources=ConfigSources(overrides=[f"worker.model=scripted:w{worker}", f"rubric.task={message}"]))
         task_record = _task_record(job_dir, worker, task, 0, message)
-        task_record.task_id, task_record.repeat, task_record.run_dir = None, None, str(job_dir)
-        record = RunRecord(header=header, task=task_record, status=task_record.status, exit_code=task_record.exit_code,
-                           wall_seconds=task_record.wall_seconds, run_dir=str(job_dir))
-        job_dir.mkdir(parents=True)
+        task_dir = job_dir / TASKS_DIR / "task-r0"  # the rubric's own task: no id
+        task_record.task_id, task_record.run_dir = None, str(task_dir)
+        task_dir.mkdir(parents=True)
+        (task_dir / RESULT_FILE).write_text(task_record.model_dump_json())
+        tally = TaskTally(1)
+        tally.add(0, task_record)
+        record = RunRecord(header=header, exit_code=task_record.exit_code, wall_seconds=task_record.wall_seconds, run_dir=str(job_dir))
+        tally.fill(record, repeats=1)
         (job_dir / RESULT_FILE).write_text(record.model_dump_json())
 
 
