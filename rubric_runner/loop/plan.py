@@ -75,7 +75,7 @@ class Plan:
 
     def watched(self) -> bool:
         """Whether the console follows the run's one task x repeat as it goes (else it shows the tasks' progress)."""
-        return len(self.keys()) == 1
+        return self.follow_up is not None or len(self.tasks) * self.config.run.repeats == 1
 
     def thread_id(self, task: Task, repeat: int) -> str:
         """A new thread for a task: ``run.thread_id`` (with the task's key when the run has several), else a
