@@ -27,7 +27,8 @@ GOOD_CODE = "def find_duplicates(lst):\n    seen, dups = [], []\n    for x in ls
 CRITERIA = ("All tests pass in run_test_suite",)
 
 
-def _script(path: Path) -> Path:
+def _script(path: Path, verdict_latency: float = 0) -> Path:
+    """The slow ``code`` story; ``verdict_latency``: how long its last verdict takes, after the resumed step."""
     return write_script(
         path,
         worker=[{"content": SLOW_CODE, "latency": 2}, {"content": GOOD_CODE}],
@@ -35,7 +36,7 @@ def _script(path: Path) -> Path:
             {"tool_calls": [{"name": "run_test_suite", "args": {"code": SLOW_CODE}}]},
             {**verdict("needs_revision", (CRITERIA[0], False)), "latency": 2},
             {"tool_calls": [{"name": "run_test_suite", "args": {"code": GOOD_CODE}}]},
-            verdict("satisfied", (CRITERIA[0], True)),
+            {**verdict("satisfied", (CRITERIA[0], True)), "latency": verdict_latency},
         ],
     )
 
@@ -54,9 +55,9 @@ def _wait_for(run_dir: Path, event: str, timeout: float = 60) -> None:
     raise AssertionError(f"{event} never appeared in {run_dir}/events.jsonl")
 
 
-def _slow_run(tmp_path: Path) -> tuple[list[str], Path]:
+def _slow_run(tmp_path: Path, verdict_latency: float = 0) -> tuple[list[str], Path]:
     """The slow ``code`` run's overrides and its run dir."""
-    script = _script(tmp_path / "script.yaml")
+    script = _script(tmp_path / "script.yaml", verdict_latency)
     run_dir = tmp_path / "run"
     args = [
         "worker=scripted", "grader=scripted", "rubric=code", f"worker.script={script}",
@@ -131,9 +132,9 @@ def test_second_signal_stops_at_once_and_resume_redoes_the_step(tmp_path):
     assert [e["result"] for e in record["task"]["evaluations"]] == ["needs_revision", "satisfied"]
 
 
-def _interrupted(tmp_path: Path, signum: int) -> tuple[list[str], Path]:
+def _interrupted(tmp_path: Path, signum: int, verdict_latency: float = 0) -> tuple[list[str], Path]:
     """The slow run stopped by ``signum`` inside its first worker call."""
-    args, run_dir = _slow_run(tmp_path)
+    args, run_dir = _slow_run(tmp_path, verdict_latency)
     with cli_process(*args, cwd=tmp_path) as proc:
         _wait_for(run_dir, "model_call_start")
         time.sleep(0.3)
@@ -143,7 +144,8 @@ def _interrupted(tmp_path: Path, signum: int) -> tuple[list[str], Path]:
 
 
 def test_a_second_resume_while_one_works_is_refused_naming_the_first(tmp_path):
-    _, run_dir = _interrupted(tmp_path, signal.SIGINT)
+    # the resume's last verdict is slow: a second command has time to start while the first holds the run
+    _, run_dir = _interrupted(tmp_path, signal.SIGINT, verdict_latency=10)
     started_at = len(_events(run_dir))
     with cli_process("resume", str(run_dir), cwd=tmp_path) as first:
         deadline = time.monotonic() + 60
