@@ -41,7 +41,7 @@ from .records import (
     recorded_sources,
 )
 from .report import expand, load_prices, ranking_lines, write_all
-from .review.figures import LabelTest, agreement_lines, label_tests
+from .review.figures import LabelTest, agreement_lines, graders_against_labels, label_tests
 from .review.golden import golden_threshold
 from .review.labels import labels_under
 from .review.ratings import ratings_in
@@ -213,11 +213,12 @@ def _findings(out_dir: Path, records: list[RunRecord], labels: dict[str, Label],
     if several:
         write_all(out_dir, jobs, prices=prices)
     ratings = ratings_in(out_dir)
-    lines = agreement_lines(ratings, labels)
+    people = graders_against_labels(ratings, labels)
+    lines = agreement_lines(ratings, labels, people)
     agreement = out_dir / AGREEMENT_MD if lines else None
     if agreement is not None:
         agreement.write_text("\n".join(["# Grader agreement", "", *lines]), encoding="utf-8")
-    tests = label_tests(ratings, labels, least) if least is not None else []
+    tests = label_tests(people, least) if least is not None else []
     return Regrade(out_dir, records, ranking, agreement, least, tests)
 
 

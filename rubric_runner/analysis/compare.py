@@ -11,10 +11,9 @@ passes on its final answer's hidden checks when both runs were checked, else on 
 (``error``, ``grader_error``: no verdict, ``Status.decided``) are listed and counted beside the figures,
 never in them.
 
-The difference in pass rate (NEW minus BASE) has Newcombe's paired interval, and the discordant cases
-the exact McNemar p. When a task has several cases (repeats, turns), its cases are not independent:
-the interval is the task-cluster bootstrap's under ``analysis.intervals``' rule (at least
-``MIN_TASKS`` tasks, else no interval and why), and the p the sign test on tasks.
+The difference in pass rate (NEW minus BASE), its interval and its test are the paired engine's
+(``paired.PairedRates``, a task being a BASE configuration's task): when a task has several cases (repeats,
+turns), its cases are not independent pairs.
 """
 
 from __future__ import annotations
@@ -22,10 +21,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..records import Status
-from .intervals import Interval, cluster_bootstrap, mcnemar, no_interval, paired_difference, sign_test
+from .paired import PairedRates
 
 CHECKS, VERDICT = "hidden checks", "verdict"
 """What a case was judged on: its final answers' hidden checks, or the grader's verdicts."""
@@ -139,72 +139,11 @@ class Comparison:
     def by_change(self, change: str) -> list[Paired]:
         return [case for case in self.cases if case.change == change]
 
-    @property
-    def table(self) -> tuple[int, int, int, int]:
-        """(passed both, regressed, improved, failed both)."""
-        changes = [case.change for case in self.cases]
-        return changes.count("passed"), changes.count("regressed"), changes.count("improved"), changes.count("failed")
-
-    @property
-    def rates(self) -> tuple[float | None, float | None]:
-        """The pass rates of BASE and NEW over the compared cases (``cases``)."""
-        both, lost, gained, _ = self.table
-        n = len(self.cases)
-        return ((both + lost) / n, (both + gained) / n) if n else (None, None)
-
-    @property
-    def difference(self) -> float | None:
-        base, new = self.rates
-        return None if base is None or new is None else new - base
-
-    def per_task(self) -> dict[tuple[str, str], tuple[int, int, int, int]]:
-        """Each task's (passed both, regressed, improved, failed both), by (BASE configuration, task)."""
-        found: dict[tuple[str, str], list[int]] = {}
-        names = ("passed", "regressed", "improved", "failed")
-        for case in self.cases:
-            found.setdefault((case.base.config, case.base.task), [0, 0, 0, 0])[names.index(case.change)] += 1
-        return {task: (both, lost, gained, neither) for task, (both, lost, gained, neither) in found.items()}
-
-    @property
-    def repeated(self) -> bool:
-        """Whether some task has several cases (repeats, turns): then the task is the unit."""
-        return len(self.per_task()) < len(self.cases)
-
-    @property
-    def interval(self) -> Interval | None:
-        """The 95% interval of NEW's pass rate minus BASE's: Newcombe's; when tasks repeat, the task-cluster
-        bootstrap's (None from fewer than ``intervals.MIN_TASKS`` tasks, or tasks all alike: ``why``)."""
-        if not self.repeated:
-            return paired_difference(*self.table)
-        return cluster_bootstrap(list(self.per_task().values()), [_difference])[0]
-
-    @property
-    def why(self) -> str:
-        """Why the difference has no interval, or nothing."""
-        return "" if not self.cases or self.interval else no_interval(len(self.per_task()))
-
-    @property
-    def test(self) -> str:
-        """The name of ``p``'s test."""
-        return "sign test on tasks" if self.repeated else "exact McNemar"
-
-    @property
-    def p(self) -> float | None:
-        """The exact McNemar p of the regressed against the improved cases; when a task has several cases
-        (repeats, turns), the sign test of each task's improved less regressed cases, since they are not
-        independent pairs. None when there are no cases."""
-        if not self.cases:
-            return None
-        if self.repeated:
-            return sign_test(gained - lost for _, lost, gained, _ in self.per_task().values())
-        _, lost, gained, _ = self.table
-        return mcnemar(gained, lost)
-
-
-def _difference(counts: tuple[int, ...]) -> float | None:
-    """NEW's pass rate minus BASE's from (passed both, regressed, improved, failed both)."""
-    n = sum(counts)
-    return (counts[2] - counts[1]) / n if n else None
+    @cached_property
+    def paired(self) -> PairedRates:
+        """BASE (the control) against NEW over the compared cases, a task being a BASE configuration's task."""
+        return PairedRates.of(((pair.base.config, pair.base.task), pair.passed(pair.base), pair.passed(pair.new))
+                              for pair in self.cases)
 
 
 Part = dict[str, Any]
@@ -313,7 +252,7 @@ MIN_PAIRED = 0.8
 @dataclass(frozen=True)
 class Gate:
     """When a comparison fails: more than ``count`` regressed cases, or, with ``alpha``, more regressed than
-    improved cases with a p (``Comparison.p``) below ``alpha``; or fewer than ``min_paired`` of the cases compared
+    improved cases with a p (``PairedRates.p``) below ``alpha``; or fewer than ``min_paired`` of the cases compared
     (none at all among them), for then what was compared does not speak for the runs."""
 
     count: int = 0
@@ -327,10 +266,10 @@ class Gate:
     def failed(self, comparison: Comparison) -> bool:
         if self.too_few(comparison):
             return True
-        _, lost, gained, _ = comparison.table
+        paired = comparison.paired
         if self.alpha is not None:
-            return lost > gained and comparison.p is not None and comparison.p < self.alpha
-        return lost > self.count
+            return paired.lost > paired.gained and paired.p is not None and paired.p < self.alpha
+        return paired.lost > self.count
 
     def describe(self) -> str:
         if self.alpha is not None:

@@ -19,13 +19,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple, TypeVar, overload
 
 from ..records import CheckOutcome, RunHeader, RunKind, Status, TaskRecord
 from ..records.passk import PassK, pass_k
 from . import intervals
 from .intervals import Interval
-from .numbers import fmt_interval, fmt_p, fmt_pct, fmt_pts, rounded
+from .numbers import fmt_interval, fmt_pct, rounded
+from .paired import PairedRates, fmt_difference, fmt_test
 from .prices import billed, cost_of
 
 T = TypeVar("T")
@@ -149,10 +151,6 @@ def final_pass(t: Tally) -> float | None:
     return _share(t.final_passed, t.final_decided)
 
 
-def lift(t: Tally) -> float | None:
-    return _share(t.fixed - t.broken, t.kept + t.broken + t.fixed + t.never)
-
-
 def corrected_pass(t: Tally) -> float | None:
     """Rogan–Gladen: the grader's satisfied rate over every run with a verdict, corrected with its
     sensitivity (1 - false rejection) and specificity (1 - false satisfied) on the verified ones."""
@@ -170,7 +168,7 @@ RATES: dict[str, tuple[Callable[[Tally], float | None], Callable[[Tally], tuple[
     "final": (final_pass, lambda t: (t.final_passed, t.final_decided)),
 }
 """The judgement's rates: each a function of the tally, and its (part, whole)."""
-ESTIMATES = {"balanced_error": balanced_error, "lift": lift, "corrected_pass": corrected_pass}
+ESTIMATES = {"balanced_error": balanced_error, "corrected_pass": corrected_pass}
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,46 +297,38 @@ class Judgement:
         """Final answers that passed their checks, of those checked (unverifiable ones left out)."""
         return self._rate("final")
 
-    def _estimate(self, name: str, exact: Interval | None, tasks: int = 0) -> Estimate:
-        """A figure with the bootstrap's interval over its ``tasks`` (when it gives one), else ``exact``."""
-        value = ESTIMATES[name](self.tally)
-        if value is None:
-            return Estimate(None, None)
-        interval = self.clustered.get(name) or exact
-        return Estimate(value, interval, "" if interval else intervals.no_interval(tasks))
-
     @property
     def balanced_error(self) -> Estimate:
         """The mean of the false-satisfied and false-rejection rates: what a grader gets wrong, whatever
         share of the answers pass (the error rate over all answers moves with that share); its interval
         combines the two rates' (when tasks repeat, the bootstrap's where it gives one)."""
         fs, fr = self.false_satisfied, self.false_rejection
-        exact = None
-        if fs.value is not None and fr.value is not None:
-            exact = intervals.mean_of_two((fs.value, fs.interval), (fr.value, fr.interval))
-        return self._estimate("balanced_error", exact)
+        if fs.value is None or fr.value is None:
+            return Estimate(None, None)
+        interval = self.clustered.get("balanced_error") or intervals.mean_of_two((fs.value, fs.interval), (fr.value, fr.interval))
+        matrix = self._tasks(lambda t: t.satisfied_passed + t.satisfied_failed + t.rejected_passed + t.rejected_failed)
+        return Estimate(balanced_error(self.tally), interval, "" if interval else intervals.no_interval(matrix))
+
+    @cached_property
+    def loop(self) -> PairedRates:
+        """The first attempts (the control) against the final answers, over the runs whose two answers were
+        both checked, by task."""
+        return PairedRates(tuple(counts for t in self.per_task if sum(counts := (t.kept, t.broken, t.fixed, t.never))))
 
     @property
     def lift(self) -> Estimate:
-        """What the loop adds: the final answers' pass rate minus the first attempts', over the runs whose
-        two answers were both checked, with Newcombe's paired interval (when tasks repeat, the bootstrap's);
-        none for a configuration of one grading pass (``ONE_PASS``)."""
+        """What the loop adds: the final answers' pass rate minus the first attempts' (``loop``'s difference and
+        interval); none for a configuration of one grading pass (``ONE_PASS``)."""
         if self.single_pass:
             return Estimate(None, None, ONE_PASS)
-        t = self.tally
-        exact = None if self.repeated else intervals.paired_difference(t.kept, t.broken, t.fixed, t.never)
-        return self._estimate("lift", exact, self._tasks(lambda task: task.kept + task.broken + task.fixed + task.never))
+        loop = self.loop
+        return Estimate(loop.difference, loop.interval, loop.why)
 
     @property
     def lift_p(self) -> float | None:
-        """The exact McNemar p-value of ``fixed`` against ``broken``; when tasks repeat, the sign test of
-        each task's ``fixed - broken`` (a task's repeats are not independent pairs); None without a lift."""
-        t = self.tally
-        if self.single_pass or not t.kept + t.broken + t.fixed + t.never:
-            return None
-        if self.repeated:
-            return intervals.sign_test(task.fixed - task.broken for task in self.per_task)
-        return intervals.mcnemar(t.fixed, t.broken)
+        """``loop``'s p: the exact McNemar p of ``fixed`` against ``broken``, or when tasks repeat the sign test
+        on tasks; None without a lift."""
+        return None if self.single_pass else self.loop.p
 
     @property
     def corrected_pass(self) -> Estimate:
@@ -475,15 +465,12 @@ def _or_worst(value: float | None) -> float:
 
 
 def fmt_lift(j: Judgement) -> str:
-    """``+20.0 pts (95% CI -15.2 to 52.1, p = 1.0; fixed 1, broken 0)``: the lift in percentage points, its
-    paired interval (or why it has none), the exact McNemar p-value and the runs it counts; why there is
-    no lift for one grading pass a run."""
-    estimate = j.lift
-    if estimate.value is None:
-        return estimate.why or "-"
-    interval = estimate.interval
-    span = f"{fmt_interval(interval, 'pts')}," if interval else f"{estimate.why};"
-    return f"{fmt_pts(estimate.value)} ({span} {fmt_p(j.lift_p)}; fixed {j.fixed}, broken {j.broken})"
+    """``+20.0 pts (95% CI -15.2 to 52.1), p = 1.0 (exact McNemar); fixed 1, broken 0``: the lift in percentage
+    points, its paired interval (or why it has none), its test and the runs it counts; why there is no lift
+    for one grading pass a run."""
+    if j.lift.value is None:
+        return j.lift.why or "-"
+    return f"{fmt_difference(j.loop)}, {fmt_test(j.loop)}; fixed {j.fixed}, broken {j.broken}"
 
 
 SUMMARY_FIELDS = (

@@ -5,9 +5,7 @@ checks, or, where no run has any, on the grader's verdicts (``satisfied``). From
 
 - per arm (a configuration): the final pass rate, and tokens and USD per success;
 - the rubric loop against each control of the same configuration but its arm, paired on task and
-  repeat: the exact McNemar p of the pairs only one of them passed, and the difference of the two pass
-  rates with Newcombe's paired 95% interval, or, when tasks repeat, the task-clustered bootstrap's
-  (none, its reason said, where the bootstrap's rule gives none: ``intervals.no_interval``);
+  repeat (``paired.PairedRates``: the difference of the two pass rates, its interval and its test);
 - the curve: the pass rate of the answer standing after pass 1, 2, ..., n (a run that ended sooner keeps
   its final answer), and what each extra pass cost and gained;
 - the revisions that broke an answer that passed its checks, and the criteria that passed, then failed;
@@ -21,14 +19,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
-from .intervals import (
-    Interval,
-    cluster_bootstrap,
-    mcnemar,
-    no_interval,
-    paired_difference,
-    sign_test,
-)
+from .paired import PairedRates
 
 RUBRIC = "rubric"
 """The arm the controls are measured against."""
@@ -211,77 +202,19 @@ def _pass_spend(run: Attempts, k: int) -> tuple[int, float | None] | None:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The rubric loop against one control, paired on task and repeat: ``both`` passed, ``rubric_only``,
-    ``control_only``, ``neither``."""
+    """The rubric loop (the treatment) against one control, paired on task and repeat."""
 
     rubric: str
     control: str
-    both: int
-    rubric_only: int
-    control_only: int
-    neither: int
-    tasks: int | None
-    """The tasks behind the pairs when some task has several (the interval is then clustered)."""
-    clustered: Interval | None = None
-    task_differences: tuple[int, ...] = ()
-    """Each task's rubric-only less control-only pairs, when some task has several."""
-
-    @property
-    def pairs(self) -> int:
-        return self.both + self.rubric_only + self.control_only + self.neither
-
-    @property
-    def difference(self) -> float | None:
-        """The rubric loop's pass rate minus the control's."""
-        return (self.rubric_only - self.control_only) / self.pairs if self.pairs else None
-
-    @property
-    def interval(self) -> Interval | None:
-        if self.tasks is not None:
-            return self.clustered
-        return paired_difference(self.both, self.control_only, self.rubric_only, self.neither)
-
-    @property
-    def why(self) -> str:
-        """Why the difference has no interval (``intervals.no_interval``); empty when it has one, or no difference."""
-        return no_interval(self.tasks) if self.tasks is not None and self.pairs and self.clustered is None else ""
-
-    @property
-    def p(self) -> float | None:
-        """The exact McNemar p of the pairs only one arm passed; when tasks repeat, the sign test of each
-        task's rubric-only less control-only pairs (a task's repeats are not independent pairs)."""
-        if not self.pairs:
-            return None
-        return mcnemar(self.rubric_only, self.control_only) if self.tasks is None else sign_test(self.task_differences)
-
-
-def _difference(counts: tuple[int, ...]) -> float | None:
-    total = sum(counts)
-    return (counts[1] - counts[2]) / total if total else None
+    paired: PairedRates
 
 
 def compare(rubric: list[Attempts], control: list[Attempts], on: str) -> Comparison:
     """``rubric``'s runs against ``control``'s, paired on task and repeat; a pair counts when both
     outcomes are known."""
     theirs = {(run.task, run.repeat): final(run, on) for run in control}
-    return paired(rubric[0].group, control[0].group,
-                  ((run.task, final(run, on), theirs.get((run.task, run.repeat))) for run in rubric))
-
-
-def paired(rubric: str, control: str, pairs: Iterable[tuple[Hashable, bool | None, bool | None]]) -> Comparison:
-    """``rubric`` against ``control`` over ``pairs``: (task, rubric's outcome, control's outcome) each; a
-    pair counts when both outcomes are known."""
-    per_task: dict[Hashable, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    for task, mine, other in pairs:
-        if mine is None or other is None:
-            continue
-        per_task[task][(0 if other else 3) if mine == other else (1 if mine else 2)] += 1
-    both, rubric_only, control_only, neither = (sum(c[i] for c in per_task.values()) for i in range(4))
-    repeated = any(sum(counts) > 1 for counts in per_task.values())
-    clustered = cluster_bootstrap([tuple(c) for c in per_task.values()], [_difference])[0] if repeated else None
-    return Comparison(rubric, control, both, rubric_only, control_only, neither,
-                      len(per_task) if repeated else None, clustered,
-                      tuple(c[1] - c[2] for c in per_task.values()) if repeated else ())
+    return Comparison(rubric[0].group, control[0].group,
+                      PairedRates.of((run.task, theirs.get((run.task, run.repeat)), final(run, on)) for run in rubric))
 
 
 def comparisons(runs: list[Attempts], on: str) -> list[Comparison]:

@@ -21,12 +21,12 @@ against what the policy did.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from ..config.schema import STOP
-from .loop_value import Attempts, Comparison, by_group, final, outcomes, paired
+from .loop_value import Attempts, by_group, final, outcomes
+from .paired import PairedRates
 
 RETURNS = ("last", "best", "satisfied")
 """The return rules, ``loop.returns``."""
@@ -179,8 +179,8 @@ class Replayed:
     cost: float | None
     as_run_tokens: int
     """The same runs' tokens as they ran."""
-    versus: Comparison | None
-    """Paired against the runs as they ran; None for the runs' own policy."""
+    versus: PairedRates | None
+    """The runs as they ran (the control) against the policy; None for the runs' own policy."""
 
     @property
     def name(self) -> str:
@@ -208,9 +208,9 @@ class Replayed:
             "not_replayable": self.not_replayable, "passed": self.passed, "known": self.known, "rate": self.rate,
             "tokens": self.tokens, "usd": self.cost, "as_run_tokens": self.as_run_tokens, "token_change": self.token_change,
             "versus_as_run": None if versus is None else {
-                "pairs": versus.pairs, "both": versus.both, "policy_only": versus.rubric_only, "as_run_only": versus.control_only,
+                "pairs": versus.cases, "both": versus.both, "policy_only": versus.gained, "as_run_only": versus.lost,
                 "neither": versus.neither, "difference": versus.difference, "interval": versus.interval, "p": versus.p,
-                "why_no_interval": versus.why or None},
+                "test": versus.test if versus.cases else None, "why_no_interval": versus.why or None},
         }
 
 
@@ -242,8 +242,7 @@ def replay_group(group: str, runs: list[Attempts], chosen: list[Policy], on: str
         done = [(run, replay(run, policy, on)) for run in runs]
         kept = [(run, r) for run, r in done if r.replayable]
         known = [r.outcome for _, r in kept if r.outcome is not None]
-        pairs: list[tuple[Hashable, bool | None, bool | None]] = [(run.task, r.outcome, as_run[id(run)].outcome) for run, r in kept]
-        versus = None if policy == own else paired(policy.name, AS_RUN, pairs)
+        versus = None if policy == own else PairedRates.of((run.task, as_run[id(run)].outcome, r.outcome) for run, r in kept)
         found.append(Replayed(group, policy, policy == own, len(runs), len(done) - len(kept), sum(known), len(known),
                               _sum([r.tokens for _, r in kept]), _sum([r.cost for _, r in kept]),
                               sum(run.tokens for run, _ in kept), versus))

@@ -14,7 +14,8 @@ from collections import Counter
 from pathlib import Path
 
 from ..analysis.compare import CHECKS, MIN_PAIRED, Case, Comparison, Gate, Paired, Pairing, Part, Unpaired, compare
-from ..analysis.numbers import fmt_interval, fmt_num, fmt_p, fmt_pct, fmt_pts, fmt_rate, fmt_tokens
+from ..analysis.numbers import fmt_num, fmt_p, fmt_pct, fmt_rate, fmt_tokens
+from ..analysis.paired import PairedRates, fmt_difference
 from ..errors import UsageError
 from ..records import ExitCode, RunHeader
 
@@ -168,24 +169,22 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
     """The comparison as Markdown, for a pull request (``labels``: of BASE's and of NEW's configurations), each
     table cut to ``max_rows`` rows (0: all)."""
     limit = max_rows or None
-    both, lost, gained, neither = result.table
+    rates = result.paired
+    both, lost, gained, neither = rates.counts
     n = len(result.cases)
-    base_rate, new_rate = result.rates
-    interval = result.interval
-    ci = f" ({fmt_interval(interval, 'pts')})" if interval else f" ({result.why})" if result.why else ""
     checked = sum(pair.basis == CHECKS for pair in result.cases)
     lines = [
         "## rubric-runner compare", "",
         f"**BASE** `{base}` ({result.base_total.runs} runs) vs **NEW** `{new}` ({result.new_total.runs} runs); "
         f"configurations paired by fingerprint: {_compared(result.pairing)}.", "",
         "| | BASE | NEW | change |", "| --- | --- | --- | --- |",
-        f"| passed | {fmt_rate(both + lost, n)} | {fmt_rate(both + gained, n)} | {fmt_pts(result.difference)}{ci} |",
+        f"| passed | {fmt_rate(both + lost, n)} | {fmt_rate(both + gained, n)} | {fmt_difference(rates)} |",
         f"| tokens | {fmt_tokens(result.base_spend.tokens)} | {fmt_tokens(result.new_spend.tokens)} | "
         f"{_delta(result.base_spend.tokens, result.new_spend.tokens, 0)} |",
         f"| est. USD | {fmt_num(result.base_spend.cost, 4)} | {fmt_num(result.new_spend.cost, 4)} | "
         f"{_delta(result.base_spend.cost, result.new_spend.cost, 4)} |", "",
         f"**{lost} regressed**, {gained} improved, {both + neither} unchanged ({both} passed both, {neither} failed both) "
-        f"of {n} cases; {result.test} {fmt_p(result.p)} on {_discordant(result)}. Judged on hidden checks: "
+        f"of {n} cases; {rates.test} {fmt_p(rates.p)} on {_counted(rates)}. Judged on hidden checks: "
         f"{checked}, on the grader's verdict: {n - checked}.",
     ]
     if result.crashed:
@@ -212,14 +211,9 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
     return "\n".join(lines) + "\n"
 
 
-def _discordant(result: Comparison) -> str:
+def _counted(rates: PairedRates) -> str:
     """What the test counts: the discordant cases, or with repeats the tasks that moved."""
-    if not result.repeated:
-        _, lost, gained, _ = result.table
-        return f"{lost + gained} discordant"
-    tasks = result.per_task()
-    moved = sum(gained != lost for _, lost, gained, _ in tasks.values())
-    return f"{moved} of {len(tasks)} tasks moved (their repeats are not independent pairs)"
+    return rates.counted + (" (their repeats are not independent pairs)" if rates.repeated else "")
 
 
 def _statuses(pairs: list[Paired]) -> str:
@@ -272,11 +266,11 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError("--markdown", f"cannot write {args.markdown}: {exc.strerror or exc}", "give a file in a dir you may write") from None
     else:
         print(text)
-    _, lost, gained, _ = result.table
+    rates = result.paired
     code = ExitCode.BELOW_THRESHOLD if failed else ExitCode.SATISFIED
     missing = f", {len(result.only_base)} only in BASE, {len(result.only_new)} only in NEW" if result.only_base or result.only_new else ""
-    print(f"compare: {lost} regressed, {gained} improved of {len(result.cases)} cases{missing}; "
-          f"{result.test} {fmt_p(result.p)}" + (f"; gate {'failed' if failed else 'passed'}" if gate else "")
+    print(f"compare: {rates.lost} regressed, {rates.gained} improved of {len(result.cases)} cases{missing}; "
+          f"{rates.test} {fmt_p(rates.p)}" + (f"; gate {'failed' if failed else 'passed'}" if gate else "")
           + (" (nothing paired)" if gate and not result.cases else " (too few compared)" if gate and gate.too_few(result) else "")
           + f" -> exit {int(code)}" + (f"\n  {args.markdown}" if args.markdown else ""))
     return code

@@ -34,7 +34,8 @@ def add_parser(subparsers) -> None:
         description="Replay loop policies over the grading passes recorded under DIR (a run dir or a sweep dir), "
         "with no model call: per configuration, the pass rate of the answer each policy would return, the tokens "
         "and est. USD it would have spent, and the difference against the runs as they ran (paired, with its 95% "
-        "CI and McNemar p). Runs a policy would need an attempt of that they never made are counted as not replayable.")
+        "CI and the exact McNemar p, or the sign test on tasks when tasks repeat). Runs a policy would need an "
+        "attempt of that they never made are counted as not replayable.")
     parser.add_argument("dir", metavar="RUN_OR_SWEEP_DIR", type=Path, help="a run dir or a sweep dir")
     parser.add_argument("--return", dest="returns", choices=RETURNS, default="last",
                         help="the attempt the stop rules and caps return (default last, as the library does)")

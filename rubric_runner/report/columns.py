@@ -35,7 +35,8 @@ from ..analysis.judge import (
     ranking,
     ranking_line,
 )
-from ..analysis.numbers import fmt_interval, fmt_num, fmt_p, fmt_pct, fmt_pts, fmt_rate, fmt_tokens
+from ..analysis.numbers import fmt_num, fmt_pct, fmt_rate, fmt_tokens
+from ..analysis.paired import fmt_difference, fmt_test
 from ..paths import Resolver
 from ..records import CheckOutcome, LimitHit, Outcome, Status
 from . import configs
@@ -523,14 +524,6 @@ def ranking_lines(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[
 
 
 
-def _difference(c: loop_value.Comparison) -> str:
-    """``+20.0 pts (95% CI -25.2 to 54.6)``: the rubric loop's pass rate minus the control's, or why it has no interval."""
-    if c.difference is None:
-        return "-"
-    span = fmt_interval(c.interval, "pts") if c.interval else c.why
-    return fmt_pts(c.difference) + (f" ({span})" if span else "")
-
-
 def _passes(checked: tuple[bool | None, ...]) -> str:
     return ", ".join("-" if value is None else "pass" if value else "fail" for value in checked)
 
@@ -551,14 +544,14 @@ LOOP_ARM_COLUMNS = (
 LOOP_PAIR_COLUMNS = (
     Column("rubric loop", lambda row: row["rubric"]),
     Column("control", lambda row: row["control"]),
-    Column("pairs", lambda row: row["c"].pairs, sort=lambda row: row["c"].pairs),
+    Column("pairs", lambda row: row["c"].cases, sort=lambda row: row["c"].cases),
     Column("both passed", lambda row: row["c"].both, sort=lambda row: row["c"].both),
-    Column("rubric only", lambda row: row["c"].rubric_only, sort=lambda row: row["c"].rubric_only),
-    Column("control only", lambda row: row["c"].control_only, sort=lambda row: row["c"].control_only),
+    Column("rubric only", lambda row: row["c"].gained, sort=lambda row: row["c"].gained),
+    Column("control only", lambda row: row["c"].lost, sort=lambda row: row["c"].lost),
     Column("neither", lambda row: row["c"].neither, sort=lambda row: row["c"].neither),
-    Column("difference", lambda row: _difference(row["c"]), sort=lambda row: _or(row["c"].difference, -2)),
-    Column("McNemar", lambda row: fmt_p(row["c"].p), sort=lambda row: _or(row["c"].p, 2)),
-    Column("tasks", lambda row: row["c"].tasks or "-"),
+    Column("difference", lambda row: fmt_difference(row["c"]), sort=lambda row: _or(row["c"].difference, -2)),
+    Column("p (test)", lambda row: fmt_test(row["c"]), sort=lambda row: _or(row["c"].p, 2)),
+    Column("tasks", lambda row: row["c"].tasks if row["c"].repeated else "-"),
 )
 """The rubric loop against each control, paired on task and repeat."""
 
@@ -611,7 +604,7 @@ def loop_tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str,
     per_group = Counter(b.run.group for b in broken)
     arm_rows = [{"label": names[a.group], "number": g["group"], "arm": a, "broken": per_group[a.group] if on == loop_value.CHECKS else None}
                 for a in loop_value.arms(attempts, on) for g in groups if g["key"] == a.group]
-    pairs = [{"rubric": names[c.rubric], "control": names[c.control], "c": c} for c in loop_value.comparisons(attempts, on)]
+    pairs = [{"rubric": names[c.rubric], "control": names[c.control], "c": c.paired} for c in loop_value.comparisons(attempts, on)]
     curve = [{"label": names[group], "group": group, "p": point}
              for group, points in loop_value.curve(attempts, on).items() for point in points]
     found = {"loop-arms": Table("loop-arms", LOOP_ARM_COLUMNS, arm_rows), "loop-pairs": Table("loop-pairs", LOOP_PAIR_COLUMNS, pairs),
@@ -624,10 +617,10 @@ def loop_tables(runs: list[Run], groups: list[dict[str, Any]], prices: dict[str,
 
 
 def _versus(r: policies.Replayed) -> str:
-    """``+10.0 pts (95% CI ...), p = 0.5``: the policy's pass rate minus the runs' as they ran; ``-`` for their own."""
+    """``+10.0 pts (95% CI ...), p = 0.5 (exact McNemar)``: the policy's pass rate minus the runs' as they ran; ``-`` for their own."""
     if r.versus is None:
         return "-"
-    return f"{_difference(r.versus)}, {fmt_p(r.versus.p)}" if r.versus.difference is not None else "n/a"
+    return f"{fmt_difference(r.versus)}, {fmt_test(r.versus)}" if r.versus.difference is not None else "n/a"
 
 
 POLICY_COLUMNS = (

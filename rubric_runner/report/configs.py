@@ -127,18 +127,25 @@ def _given(headers: dict[str, RunHeader]) -> dict[str, dict[str, Any]]:
     return shown
 
 
+def _by_overrides(first: dict[str, RunHeader], given: dict[str, dict[str, Any]], resolved: dict[str, dict[str, Any]],
+                  fallback: dict[str, str]) -> dict[str, str]:
+    """Each key's label: the ``given`` overrides in which it differs, then, where those are alike, the
+    ``resolved`` keys in which the keys alike differ; its ``fallback`` where neither tells it apart."""
+    named = labels(given, dict.fromkeys(first, ""))
+    told: dict[str, str] = {}
+    for text in set(named.values()):
+        alike = [key for key in first if named[key] == text]
+        told.update(labels({key: resolved[key] for key in alike}, dict.fromkeys(alike, "")))
+    return {key: ", ".join(part for part in (named[key], told[key]) if part) or fallback[key] for key in first}
+
+
 def group_labels(headers: Iterable[tuple[str, RunHeader]]) -> dict[str, str]:
     """The label of each group key, from a header of each: the overrides in which it differs (``rubric=code``,
     not the keys that choice set), then, where those are alike, the resolved keys in which the groups alike
     differ; led by its kind or turn when the groups' differ."""
     first = dict(headers)
     fallback = {key: f"{h.worker.model or '?'} / {h.grader.model or '?'} / {h.rubric.name or '?'}" for key, h in first.items()}
-    given = labels(_given(first), dict.fromkeys(first, ""))
-    resolved: dict[str, str] = {}
-    for text in set(given.values()):
-        alike = [key for key in first if given[key] == text]
-        resolved.update(labels({key: configuration(first[key]) for key in alike}, dict.fromkeys(alike, "")))
-    named = {key: ", ".join(part for part in (given[key], resolved[key]) if part) or fallback[key] for key in first}
+    named = _by_overrides(first, _given(first), {key: configuration(h) for key, h in first.items()}, fallback)
     kinds = {(h.kind, h.turn or 1) for h in first.values()}
     if len(kinds) > 1:
         for key, h in first.items():
@@ -147,7 +154,16 @@ def group_labels(headers: Iterable[tuple[str, RunHeader]]) -> dict[str, str]:
     return named
 
 
+def _grader_override(key: str) -> bool:
+    """Whether an override sets the grader (``grader=haiku``, ``grader.model=...``) but its budget of passes."""
+    key = key.lstrip("+~")
+    return (key == "grader" or key.startswith("grader.")) and key != "grader.max_iterations"
+
+
 def grader_labels(headers: Iterable[tuple[str, RunHeader]]) -> dict[str, str]:
-    """The label of each grader key: the ``grader.*`` keys in which it differs, or its model."""
+    """The label of each grader key, from a header of each: the grader overrides in which it differs
+    (``grader=haiku``), then the ``grader.*`` keys in which the graders alike differ; or its model."""
     first = dict(headers)
-    return labels({key: grader_part(h) for key, h in first.items()}, {key: h.grader.model or "?" for key, h in first.items()})
+    given = {key: {k: v for k, v in part.items() if _grader_override(k)} for key, part in _given(first).items()}
+    return _by_overrides(first, given, {key: grader_part(h) for key, h in first.items()},
+                         {key: h.grader.model or "?" for key, h in first.items()})

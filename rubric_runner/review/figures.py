@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..analysis.agreement import (
     PANEL,
     UNSTABLE_KAPPA,
+    AgainstPeople,
     Label,
     Rating,
     Share,
@@ -36,9 +37,15 @@ def _matrix_cells(j: Judgement | None) -> list[object]:
     return [j.balanced_error, j.false_satisfied, j.false_rejection, j.false_discovery]
 
 
-def agreement_lines(ratings: list[Rating], labels: dict[str, Label]) -> list[str]:
-    """The figures of ``ratings`` (and ``labels``, by transcript), as Markdown lines; none when there is
-    nothing to compare."""
+def graders_against_labels(ratings: list[Rating], labels: dict[str, Label]) -> dict[str, AgainstPeople]:
+    """Each grader that rated a labelled transcript, against people's ``labels``."""
+    found = {g: against_labels(rs, labels) for g, rs in graders_of(ratings).items()} if labels else {}
+    return {g: p for g, p in found.items() if p.verdict.items}
+
+
+def agreement_lines(ratings: list[Rating], labels: dict[str, Label], people: dict[str, AgainstPeople] | None = None) -> list[str]:
+    """The figures of ``ratings`` (and ``labels``, by transcript, with the graders against them: ``people``,
+    ``graders_against_labels`` when not given), as Markdown lines; none when there is nothing to compare."""
     graders = graders_of(ratings)
     lines: list[str] = []
     repeated = {g: rs for g, rs in graders.items() if len({r.item for r in rs}) < len(rs)}
@@ -74,17 +81,17 @@ def agreement_lines(ratings: list[Rating], labels: dict[str, Label]) -> list[str
     if any(cell != "-" for row in rows for cell in row[1:]):
         lines += ["## Graders against hidden checks", ""]
         lines += _table(("grader", "balanced error", "false satisfied", "false rejection", "false discovery"), rows)
-    lines += human_lines(ratings, labels, found.votes if found is not None else [])
+    if people is None:
+        people = graders_against_labels(ratings, labels)
+    lines += human_lines(ratings, labels, people, found.votes if found is not None else [])
     return lines
 
 
-def human_lines(ratings: list[Rating], labels: dict[str, Label], votes: Sequence[Rating] = ()) -> list[str]:
-    """The graders (and the panel's ``votes``) against people's labels, and people against hidden checks."""
-    if not labels:
-        return []
-    graders = {**graders_of(ratings), **({PANEL: list(votes)} if votes else {})}
-    people = {g: against_labels(rs, labels) for g, rs in graders.items()}
-    people = {g: p for g, p in people.items() if p.verdict.items}
+def human_lines(ratings: list[Rating], labels: dict[str, Label], graders: dict[str, AgainstPeople],
+                votes: Sequence[Rating] = ()) -> list[str]:
+    """The ``graders`` (and the panel's ``votes``) against people's labels, and people against hidden checks."""
+    voted = against_labels(votes, labels) if votes and labels else None
+    people = {**graders, **({PANEL: voted} if voted is not None and voted.verdict.items else {})}
     if not people:
         return []
     lines = ["## Grader against people", "",
@@ -118,12 +125,12 @@ class LabelTest:
     below: bool
 
 
-def label_tests(ratings: list[Rating], labels: dict[str, Label], least: float) -> list[LabelTest]:
-    """Each grader that rated a labelled transcript, its verdicts tested against the share ``least``."""
+def label_tests(graders: dict[str, AgainstPeople], least: float) -> list[LabelTest]:
+    """Each grader against people's labels (``graders_against_labels``), its verdicts tested against the share ``least``."""
     tests = []
-    for grader, own in graders_of(ratings).items():
-        people = against_labels(own, labels).verdict
-        if people.items and people.percent.value is not None:
-            tests.append(LabelTest(grader, people.agreed, people.items, people.percent, people.percent.value < least))
+    for grader, people in graders.items():
+        verdict = people.verdict
+        if verdict.items and verdict.percent.value is not None:
+            tests.append(LabelTest(grader, verdict.agreed, verdict.items, verdict.percent, verdict.percent.value < least))
     return tests
 

@@ -156,9 +156,9 @@ def test_the_figures_are_mcnemar_and_newcombe_on_the_cases():
     base = [_case(f"t{i}") for i in range(10)]
     new = [_case(f"t{i}", Status.FAILED if i < 6 else Status.SATISFIED) for i in range(10)]
     result = compare(base, new, {"c": {}}, {"c": {}})
-    assert result.table == (4, 6, 0, 0)
-    assert result.p == mcnemar(0, 6) == pytest.approx(2 / 64)
-    assert result.interval == paired_difference(4, 6, 0, 0) and result.difference == pytest.approx(-0.6)
+    assert result.paired.counts == (4, 6, 0, 0)
+    assert result.paired.p == mcnemar(0, 6) == pytest.approx(2 / 64)
+    assert result.paired.interval == paired_difference(4, 6, 0, 0) and result.paired.difference == pytest.approx(-0.6)
     assert Gate(alpha=0.05).failed(result) and not Gate(alpha=0.01).failed(result)
     assert Gate(count=5).failed(result) and not Gate(count=6).failed(result)
     assert not Gate(alpha=0.05).failed(compare(new, base, {"c": {}}, {"c": {}}))  # improvements never fail it
@@ -183,15 +183,15 @@ def test_with_repeats_the_p_counts_tasks_not_cases():
     base = [_case(t, repeat=r) for t in ("a", "b") for r in range(3)]
     new = [_case(t, Status.FAILED if t == "a" else Status.SATISFIED, repeat=r) for t in ("a", "b") for r in range(3)]
     result = compare(base, new, {"c": {}}, {"c": {}})
-    assert result.table == (3, 3, 0, 0)
-    assert result.p == 1.0 and mcnemar(0, 3) == 0.25  # one task regressed three times: one task moved
+    assert result.paired.counts == (3, 3, 0, 0)
+    assert result.paired.p == 1.0 and mcnemar(0, 3) == 0.25  # one task regressed three times: one task moved
     assert not Gate(alpha=0.3).failed(result)
 
 
 def test_unfinished_cases_are_listed_not_counted():
     result = compare([_case("a"), _case("b")], [_case("a", Status.INTERRUPTED), _case("b", Status.FAILED)], {"c": {}}, {"c": {}})
     assert [pair.base.task for pair in result.unfinished] == ["a"]
-    assert result.table == (0, 1, 0, 0)
+    assert result.paired.counts == (0, 1, 0, 0)
 
 
 def test_configurations_pair_by_fingerprint_the_config_but_the_compared_keys():
@@ -330,18 +330,18 @@ def test_with_repeats_the_interval_is_clustered_by_task_and_the_p_named_the_sign
     few = compare([_case(t, repeat=r) for t in ("a", "b") for r in range(3)],
                   [_case(t, Status.FAILED if t == "a" else Status.SATISFIED, repeat=r) for t in ("a", "b") for r in range(3)],
                   {"c": {}}, {"c": {}})
-    assert few.repeated and few.test == "sign test on tasks"
-    assert few.interval is None and few.why == "no interval: 2 tasks, fewer than 10"  # Newcombe's on 6 cases would be one
+    assert few.paired.repeated and few.paired.test == "sign test on tasks"
+    assert few.paired.interval is None and few.paired.why == "no interval: 2 tasks, fewer than 10"  # Newcombe's on 6 cases would be one
     # twelve tasks, two repeats each: four regressed twice, two once, the rest unchanged
     lost = {f"t{i}": 2 if i < 4 else 1 if i < 6 else 0 for i in range(12)}
     base = [_case(t, repeat=r) for t in lost for r in range(2)]
     new = [_case(t, Status.FAILED if r < lost[t] else Status.SATISFIED, repeat=r) for t in lost for r in range(2)]
     many = compare(base, new, {"c": {}}, {"c": {}})
-    assert many.table == (14, 10, 0, 0) and many.why == ""
+    assert many.paired.counts == (14, 10, 0, 0) and many.paired.why == ""
     per_task = [(2 - lost[t], lost[t], 0, 0) for t in lost]
-    assert many.interval == cluster_bootstrap(per_task, [lambda c: (c[2] - c[1]) / sum(c)])[0]
-    assert many.interval != paired_difference(14, 10, 0, 0)  # the cases taken as independent pairs
-    assert many.p == mcnemar(0, 6)  # six tasks moved, all one way
+    assert many.paired.interval == cluster_bootstrap(per_task, [lambda c: (c[2] - c[1]) / sum(c)])[0]
+    assert many.paired.interval != paired_difference(14, 10, 0, 0)  # the cases taken as independent pairs
+    assert many.paired.p == mcnemar(0, 6)  # six tasks moved, all one way
 
 
 def test_a_crashed_case_is_outside_the_rates_counted_beside_them():
@@ -349,7 +349,7 @@ def test_a_crashed_case_is_outside_the_rates_counted_beside_them():
     new = [_case("a", Status.ERROR), _case("b", Status.GRADER_ERROR), _case("c")]
     result = compare(base, new, {"c": {}}, {"c": {}})
     assert [pair.base.task for pair in result.crashed] == ["a", "b"]
-    assert result.table == (0, 0, 1, 0) and result.rates == (0.0, 1.0)  # a crash is no regression: no verdict
+    assert result.paired.counts == (0, 0, 1, 0) and result.paired.rates == (0.0, 1.0)  # a crash is no regression: no verdict
     assert result.paired_share == pytest.approx(1 / 3) and Gate().failed(result)
 
 

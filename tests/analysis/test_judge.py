@@ -393,7 +393,7 @@ def test_a_sweep_dir_is_regraded_job_by_job_and_its_regrades_are_not_its_runs(tm
 
 LENIENT_1_OF_2 = "1/2 (50.0%, 95% CI 9.5-90.5%)"
 """The demo's false-satisfied rate: of the two final answers that fail check(), the grader accepted one."""
-LIFT = "+20.0 pts (95% CI -25.2 to 54.6, p = 1.0; fixed 1, broken 0)"
+LIFT = "+20.0 pts (95% CI -25.2 to 54.6), p = 1.0 (exact McNemar); fixed 1, broken 0"
 """The demo's lift: one run fixed, none broken, of five; Newcombe's paired interval and McNemar's exact p."""
 
 
@@ -534,7 +534,7 @@ def test_one_task_run_three_times_gives_no_interval_of_zero_width(tmp_path):
     assert answers["first answer passed"] == "0/3 (0.0%, 95% CI 0.0-79.3%, 1 task)"
     assert answers["final answer passed"] == "3/3 (100.0%, 95% CI 20.7-100.0%, 1 task)"
     assert intervals.wilson(1, 1) == pytest.approx((0.2065, 1.0), abs=1e-4)  # one task: one observation
-    assert answers["lift"] == "+100.0 pts (no interval: 1 task, fewer than 10; p = 1.0; fixed 3, broken 0)"
+    assert answers["lift"] == "+100.0 pts (no interval: 1 task, fewer than 10), p = 1.0 (sign test on tasks); fixed 3, broken 0"
     spans = _spans(text)
     assert spans and all(low < high for low, high in spans)
 

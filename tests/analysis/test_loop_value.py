@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rubric_runner.analysis import loop_value
-from rubric_runner.analysis.intervals import paired_difference
+from rubric_runner.analysis.intervals import mcnemar, paired_difference
 from rubric_runner.analysis.loop_value import CHECKS, VERDICTS, Attempts
 
 T, F = True, False
@@ -66,24 +66,24 @@ def test_the_rubric_loop_against_each_control_is_paired_on_task_and_repeat():
     assert set(found) == {"single", "resample"}
     single = found["single"]
     # t1 rubric only, t2 both, t3 single only, t4 neither, t5 rubric only
-    assert (single.both, single.rubric_only, single.control_only, single.neither) == (1, 2, 1, 1)
-    assert single.difference == pytest.approx(0.2)  # (2 - 1) / 5
-    assert single.p == 1.0  # 2 x P(X <= 1 | n = 3) = 2 x 4/8, at most 1
-    assert single.tasks is None and single.interval == paired_difference(1, 1, 2, 1)
+    assert (single.paired.both, single.paired.gained, single.paired.lost, single.paired.neither) == (1, 2, 1, 1)
+    assert single.paired.difference == pytest.approx(0.2)  # (2 - 1) / 5
+    assert single.paired.p == 1.0  # 2 x P(X <= 1 | n = 3) = 2 x 4/8, at most 1
+    assert not single.paired.repeated and single.paired.interval == paired_difference(1, 1, 2, 1)
     resample = found["resample"]
     # t1 rubric only, t2 both, t3 resample only, t4 neither, t5 both
-    assert (resample.both, resample.rubric_only, resample.control_only, resample.neither) == (2, 1, 1, 1)
-    assert resample.difference == 0
+    assert (resample.paired.both, resample.paired.gained, resample.paired.lost, resample.paired.neither) == (2, 1, 1, 1)
+    assert resample.paired.difference == 0
 
 
 def test_mcnemar_and_the_interval_take_the_rubric_loop_as_after():
     rubric = [attempts("rubric", f"t{i}", (F, T)) for i in range(6)]
     control = [attempts("single", f"t{i}", (F,)) for i in range(6)]
     found = loop_value.compare(rubric, control, CHECKS)
-    assert (found.both, found.rubric_only, found.control_only, found.neither) == (0, 6, 0, 0)
-    assert found.difference == 1.0
-    assert found.p == pytest.approx(2 / 64)  # 2 x P(X = 0 | n = 6)
-    low, high = found.interval
+    assert (found.paired.both, found.paired.gained, found.paired.lost, found.paired.neither) == (0, 6, 0, 0)
+    assert found.paired.difference == 1.0
+    assert found.paired.p == pytest.approx(2 / 64)  # 2 x P(X = 0 | n = 6)
+    low, high = found.paired.interval
     assert 0 < low < high == 1.0  # the rubric loop better: the interval above 0
 
 
@@ -91,23 +91,23 @@ def test_repeated_tasks_get_the_task_clustered_interval():
     rubric = [attempts("rubric", t, (T,), repeat=r) for t in ("t1", "t2") for r in (0, 1)]
     control = [attempts("single", t, (F,), repeat=r) for t in ("t1", "t2") for r in (0, 1)]
     found = loop_value.compare(rubric, control, CHECKS)
-    assert found.pairs == 4 and found.tasks == 2
+    assert found.paired.cases == 4 and found.paired.tasks == 2
     # two tasks resampled give a zero-width interval at +100 points: none, and why
-    assert (found.interval, found.why) == (None, "no interval: 2 tasks, fewer than 10")
-    assert found.p == 0.5 and loop_value.mcnemar(4, 0) == 0.125  # two tasks moved (2 x (1/2)^2), not four pairs
+    assert (found.paired.interval, found.paired.why) == (None, "no interval: 2 tasks, fewer than 10")
+    assert found.paired.p == 0.5 and mcnemar(4, 0) == 0.125  # two tasks moved (2 x (1/2)^2), not four pairs
     rubric = [attempts("rubric", f"t{i}", (T if i % 3 else F,), repeat=r) for i in range(12) for r in (0, 1)]
     control = [attempts("single", f"t{i}", (F,), repeat=r) for i in range(12) for r in (0, 1)]
     found = loop_value.compare(rubric, control, CHECKS)
-    assert found.tasks == 12 and found.difference == pytest.approx(16 / 24)
-    low, high = found.interval  # twelve tasks, not all alike: the bootstrap's
-    assert low < found.difference < high and found.why == ""
+    assert found.paired.tasks == 12 and found.paired.difference == pytest.approx(16 / 24)
+    low, high = found.paired.interval  # twelve tasks, not all alike: the bootstrap's
+    assert low < found.paired.difference < high and found.paired.why == ""
 
 
 def test_pairs_need_both_outcomes_known():
     rubric = [attempts("rubric", "t1", (T,)), attempts("rubric", "t2", (None,)), attempts("rubric", "t3", (F,))]
     control = [attempts("single", "t1", (F,)), attempts("single", "t2", (T,))]
     found = loop_value.compare(rubric, control, CHECKS)
-    assert (found.pairs, found.rubric_only) == (1, 1)  # t2 unverifiable, t3 has no control run
+    assert (found.paired.cases, found.paired.gained) == (1, 1)  # t2 unverifiable, t3 has no control run
 
 
 def test_the_curve_keeps_a_finished_runs_final_answer_and_costs_each_pass():

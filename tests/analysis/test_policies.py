@@ -67,7 +67,7 @@ def test_the_table_pairs_each_policy_with_the_runs_as_they_ran_and_counts_the_un
     assert "last" not in rows  # the runs' own policy is the as-run row
     assert rows["as run (last)"].versus is None and (rows["as run (last)"].passed, rows["as run (last)"].known) == (0, 3)
     best = rows["best"]
-    assert (best.passed, best.known, best.versus.rubric_only, best.versus.control_only) == (2, 3, 2, 0)
+    assert (best.passed, best.known, best.versus.gained, best.versus.lost) == (2, 3, 2, 0)
     assert best.token_change == 0.0 and best.as_dict()["usd"] is None  # unpriced: null, never 0
     capped = rows["max_iterations=3"]
     assert (capped.not_replayable, capped.replayed) == (2, 1)  # the two runs a cap of 2 ended

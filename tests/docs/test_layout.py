@@ -215,3 +215,19 @@ def test_a_second_definition_of_a_rate_is_found(tmp_path):
     (tmp_path / "report" / "stats.py").write_text("class Stats:\n    def satisfied_rate(self, runs):\n        return 0.0\n")
     (tmp_path / "status.py").write_text("def satisfied_rate(statuses):\n    return None\n")
     assert definitions("satisfied_rate", tmp_path) == ["report/stats.py", "status.py"]
+
+
+PAIRED_TESTS = ("mcnemar", "sign_test", "paired_difference")
+"""The paired interval and tests (``analysis/intervals.py``): the lift, the loop's arms, the policies and
+compare reach them through one engine, ``analysis/paired.py``."""
+
+
+def callers(name: str, root=PACKAGE, home: str = "analysis/intervals.py") -> list[str]:
+    """The modules under ``root`` but ``home`` (where the tests are defined) that call ``name``."""
+    pattern = re.compile(rf"(?<!def )\b{name}\(")
+    return sorted(found for path in root.rglob("*.py")
+                  if (found := str(path.relative_to(root))) != home and pattern.search(path.read_text(encoding="utf-8")))
+
+
+def test_one_paired_engine_calls_the_paired_tests():
+    assert {name: callers(name) for name in PAIRED_TESTS} == dict.fromkeys(PAIRED_TESTS, ["analysis/paired.py"])

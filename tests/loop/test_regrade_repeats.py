@@ -11,6 +11,7 @@ import pytest
 import rubric_runner
 from rubric_runner.cli import run_command
 from rubric_runner.records import ExitCode
+from rubric_runner.review import figures
 from rubric_runner.review.labels import (
     LABELS_FILE,
     PersonLabel,
@@ -141,13 +142,17 @@ def test_a_golden_set_made_from_a_labelled_run_fails_a_lenient_judge(demo, tmp_p
                         "run.console=false"]) == 0
 
 
-def test_the_api_regrade_ranks_the_graders_and_tests_them_against_the_labels(demo, tmp_path):
+def test_the_api_regrade_ranks_the_graders_and_tests_them_against_the_labels(demo, tmp_path, monkeypatch):
     """What the command says of a regrade comes from the API's answer: the ranking, agreement.md and the
-    label test with its exit code."""
+    label test with its exit code; the grader is measured against the labels once, for both."""
     run_dir = shutil.copytree(demo, tmp_path / "labelled", ignore=shutil.ignore_patterns("regrades"))
     assert run_command(["golden", "--from-checks", str(run_dir), str(tmp_path / "golden")]) == 0
     lenient = [f"grader.script={JUDGES % 'lenient'}", "run.console=false"]
+    measured = []
+    against_labels = figures.against_labels
+    monkeypatch.setattr(figures, "against_labels", lambda *a: measured.append(a) or against_labels(*a))
     done = rubric_runner.api.regrade(tmp_path / "golden", lenient)
+    assert len(measured) == 1  # agreement.md's table and the label test read one measurement
     (test,) = done.label_tests
     assert (test.agreed, test.verdicts, test.below, done.min_agreement, done.exit_code) == (3, 5, True, 0.8, ExitCode.BELOW_THRESHOLD)
     assert done.agreement == done.dir / "agreement.md" and done.agreement.read_text().startswith("# Grader agreement")

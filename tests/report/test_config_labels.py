@@ -7,7 +7,7 @@ from __future__ import annotations
 from support.helpers import md_table, run_cli, scripted_overrides, verdict, write_script
 
 from rubric_runner.records import ConfigSources, GraderInfo, ModelInfo, RubricInfo, RunHeader
-from rubric_runner.report.configs import VALUE_CHARS, group_labels
+from rubric_runner.report.configs import VALUE_CHARS, grader_labels, group_labels
 
 PREFIX = "/home/someone/checkouts/rubric_runner/rubric_runner/data/scripts/"
 
@@ -60,3 +60,16 @@ def test_alike_overrides_are_told_apart_by_the_resolved_keys_that_differ():
                              "worker.model=scripted\\:beta"))]
     assert group_labels(headers) == {"a": "rubric=code", "b": "rubric=haiku, rubric.text=t", "c": "rubric=haiku, rubric.text=mine",
                                      "d": "rubric=code, worker.model=scripted:beta"}
+
+
+def test_graders_chosen_by_their_group_read_by_the_choice_not_the_keys_it_set():
+    haiku = {"grader": {"model": "anthropic:claude-haiku-4-5", "temperature": 0.0, "max_iterations": 3}}
+    sonnet = {"grader": {"model": "anthropic:claude-sonnet-4-5", "temperature": 0.2, "max_iterations": 3}}
+    named = grader_labels([("a", _header(haiku, "grader=haiku", "worker=scripted")),
+                           ("b", _header(sonnet, "grader=sonnet", "worker=scripted"))])
+    assert named == {"a": "grader=haiku", "b": "grader=sonnet"}
+    alike = grader_labels([("a", _header(haiku, "grader=haiku", "grader.max_iterations=2")),
+                           ("b", _header(sonnet | {"grader": {**sonnet["grader"], "model": "x:y"}}, "grader=haiku",
+                                         "grader.max_iterations=3"))])
+    assert alike == {"a": "grader.model=anthropic:claude-haiku-4-5, grader.temperature=0.0",
+                     "b": "grader.model=x:y, grader.temperature=0.2"}  # the budget of passes is no grader's

@@ -89,8 +89,8 @@ def test_report_md_answers_does_the_loop_help(sweep):
     pairs = {row[1]: row for row in rows(md, "loop=rubric") if len(row) == 10}
     # rubric vs single: rubric only on HumanEval-1, 5, 6; single only on 9
     assert pairs["loop=single"][2:7] == ["10", "4", "3", "1", "2"]
-    assert pairs["loop=single"][8] == "p = 0.625"
-    assert pairs["loop=resample"][2:7] == ["10", "6", "1", "1", "2"] and pairs["loop=resample"][8] == "p = 1.0"
+    assert pairs["loop=single"][8] == "p = 0.625 (exact McNemar)"
+    assert pairs["loop=resample"][2:7] == ["10", "6", "1", "1", "2"] and pairs["loop=resample"][8] == "p = 1.0 (exact McNemar)"
     curve = [row for row in rows(md, "loop=") if len(row) == 8 and row[1] not in ARMS]
     assert [(row[0], row[1], row[3].split(" ")[0], row[4]) for row in curve] == [
         ("loop=rubric", "1", "5/10", "-"), ("loop=rubric", "2", "7/10", "+2"),
@@ -172,7 +172,7 @@ def test_without_hidden_checks_the_section_rests_on_the_verdicts(tmp_path):
     assert arms["rubric"][3].startswith("4/4 (100.0%") and arms["single"][3].startswith("1/4 (25.0%")
     assert arms["rubric"][6] == arms["single"][6] == "-"  # no checks: no broken revision to tell
     (pair,) = [row for row in rows(md, "loop=rubric") if len(row) == 10]
-    assert pair[2:7] == ["4", "1", "3", "0", "0"] and pair[8] == "p = 0.25"  # 2 x (1/2)^3
+    assert pair[2:7] == ["4", "1", "3", "0", "0"] and pair[8] == "p = 0.25 (exact McNemar)"  # 2 x (1/2)^3
 
 
 def test_a_malformed_when_told_is_one_usage_error(tmp_path):

@@ -96,7 +96,7 @@ def test_md_and_html_write_tokens_rates_and_intervals_alike(reports):
     assert (runs[2]["worker tokens"], runs[2]["grader tokens"]) == ("3,060", "4,740")
     answers = html_table(tables, "answers")[0]
     assert (answers["final answer passed"], answers["lift"]) == (
-        "6/10 (60.0%, 95% CI 31.3-83.2%)", "+10.0 pts (95% CI -24.8 to 41.3, p = 1.0; fixed 2, broken 1)")
+        "6/10 (60.0%, 95% CI 31.3-83.2%)", "+10.0 pts (95% CI -24.8 to 41.3), p = 1.0 (exact McNemar); fixed 2, broken 1")
     assert html_table(tables, "groups")[0]["satisfied"] == "5/10 (50.0%)"
 
 
