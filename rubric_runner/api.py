@@ -1,6 +1,7 @@
-"""The public face: a run, a resume, a follow-up turn and a regrade from Python, each one launch.
+"""The public face: a run, a resume, a follow-up turn and a regrade from Python, each one launch; and the
+comparison of two sets of runs and the replay of loop policies over a run's records, with no launch.
 
-Each composes its config as the command line does (from overrides, and config dirs searched before the
+Each launch composes its config as the command line does (from overrides, and config dirs searched before the
 package's own), claims its run dir, and returns the typed record: ``RunRecord``. Runs may go on at once
 in threads: each writes only its own files. A problem the user must fix before the run dir is claimed
 raises ``UsageError`` (one line: the key and the fix); anything later ends in the returned record.
@@ -18,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .analysis.agreement import Label
+from .analysis.compare import Case, Comparison, Gate, Part
+from .analysis.compare import compare as compare_cases
+from .analysis.policies import Beside, Replayed
 from .compat.hydra import combinations, first_sweep
 from .config.compose import compose
 from .config.trust import check_code, check_config_dirs, trusted_names
@@ -32,6 +36,7 @@ from .records import (
     RESULT_FILE,
     ConfigSources,
     ExitCode,
+    RunHeader,
     RunKind,
     RunRecord,
     collect,
@@ -40,7 +45,9 @@ from .records import (
     read_task_at,
     recorded_sources,
 )
-from .report import expand, load_prices, ranking_lines, write_all
+from .report import configs, expand, load_prices, ranking_lines, write_all
+from .report.columns import Table, policy_tables
+from .report.stats import by_group
 from .review.figures import LabelTest, agreement_lines, graders_against_labels, label_tests
 from .review.golden import golden_threshold
 from .review.labels import labels_under
@@ -222,4 +229,91 @@ def _findings(out_dir: Path, records: list[RunRecord], labels: dict[str, Label],
     return Regrade(out_dir, records, ranking, agreement, least, tests)
 
 
-__all__ = ["Regrade", "UsageError", "continue_run", "regrade", "resume", "run"]
+@dataclass(frozen=True)
+class Compared:
+    """What ``compare`` found: the comparison, the labels of BASE's and of NEW's configurations, and whether
+    the gate (when one was asked for) failed."""
+
+    comparison: Comparison
+    labels: tuple[dict[str, str], dict[str, str]]
+    failed: bool
+
+    @property
+    def exit_code(self) -> int:
+        """4 when the gate failed, else 0."""
+        return int(ExitCode.BELOW_THRESHOLD if self.failed else ExitCode.SATISFIED)
+
+
+def _side(root: Path, name: str, prices: dict[str, dict[str, float]]) -> tuple[list[Case], dict[str, str], dict[str, Part]]:
+    """The cases under ``root``, and the labels and parts of their configurations, in order of first run."""
+    if not root.is_dir():
+        raise UsageError(name, f"{root} is not a directory", "give a run dir or a sweep dir")
+    runs = expand(collect(root))
+    if not runs:
+        raise UsageError(name, f"no runs under {root}", "give a run dir or a sweep dir that holds result.json files")
+    headers: dict[str, RunHeader] = {}
+    for found in runs:
+        headers.setdefault(found.group, found.job.record.header)
+    cases = [Case(config=run.group, task=run.task, repeat=run.repeat or 0, turn=run.turn, status=run.status,
+                  verified=run.verified_final, tokens=run.worker_tokens + run.grader_tokens, cost=run.cost(prices))
+             for run in runs]
+    named = configs.group_labels(headers.items())
+    parts = {key: {**configs.configuration(h), "kind": h.kind.value, "turn": h.turn or 1} for key, h in headers.items()}
+    return cases, {key: named[key] for key in headers}, parts
+
+
+def compare(base: str | Path, new: str | Path, gate: Gate | None = None,
+            prices: dict[str, dict[str, float]] | None = None) -> Compared:
+    """The runs under ``base`` and ``new`` (run dirs or sweep dirs) compared case by case, configurations
+    paired by fingerprint (``analysis.compare``), and tested against ``gate``; ``prices`` by default
+    conf/prices.yaml's. Raises ``UsageError`` when a side holds no runs, or no configuration of BASE pairs
+    with one of NEW."""
+    prices = load_prices() if prices is None else prices
+    before, before_labels, before_parts = _side(Path(base), "BASE", prices)
+    after, after_labels, after_parts = _side(Path(new), "NEW", prices)
+    found = compare_cases(before, after, before_parts, after_parts)
+    pairing = found.pairing
+    if not pairing.pairs:
+        first = pairing.unpaired[0]
+        assert first.nearest is not None  # each side has configurations and none was paired
+        mine, theirs = (before_labels, after_labels) if first.side == "BASE" else (after_labels, before_labels)
+        other = "NEW" if first.side == "BASE" else "BASE"
+        raise UsageError("BASE, NEW", f"no configuration of BASE is {pairing.clause.replace('`', '')} of NEW: "
+                         f"{first.side}'s {mine[first.config]} and {other}'s {theirs[first.nearest]} differ in "
+                         f"{first.differences}", "compare sweeps over the same values, or one configuration against one")
+    return Compared(found, (before_labels, after_labels), gate is not None and gate.failed(found))
+
+
+@dataclass(frozen=True)
+class Replays:
+    """What ``policies`` found: the runs replayed, what their outcomes rest on (``loop_value.CHECKS`` or
+    ``VERDICTS``), each policy replayed per configuration, the replays beside real runs, and the tables of
+    report.md's "Which loop policy?"."""
+
+    runs: int
+    on: str
+    replayed: list[Replayed]
+    beside: list[Beside]
+    tables: dict[str, Table]
+
+
+def policies(run_dir: str | Path, returns: str = "last", up_to: int | None = None,
+             prices: dict[str, dict[str, float]] | None = None) -> Replays | None:
+    """Other loop policies replayed over the grading passes recorded under ``run_dir`` (a run dir or a sweep
+    dir), with no model call (``analysis.policies``); the stop rules and caps return ``returns``, caps 1..``up_to``
+    (default each configuration's own). None when no run took more than one grading pass."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise UsageError("RUN_OR_SWEEP_DIR", f"{root} is not a directory", "give a run dir or a sweep dir")
+    runs = expand(collect(root))
+    if not runs:
+        raise UsageError("RUN_OR_SWEEP_DIR", f"no runs under {root}", "give a run dir or a sweep dir that holds result.json files")
+    prices = load_prices() if prices is None else prices
+    found = policy_tables(runs, by_group(runs, prices), prices, returns, up_to)
+    if found is None:
+        return None
+    on, tables, replayed, beside = found
+    return Replays(len(runs), on, replayed, beside, tables)
+
+
+__all__ = ["Compared", "Regrade", "Replays", "UsageError", "compare", "continue_run", "policies", "regrade", "resume", "run"]

@@ -161,6 +161,11 @@ class Unpaired:
     differs: tuple[tuple[str, str, str], ...]
     """(key, its value here, its value in ``nearest``) each."""
 
+    @property
+    def differences(self) -> str:
+        """``grader.max_iterations 1 vs 2, worker.model b vs a``."""
+        return ", ".join(f"{key} {mine} vs {theirs}" for key, mine, theirs in self.differs)
+
 
 @dataclass(frozen=True)
 class Pairing:
@@ -169,6 +174,12 @@ class Pairing:
     pairs: list[tuple[str, str]]
     compared: tuple[str, ...]
     unpaired: list[Unpaired]
+
+    @property
+    def clause(self) -> str:
+        """The compared keys, as a clause: ``alike in every key but `grader.script```."""
+        keys = ", ".join(f"`{key}`" for key in self.compared)
+        return f"alike in every key but {keys}" if keys else "alike in every key"
 
 
 def _value(part: Part, key: str) -> str:

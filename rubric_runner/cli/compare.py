@@ -13,11 +13,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ..analysis.compare import CHECKS, MIN_PAIRED, Case, Comparison, Gate, Paired, Pairing, Part, Unpaired, compare
+from ..analysis.compare import CHECKS, MIN_PAIRED, Case, Comparison, Gate, Paired, Pairing
 from ..analysis.numbers import fmt_num, fmt_p, fmt_pct, fmt_rate, fmt_tokens
 from ..analysis.paired import PairedRates, fmt_difference
 from ..errors import UsageError
-from ..records import ExitCode, RunHeader
 
 ROWS = 50
 """The most rows of each table of the summary by default: a pull request comment holds 65,536 characters."""
@@ -74,28 +73,6 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler="rubric_runner.cli.compare:main")
 
 
-def side(root: Path, name: str, prices: dict) -> tuple[list[Case], dict[str, str], dict[str, Part]]:
-    """The cases under ``root``, and the labels and parts of their configurations, in order of first run."""
-    from ..records import collect
-    from ..report import configs
-    from ..report.runs import expand
-
-    if not root.is_dir():
-        raise UsageError(name, f"{root} is not a directory", "give a run dir or a sweep dir")
-    runs = expand(collect(root))
-    if not runs:
-        raise UsageError(name, f"no runs under {root}", "give a run dir or a sweep dir that holds result.json files")
-    headers: dict[str, RunHeader] = {}
-    for run in runs:
-        headers.setdefault(run.group, run.job.record.header)
-    cases = [Case(config=run.group, task=run.task, repeat=run.repeat or 0, turn=run.turn, status=run.status,
-                  verified=run.verified_final, tokens=run.worker_tokens + run.grader_tokens, cost=run.cost(prices))
-             for run in runs]
-    named = configs.group_labels(headers.items())
-    parts = {key: {**configs.configuration(h), "kind": h.kind.value, "turn": h.turn or 1} for key, h in headers.items()}
-    return cases, {key: named[key] for key in headers}, parts
-
-
 def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -114,22 +91,12 @@ def _pair_label(pair: Paired, labels: tuple[dict[str, str], dict[str, str]]) -> 
     return before if before == after else f"{before} -> {after}"
 
 
-def _compared(pairing: Pairing) -> str:
-    """The compared keys, as a clause: ``alike in every key but `grader.script```."""
-    keys = ", ".join(f"`{key}`" for key in pairing.compared)
-    return f"alike in every key but {keys}" if keys else "alike in every key"
-
-
-def _differs(unpaired: Unpaired) -> str:
-    return ", ".join(f"{key} {mine} vs {theirs}" for key, mine, theirs in unpaired.differs)
-
-
 def _config_rows(pairing: Pairing, labels: tuple[dict[str, str], dict[str, str]]) -> list[str]:
     rows = [f"- paired: {_cell(labels[0][before])} with {_cell(labels[1][after])}" for before, after in pairing.pairs]
     for unpaired in pairing.unpaired:
         mine, theirs = labels if unpaired.side == "BASE" else labels[::-1]
         other = "NEW" if unpaired.side == "BASE" else "BASE"
-        why = (f"its nearest in {other}, {_cell(theirs[unpaired.nearest])}, differs in {_differs(unpaired)}"
+        why = (f"its nearest in {other}, {_cell(theirs[unpaired.nearest])}, differs in {unpaired.differences}"
                if unpaired.nearest else f"no configuration of {other} is left")
         rows.append(f"- **not paired**: {unpaired.side} {_cell(mine[unpaired.config])}: {why}; its runs are listed "
                     f"under Only in {unpaired.side}")
@@ -176,7 +143,7 @@ def markdown(result: Comparison, base: Path, new: Path, labels: tuple[dict[str, 
     lines = [
         "## rubric-runner compare", "",
         f"**BASE** `{base}` ({result.base_total.runs} runs) vs **NEW** `{new}` ({result.new_total.runs} runs); "
-        f"configurations paired by fingerprint: {_compared(result.pairing)}.", "",
+        f"configurations paired by fingerprint: {result.pairing.clause}.", "",
         "| | BASE | NEW | change |", "| --- | --- | --- | --- |",
         f"| passed | {fmt_rate(both + lost, n)} | {fmt_rate(both + gained, n)} | {fmt_difference(rates)} |",
         f"| tokens | {fmt_tokens(result.base_spend.tokens)} | {fmt_tokens(result.new_spend.tokens)} | "
@@ -231,33 +198,19 @@ def _too_few(result: Comparison, gate: Gate) -> str:
     return ""
 
 
-def _refuse_unpaired(pairing: Pairing, labels: tuple[dict[str, str], dict[str, str]]) -> None:
-    """No configuration of BASE is alike one of NEW but in the compared keys: one line, exit 2."""
-    first = pairing.unpaired[0]
-    assert first.nearest is not None  # each side has configurations and none was paired
-    mine, theirs = labels if first.side == "BASE" else labels[::-1]
-    other = "NEW" if first.side == "BASE" else "BASE"
-    raise UsageError("BASE, NEW", f"no configuration of BASE is {_compared(pairing).replace('`', '')} of NEW: "
-                     f"{first.side}'s {mine[first.config]} and {other}'s {theirs[first.nearest]} differ in {_differs(first)}",
-                     "compare sweeps over the same values, or one configuration against one")
-
-
 def main(args: argparse.Namespace) -> int:
     """Compare BASE and NEW; exit 4 when the gate fails."""
+    from .. import api
     from ..config.prices import PriceError, load_prices
 
     try:
         prices = load_prices(args.prices)
     except PriceError as exc:
         raise UsageError("--prices", str(exc), "give a price table of {model: {input, output}}") from None
-    base, base_labels, base_parts = side(args.base, "BASE", prices)
-    new, new_labels, new_parts = side(args.new, "NEW", prices)
-    result = compare(base, new, base_parts, new_parts)
-    if not result.pairing.pairs:
-        _refuse_unpaired(result.pairing, (base_labels, new_labels))
     gate = None if args.gate is None else dataclasses.replace(args.gate, min_paired=args.min_paired)
-    failed = gate is not None and gate.failed(result)
-    text = markdown(result, args.base, args.new, (base_labels, new_labels), gate, failed, args.max_rows)
+    done = api.compare(args.base, args.new, gate, prices)
+    result, failed = done.comparison, done.failed
+    text = markdown(result, args.base, args.new, done.labels, gate, failed, args.max_rows)
     if args.markdown:
         try:
             args.markdown.parent.mkdir(parents=True, exist_ok=True)
@@ -267,10 +220,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(text)
     rates = result.paired
-    code = ExitCode.BELOW_THRESHOLD if failed else ExitCode.SATISFIED
     missing = f", {len(result.only_base)} only in BASE, {len(result.only_new)} only in NEW" if result.only_base or result.only_new else ""
     print(f"compare: {rates.lost} regressed, {rates.gained} improved of {len(result.cases)} cases{missing}; "
           f"{rates.test} {fmt_p(rates.p)}" + (f"; gate {'failed' if failed else 'passed'}" if gate else "")
           + (" (nothing paired)" if gate and not result.cases else " (too few compared)" if gate and gate.too_few(result) else "")
-          + f" -> exit {int(code)}" + (f"\n  {args.markdown}" if args.markdown else ""))
-    return code
+          + f" -> exit {done.exit_code}" + (f"\n  {args.markdown}" if args.markdown else ""))
+    return done.exit_code

@@ -48,36 +48,27 @@ def add_parser(subparsers) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Print the replay of the runs under ``args.dir``."""
+    from .. import api
     from ..config.prices import PriceError, load_prices
-    from ..records import collect
-    from ..report.columns import policy_tables
-    from ..report.runs import expand
-    from ..report.stats import by_group
 
     try:
         prices = load_prices(args.prices)
     except PriceError as exc:
         raise UsageError("--prices", str(exc), "give a price table of {model: {input, output}}") from None
-    if not args.dir.is_dir():
-        raise UsageError("RUN_OR_SWEEP_DIR", f"{args.dir} is not a directory", "give a run dir or a sweep dir")
-    runs = expand(collect(args.dir))
-    if not runs:
-        raise UsageError("RUN_OR_SWEEP_DIR", f"no runs under {args.dir}", "give a run dir or a sweep dir that holds result.json files")
-    found = policy_tables(runs, by_group(runs, prices), prices, args.returns, args.up_to)
+    found = api.policies(args.dir, args.returns, args.up_to, prices)
     if found is None:
         print(f"policies: no run under {args.dir} took more than one grading pass: every policy returns what it did")
         return 0
-    on, tables, replayed, beside = found
     if args.json:
-        print(json.dumps({"on": on, "policies": [r.as_dict() for r in replayed], "beside_real": [b.as_dict() for b in beside]},
-                         indent=2))
+        print(json.dumps({"on": found.on, "policies": [r.as_dict() for r in found.replayed],
+                          "beside_real": [b.as_dict() for b in found.beside]}, indent=2))
         return 0
-    print(f"policies: {len(runs)} runs under {args.dir}, on the {on}")
-    _print(tables["policies"])
-    if "policies-real" in tables:
+    print(f"policies: {found.runs} runs under {args.dir}, on the {found.on}")
+    _print(found.tables["policies"])
+    if "policies-real" in found.tables:
         print("\npolicies: replayed over the runs of the library's policy, beside the real runs of a configuration "
               "alike but in loop.returns and loop.stop, paired on task and repeat")
-        _print(tables["policies-real"])
+        _print(found.tables["policies-real"])
     return 0
 
 

@@ -25,6 +25,7 @@ from rubric_runner.analysis.compare import (
     pair_configs,
 )
 from rubric_runner.analysis.intervals import cluster_bootstrap, mcnemar, paired_difference
+from rubric_runner.errors import UsageError
 from rubric_runner.paths import DATA_DIR
 from rubric_runner.records import Status
 
@@ -66,6 +67,17 @@ def test_a_regression_is_listed_with_its_p_and_fails_the_gate(runs, tmp_path):
     assert "| passed | 12/12 (100.0%) | 11/12 (91.7%) | -8.3 pts (95% CI" in proc.stdout
     assert "Gate (any regression, or fewer than 80% of the cases compared): **failed**." in proc.stdout
     assert proc.stdout.rstrip().endswith("gate failed -> exit 4")
+
+
+def test_the_api_compares_and_gates_as_the_command_does(runs, tmp_path):
+    base, new = runs
+    done = rubric_runner.compare(base, new, Gate())
+    assert (done.comparison.paired.counts, done.failed, done.exit_code) == ((11, 1, 0, 0), True, 4)
+    assert done.comparison.pairing.pairs == [(*done.labels[0], *done.labels[1])]  # one configuration a side, paired
+    assert (rubric_runner.compare(new, base, Gate()).exit_code, rubric_runner.compare(base, new).failed) == (0, False)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="no runs under"):
+        rubric_runner.compare(base, tmp_path / "empty")
 
 
 def test_the_same_runs_reversed_pass_the_gate(runs, tmp_path):

@@ -18,6 +18,7 @@ from support.helpers import (
     write_script,
 )
 
+import rubric_runner
 from rubric_runner.cli import run_command
 from rubric_runner.records import RunRecord
 from rubric_runner.report.trails import trail
@@ -54,6 +55,9 @@ def test_best_would_have_passed_where_last_failed_and_a_real_best_run_returns_th
     assert last["verification"]["final"]["passed"] is False and "returned" not in last
     rows = replayed(last_dir, capsys)
     assert rows["as run (last)"]["passed"] == 0 and rows["best"]["passed"] == 1 and rows["best"]["known"] == 1
+    found = rubric_runner.policies(last_dir)
+    assert found is not None and (found.runs, found.on) == (1, "hidden checks")
+    assert json.loads(json.dumps([r.as_dict() for r in found.replayed])) == list(rows.values())  # the command prints the API's
     assert rows["best"]["versus_as_run"]["policy_only"] == 1 and rows["best"]["tokens"] == rows["as run (last)"]["tokens"]
 
     result, best_dir = run_scripted(tmp_path / "best", breaking, *CODE, "grader.max_iterations=2", "loop.returns=best")
