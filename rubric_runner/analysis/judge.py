@@ -20,15 +20,14 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, NamedTuple, TypeVar, overload
+from typing import Any, NamedTuple, TypeVar
 
-from ..records import CheckOutcome, RunHeader, RunKind, Status, TaskRecord
+from ..records import CheckOutcome, RunHeader, RunKind, Status
 from ..records.passk import PassK, pass_k
 from . import intervals
 from .intervals import Interval
 from .numbers import fmt_interval, fmt_pct, rounded
 from .paired import PairedRates, fmt_difference, fmt_test
-from .prices import billed, cost_of
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -348,24 +347,6 @@ class Judgement:
         return self.cost / self.final_passed if self.final_passed and self.cost is not None else None
 
 
-def judged(task: tuple[RunHeader, TaskRecord], prices: dict[str, dict[str, float]]) -> Judged:
-    """What a judgement reads of a task: its run's header (who ran it) and its record."""
-    header, record = task
-    final = record.verification.final if record.verification else None
-    return Judged(
-        status=record.status, verified_first=record.verified("first"), verified_final=record.verified("final"),
-        verified_outcome=final.outcome if final else None, tokens=record.tokens(),
-        cost=cost_of(billed(header, record.usage), prices), task=record.task_id or record.task,
-        transcript=record.regraded_from or record.run_dir,
-        unverified=bool(record.evaluations) and record.evaluations[-1].unverified, one_pass=one_pass(header),
-    )
-
-
-def judge(tasks: Iterable[tuple[RunHeader, TaskRecord]], prices: dict[str, dict[str, float]]) -> Judgement | None:
-    """The judgement of ``tasks``; None when none of them was verified."""
-    return judge_all([judged(task, prices) for task in tasks])
-
-
 def _of_counts(figure: Callable[[Tally], float | None]) -> Callable[[tuple[int, ...]], float | None]:
     """``figure`` of a tally given as its counts (what the bootstrap sums)."""
     return lambda counts: figure(Tally(*counts))
@@ -410,16 +391,10 @@ def judge_all(runs: list[Judged]) -> Judgement | None:
     )
 
 
-@overload
-def judge_groups(items: Iterable[tuple[RunHeader, TaskRecord]], key: Callable[[tuple[RunHeader, TaskRecord]], K],
-                 prices: dict[str, dict[str, float]]) -> dict[K, Judgement]: ...
-@overload
 def judge_groups(items: Iterable[T], key: Callable[[T], K], prices: dict[str, dict[str, float]],
-                 of: Callable[[T, dict[str, dict[str, float]]], Judged]) -> dict[K, Judgement]: ...
-def judge_groups(items: Iterable[Any], key: Callable[[Any], K], prices: dict[str, dict[str, float]],
-                 of: Callable[[Any, dict[str, dict[str, float]]], Judged] = judged) -> dict[K, Judgement]:
-    """One judgement per ``key`` of the items (records, or what ``of`` reads a ``Judged`` from),
-    sorted by key; groups with no verified run are left out."""
+                 of: Callable[[T, dict[str, dict[str, float]]], Judged]) -> dict[K, Judgement]:
+    """One judgement per ``key`` of the items (what ``of`` reads a ``Judged`` from), sorted by key; groups
+    with no verified run are left out."""
     groups: dict[K, list[Judged]] = {}
     for item in items:
         groups.setdefault(key(item), []).append(of(item, prices))

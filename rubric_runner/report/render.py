@@ -33,6 +33,7 @@ from .columns import (
     RUN_COLUMNS,
     SELF_COLUMNS,
     VIEW_COLUMNS,
+    CurveRow,
     Table,
     criteria_columns,
     fmt_passes_to_satisfied,
@@ -49,7 +50,7 @@ from .columns import (
 )
 from .partial import Completion
 from .runs import Run, unstarted
-from .stats import by_group, elapsed, matrix, stats
+from .stats import Group, by_group, elapsed, matrix, stats
 from .summary import verdict_line
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -66,11 +67,11 @@ def environment() -> Environment:
     return env
 
 
-def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
+def chart(groups: list[Group]) -> dict[str, Any]:
     """The SVG chart's geometry: satisfied rate (of the decided runs; none drawn where none was decided)
     and mean grading passes to satisfied, one row of bars per group."""
     label_w, panel_w, gap, row_h, top = 300, 240, 70, 26, 34
-    scale = max([1, *(g["max_iterations"] for g in groups), *(k for g in groups for k in g["passes_to_satisfied"])])
+    scale = max([1, *(g.max_iterations for g in groups), *(k for g in groups for k in g.passes_to_satisfied)])
     x_rate, x_iter = label_w, label_w + panel_w + gap
     bottom = top + row_h * len(groups)
     ticks = [{"x": f"{x_rate + panel_w * i / 4:.1f}", "label": f"{25 * i}%"} for i in range(5)]
@@ -78,18 +79,18 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
     rows = []
     for row, group in enumerate(groups):
         y = top + row * row_h
-        label = group["label"]
-        value, mean = group["satisfied_rate"], group["mean_passes_to_satisfied"]
+        label = group.label
+        value, mean = group.satisfied_rate, group.mean_passes_to_satisfied
         rate = value or 0.0
         bar = {
             "label": label, "short": label if len(label) <= 44 else label[:43] + "\u2026", "y": y + 3, "text_y": y + 15,
             "rate": "" if value is None else f"{rate:.4f}", "rate_width": f"{panel_w * rate:.1f}",
             "rate_text": "n/a" if value is None else fmt_pct(rate, 0),
-            "rate_title": fmt_rate(group["satisfied"], group["decided"]), "rate_text_x": f"{x_rate + panel_w * rate + 4:.1f}",
+            "rate_title": fmt_rate(group.satisfied, group.decided), "rate_text_x": f"{x_rate + panel_w * rate + 4:.1f}",
             "mean": None,
         }
         if mean is not None:
-            taken = fmt_passes_to_satisfied(group["passes_to_satisfied"])
+            taken = fmt_passes_to_satisfied(group.passes_to_satisfied)
             bar.update(mean=f"{mean:.4f}", mean_width=f"{panel_w * mean / scale:.1f}", mean_text=fmt_num(mean),
                        mean_title=f"{fmt_num(mean)} passes; runs by passes to satisfied: {taken}",
                        mean_text_x=f"{x_iter + panel_w * mean / scale + 4:.1f}")
@@ -105,12 +106,12 @@ def chart(groups: list[dict[str, Any]]) -> dict[str, Any]:
 LINE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 
 
-def loop_chart(curve: list[dict[str, Any]]) -> dict[str, Any]:
+def loop_chart(curve: list[CurveRow]) -> dict[str, Any]:
     """The SVG of "Does the loop help?": the pass rate after each pass, a line per configuration."""
     left, width, top, height, legend = 56, 320, 16, 180, 24
     lines: dict[str, list[Point]] = {}
     for row in curve:
-        lines.setdefault(row["label"], []).append(row["p"])
+        lines.setdefault(row.label, []).append(row.p)
     most = max([2, *(p.k for points in lines.values() for p in points)])
     x = {k: left + width * (k - 1) / (most - 1) for k in range(1, most + 1)}
     drawn = []
@@ -128,7 +129,7 @@ def loop_chart(curve: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def tables(jobs: list[Job], runs: list[Run], groups: list[dict[str, Any]], prices: dict[str, dict[str, float]]) -> dict[str, Table]:
+def tables(jobs: list[Job], runs: list[Run], groups: list[Group], prices: dict[str, dict[str, float]]) -> dict[str, Table]:
     """The reports' tables: ``groups``, ``jobs`` (that did not start, when any), ``matrix`` (when there are
     tasks or configurations to compare), ``runs``, and ``judges``, ``answers``, ``views`` and ``graders``
     (when some run was verified)."""
@@ -138,13 +139,13 @@ def tables(jobs: list[Job], runs: list[Run], groups: list[dict[str, Any]], price
     found = {
         "groups": Table("groups", GROUP_COLUMNS, groups),
         "jobs": Table("jobs", JOB_COLUMNS, unstarted(jobs, runs)),
-        "matrix": Table("matrix", matrix_columns(models), task_rows, filters=lambda row: {"task": row["task"]},
+        "matrix": Table("matrix", matrix_columns(models), task_rows, filters=lambda row: {"task": row.task},
                         options={"task": []}, paged=True),
         "runs": Table(
             "runs", tuple(c for c in RUN_COLUMNS if has_tasks or not c.tasks_only),
             run_rows(runs, groups, graders, prices), filters=run_filters,
             options={
-                "group": [(g["group"], g["label"]) for g in groups],
+                "group": [(g.group, g.label) for g in groups],
                 "status": [(status, status) for status in sorted({run.status.value for run in runs})],
                 "check": [(check, check) for check in ("passed", "failed", "unverifiable", "none")],
                 "task": [],
@@ -180,7 +181,7 @@ def render(templates: list[str], root: Path, jobs: list[Job], runs: list[Run], p
         "root": root, "verdict": verdict_line(jobs, runs, None, done), "progress": progress, "partial": done.line(),
         "overall": stats(runs, prices) if runs else None, "elapsed": elapsed(jobs, runs),
         "groups": groups, "tables": tables(jobs, runs, groups, prices), "chart": chart(groups),
-        "criteria": [(g, Table(f"criteria-{g['group']}", criteria_columns(g["group"]), g["criteria"])) for g in groups],
+        "criteria": [(g, Table(f"criteria-{g.group}", criteria_columns(g.group), g.criteria)) for g in groups],
         "spend": spend_lines([job.record for job in jobs]),
         "loop_help": None,
         "policies": None,

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..analysis.views import Pass, window
+from ..analysis.views import Pass, Window, window
 from ..config.prices import price_of
 from ..records import Job, Status, satisfied_rate
 from ..records.passk import satisfied_k
@@ -25,18 +26,25 @@ from . import configs
 from .runs import Run
 
 
-def _criteria(runs: list[Run]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Criterion:
+    """One criterion name of a configuration's runs: (met, graded) on their first and on their final graded pass."""
+
+    name: str
+    first: tuple[int, int]
+    final: tuple[int, int]
+
+
+def _criteria(runs: list[Run]) -> list[Criterion]:
     """Per criterion name: met on each run's first and final graded pass."""
-    table: dict[str, dict[str, Any]] = {}
+    table: dict[str, tuple[list[int], list[int]]] = {}
     for run in runs:
-        if run.criteria is None:
-            continue
-        for when, criteria in zip(("first", "final"), run.criteria):
+        for when, criteria in enumerate(run.criteria or ()):
             for name, passed in criteria:
-                row = table.setdefault(name, {"name": name, "first": [0, 0], "final": [0, 0]})
-                row[when][0] += passed
-                row[when][1] += 1
-    return list(table.values())
+                counts = table.setdefault(name, ([0, 0], [0, 0]))[when]
+                counts[0] += passed
+                counts[1] += 1
+    return [Criterion(name, (first[0], first[1]), (final[0], final[1])) for name, (first, final) in table.items()]
 
 
 def _passes(run: Run) -> list[Pass]:
@@ -57,8 +65,58 @@ def satisfied_at(runs: list[Run]) -> dict[str, Any]:
             "satisfied_at_k": k.at_k if k else None, "satisfied_hat_k": k.all_k if k else None}
 
 
-def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
-    """The numbers the reports show for a set of runs."""
+@dataclass(frozen=True)
+class Stats:
+    """The numbers the reports show for a set of runs (``stats``)."""
+
+    worker: str
+    grader: str
+    rubric: str
+    tasks: int
+    k: int | None
+    satisfied_at_1: float | None
+    satisfied_at_k: float | None
+    satisfied_hat_k: float | None
+    runs: int
+    decided: int
+    outside: dict[str, int]
+    """The runs outside the rates (unfinished or crashed), by status."""
+    satisfied: int
+    satisfied_rate: float | None
+    mean_passes_to_satisfied: float | None
+    passes_to_satisfied: dict[int, int]
+    """Satisfied runs by the grading passes they took."""
+    max_iterations: int
+    outcomes: dict[str, int]
+    """The runs by final status."""
+    verdicts: dict[str, int]
+    """The grading passes by verdict."""
+    unverified: int
+    window: Window
+    criteria: list[Criterion]
+    """The criteria table's rows."""
+    tokens: dict[str, int]
+    tokens_per_run: dict[str, float | None]
+    """By role: worker, grader."""
+    cost: float | None
+    cost_per_run: float | None
+    unpriced: list[str]
+    """The models the price table has no price for."""
+    task_seconds: float
+    task_seconds_per_run: float | None
+
+
+@dataclass(frozen=True)
+class Group(Stats):
+    """One configuration's ``Stats``, with its number, its key (``configs.group_key``) and its label."""
+
+    group: int
+    key: str
+    label: str
+
+
+def _stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """``Stats``' fields for ``runs``."""
     satisfied = [r for r in runs if r.status is Status.SATISFIED]
     passes = [r.iterations for r in satisfied]
     costs = [r.cost(prices) for r in runs]
@@ -92,6 +150,11 @@ def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> dict[str, Any
     }
 
 
+def stats(runs: list[Run], prices: dict[str, dict[str, float]]) -> Stats:
+    """The numbers the reports show for a set of runs."""
+    return Stats(**_stats(runs, prices))
+
+
 def _moment(text: str | None) -> datetime | None:
     try:
         return datetime.fromisoformat(text) if text else None
@@ -117,35 +180,56 @@ def elapsed(jobs: list[Job], runs: list[Run]) -> float | None:
     return total + (end - start).total_seconds()
 
 
-def by_group(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+def by_group(runs: list[Run], prices: dict[str, dict[str, float]]) -> list[Group]:
     """One ``stats`` per configuration, in the order the jobs came; each with its number (``group``),
     its key and its ``label`` (the keys in which it differs from the others)."""
     groups: dict[str, list[Run]] = {}
     for run in runs:
         groups.setdefault(run.group, []).append(run)
     names = configs.group_labels((key, members[0].job.record.header) for key, members in groups.items())
-    return [{**stats(members, prices), "group": number, "key": key, "label": names[key]}
+    return [Group(**_stats(members, prices), group=number, key=key, label=names[key])
             for number, (key, members) in enumerate(groups.items())]
 
 
-def matrix(runs: list[Run], groups: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
-    """The task x configuration matrix: (column labels, rows). A row is a task (``rubric``, ``task``)
-    with one cell per group (``None`` where the group did not run it: else ``satisfied``, ``undone``
-    (not decided: unfinished or crashed) and ``runs`` of its runs, their ``worst`` status, and the
-    ``group``), and ``missed_by``: the groups that did not satisfy it in every run they decided."""
-    column = {g["key"]: i for i, g in enumerate(groups)}
-    models = [g["label"] for g in groups]
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+@dataclass(frozen=True)
+class Cell:
+    """A task's runs by one configuration: those satisfied, those not decided (unfinished or crashed), all of
+    them, their worst status, and the configuration's number."""
+
+    satisfied: int
+    undone: int
+    runs: int
+    worst: Status
+    group: int
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """A row of the task x configuration matrix: a task, a cell per configuration (None where it did not run
+    the task), and the configurations that did not satisfy it in every run they decided."""
+
+    rubric: str
+    task: str
+    cells: tuple[Cell | None, ...]
+    missed_by: tuple[str, ...]
+
+
+def matrix(runs: list[Run], groups: list[Group]) -> tuple[list[str], list[TaskRow]]:
+    """The task x configuration matrix: (column labels, rows), the tasks in the order their first run came."""
+    column = {g.key: i for i, g in enumerate(groups)}
+    models = [g.label for g in groups]
+    counts: dict[tuple[str, str], list[list[Any] | None]] = {}
     for run in runs:
-        rubric, task = run.task_key
-        row = rows.setdefault((rubric, task), {"rubric": rubric, "task": task, "cells": [None] * len(models)})
+        tallies = counts.setdefault(run.task_key, [None] * len(models))
         i = column[run.group]
-        cell = row["cells"][i] = row["cells"][i] or {"satisfied": 0, "undone": 0, "runs": 0, "worst": Status.SATISFIED,
-                                                      "group": groups[i]["group"]}
-        cell["satisfied"] += run.status is Status.SATISFIED
-        cell["undone"] += not run.status.decided
-        cell["runs"] += 1
-        cell["worst"] = max(cell["worst"], run.status, key=lambda status: status.severity)
-    for row in rows.values():
-        row["missed_by"] = [models[i] for i, cell in enumerate(row["cells"]) if cell and cell["satisfied"] + cell["undone"] < cell["runs"]]
-    return models, list(rows.values())
+        tally = tallies[i] = tallies[i] or [0, 0, 0, Status.SATISFIED]
+        tally[0] += run.status is Status.SATISFIED
+        tally[1] += not run.status.decided
+        tally[2] += 1
+        tally[3] = max(tally[3], run.status, key=lambda status: status.severity)
+    rows = []
+    for (rubric, task), tallies in counts.items():
+        cells = tuple(Cell(t[0], t[1], t[2], t[3], groups[i].group) if t else None for i, t in enumerate(tallies))
+        missed = tuple(models[i] for i, cell in enumerate(cells) if cell and cell.satisfied + cell.undone < cell.runs)
+        rows.append(TaskRow(rubric, task, cells, missed))
+    return models, rows

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from support.browser import Page, browse
 from support.helpers import md_table, run_cli, verdict, write_script
+from support.judged import judge, judged
 
 import rubric_runner
 from rubric_runner.analysis import intervals
@@ -22,7 +23,6 @@ from rubric_runner.analysis.judge import (
     RANK_RULE,
     SUMMARY_FIELDS,
     Rate,
-    judge,
     judge_groups,
     ranking,
 )
@@ -237,7 +237,7 @@ def test_pass_at_k_is_the_unbiased_estimator():
 
 def _ranked(records):
     return [(rank, key[1], (j.false_satisfied.part, j.false_rejection.part))
-            for rank, key, j in ranking(judge_groups(records, lambda task: (task[0].grader.model, task[0].regraded_with[0]), PRICES))]
+            for rank, key, j in ranking(judge_groups(records, lambda task: (task[0].grader.model, task[0].regraded_with[0]), PRICES, judged))]
 
 
 def test_graders_rank_by_balanced_error_only_on_the_same_transcripts():

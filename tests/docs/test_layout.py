@@ -231,3 +231,14 @@ def callers(name: str, root=PACKAGE, home: str = "analysis/intervals.py") -> lis
 
 def test_one_paired_engine_calls_the_paired_tests():
     assert {name: callers(name) for name in PAIRED_TESTS} == dict.fromkeys(PAIRED_TESTS, ["analysis/paired.py"])
+
+
+ROW_BY_KEY = re.compile(r"\b(?:row|g|group|cell|c)\[[\"']")
+"""A report row, a configuration's figures or a matrix cell read by a string key."""
+
+
+def test_report_rows_are_typed_not_read_by_string_keys():
+    found = [f"{path.relative_to(PACKAGE)}:{n}" for path in sorted((PACKAGE / "report").glob("*.py"))
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if ROW_BY_KEY.search(line)]
+    assert found == []
+    assert ROW_BY_KEY.search('Column("k", lambda g: g["k"] or "-")') and not ROW_BY_KEY.search("lambda g: g.k or '-'")

@@ -90,7 +90,7 @@ def test_follow_up_with_the_same_rubric_carries_it_over_on_the_same_thread_in_a_
     assert [job.job for job in jobs] == [".", "tasks/task-r0/turns/2"]
     runs = expand(jobs)
     assert [run_row(run)["turn"] for run in runs] == [1, 2]
-    assert [group["rubric"] for group in by_group(runs, {})] == ["haiku", "haiku (turn 2)"]
+    assert [group.rubric for group in by_group(runs, {})] == ["haiku", "haiku (turn 2)"]
 
 
 def test_follow_up_with_a_new_rubric_starts_a_new_grading_run_against_it(tmp_path):

@@ -11,9 +11,9 @@ import yaml
 from fixtures import fixture_dirs
 from langgraph.checkpoint.sqlite import SqliteSaver
 from support.helpers import only_task, read_events, run_json, run_scripted, task_dir_of, verdict, write_script
+from support.judged import judge
 
 import rubric_runner
-from rubric_runner.analysis.judge import judge
 from rubric_runner.cli import run_command
 from rubric_runner.loop.seed_refs import SeedRefs
 from rubric_runner.loop.workspaces import files_at, kept_seed, texts
