@@ -144,12 +144,14 @@ def _interrupted(tmp_path: Path, signum: int, verdict_latency: float = 0) -> tup
 
 
 def test_a_second_resume_while_one_works_is_refused_naming_the_first(tmp_path):
-    # the resume's last verdict is slow: a second command has time to start while the first holds the run
-    _, run_dir = _interrupted(tmp_path, signal.SIGINT, verdict_latency=10)
+    # the resume's last verdict takes 30 s; the second command starts once that verdict is under way (both
+    # test-suite runs have ended), so however slowly it starts under load it finds the first holding the run
+    _, run_dir = _interrupted(tmp_path, signal.SIGINT, verdict_latency=30)
     started_at = len(_events(run_dir))
     with cli_process("resume", str(run_dir), cwd=tmp_path) as first:
         deadline = time.monotonic() + 60
-        while not any(e["event"] == "model_call_start" for e in _events(run_dir)[started_at:]) and time.monotonic() < deadline:
+        while sum(e["event"] == "tool_call_end" for e in _events(run_dir)[started_at:]) < 2:
+            assert time.monotonic() < deadline and first.poll() is None, "the resume never reached its last verdict"
             time.sleep(0.05)
         second = run_cli("resume", str(run_dir), cwd=tmp_path)
         out, err = first.communicate(timeout=120)

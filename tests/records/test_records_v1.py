@@ -8,7 +8,7 @@ import json
 
 import pytest
 from fixtures import v1_run_dirs
-from support.helpers import SCRIPTED_EVIDENCE, verdict, write_script
+from support.helpers import next_turn_overrides
 
 import rubric_runner
 from rubric_runner.cli import run_command
@@ -89,10 +89,7 @@ def test_resume_finishes_an_interrupted_v1_run(v1):
 
 
 def test_continue_of_a_v1_run_of_one_task(v1, tmp_path):
-    script = write_script(tmp_path / "next.yaml", worker=[*[{"content": "(an earlier turn's)"}] * 2,  # the thread's two worker replies before
-                                  {"content": "def find_duplicates(lst):\n    return []"}],
-                          grader=[verdict("satisfied", ("c", True), explanation="second turn")])
-    overrides = [f"worker.script={script}", f"grader.script={script}", "run.console=false", SCRIPTED_EVIDENCE, "rubric.text=- c"]
+    overrides = next_turn_overrides(tmp_path / "next.yaml", "second turn")
     record = rubric_runner.continue_run(v1 / "single", "Now make it return nothing", overrides)
     assert (record.status, record.header.turn) == (Status.SATISFIED, 2)
     turn = read_task_at(v1 / "single" / "turns" / "2")

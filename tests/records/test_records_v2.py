@@ -8,7 +8,7 @@ import json
 
 import pytest
 from fixtures import fixture_dirs
-from support.helpers import SCRIPTED_EVIDENCE, verdict, write_script
+from support.helpers import next_turn_overrides
 
 import rubric_runner
 from rubric_runner.cli import run_command
@@ -64,10 +64,7 @@ def test_resume_finishes_an_interrupted_v2_run_in_the_one_layout(v2):
 
 
 def test_continue_of_a_v2_run_of_one_task_and_of_its_turn(v2, tmp_path):
-    script = write_script(tmp_path / "third.yaml", worker=[*[{"content": "(an earlier turn's)"}] * 2,  # the thread's two worker replies before
-                                  {"content": "def find_duplicates(lst):\n    return []"}],
-                          grader=[verdict("satisfied", ("c", True), explanation="third turn")])
-    overrides = [f"worker.script={script}", f"grader.script={script}", "run.console=false", SCRIPTED_EVIDENCE, "rubric.text=- c"]
+    overrides = next_turn_overrides(tmp_path / "third.yaml", "third turn")
     record = rubric_runner.continue_run(v2 / "single_turn", "Now make it return nothing", overrides)
     assert (record.status, record.header.turn) == (Status.SATISFIED, 3)
     turn = read_task_at(v2 / "single_turn" / "turns" / "3")

@@ -67,6 +67,15 @@ def scripted_overrides(script: Path, *extra: str) -> list[str]:
             SCRIPTED_EVIDENCE, *extra]
 
 
+def next_turn_overrides(path: Path, explanation: str) -> list[str]:
+    """Overrides for a follow-up turn on a fixture's scripted thread (two worker replies before it) that
+    answers with an empty ``find_duplicates`` and is satisfied on criterion ``c``."""
+    script = write_script(path, worker=[*[{"content": "(an earlier turn's)"}] * 2,
+                                        {"content": "def find_duplicates(lst):\n    return []"}],
+                          grader=[verdict("satisfied", ("c", True), explanation=explanation)])
+    return [f"worker.script={script}", f"grader.script={script}", "run.console=false", SCRIPTED_EVIDENCE, "rubric.text=- c"]
+
+
 def run_scripted(tmp_path: Path, script: Path, *extra: str):
     """Run in-process with scripted models; returns (result, run_dir)."""
     overrides = scripted_overrides(script, *extra)
