@@ -47,11 +47,11 @@ from .records import (
 )
 from .report import configs, expand, load_prices, ranking_lines, write_all
 from .report.columns import Table, policy_tables
+from .report.ratings import ratings_of
 from .report.stats import by_group
 from .review.figures import LabelTest, agreement_lines, graders_against_labels, label_tests
 from .review.golden import golden_threshold
 from .review.labels import labels_under
-from .review.ratings import ratings_in
 
 RUN_DIR = "RUN_DIR"
 AGREEMENT_MD = "agreement.md"
@@ -216,10 +216,11 @@ def _findings(out_dir: Path, records: list[RunRecord], labels: dict[str, Label],
     """The regrade in ``out_dir`` ranked and measured: its reports (``several`` gradings), its agreement.md."""
     jobs = collect(out_dir)
     prices = records[0].header.config.get("sweep", {}).get("prices")
-    ranking = ranking_lines(expand(jobs), load_prices(prices))
+    runs = expand(jobs)
+    ranking = ranking_lines(runs, load_prices(prices))
     if several:
         write_all(out_dir, jobs, prices=prices)
-    ratings = ratings_in(out_dir)
+    ratings = ratings_of(runs)
     people = graders_against_labels(ratings, labels)
     lines = agreement_lines(ratings, labels, people)
     agreement = out_dir / AGREEMENT_MD if lines else None

@@ -21,7 +21,7 @@ _NAMES = {
     "store": (
         "CHECKPOINT_FILE", "EVENTS_FILE", "MESSAGE_TASK", "REGRADES_DIR", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE", "TURNS_DIR",
         "UNFINISHED", "BAD_RECORD", "Job", "collect", "crash_record", "find_run_dirs", "load_record", "load_task", "read_record",
-        "read_task", "read_task_at", "record_dirs", "recorded_sources", "task_dir", "task_key", "task_records", "turn_dirs", "write_atomic", "write_json", "write_record",
+        "read_task", "read_task_at", "record_dirs", "recorded_sources", "task_dir", "task_dirs", "task_key", "task_records", "turn_dirs", "write_atomic", "write_json", "write_record",
     ),
 }
 _MODULE_OF = {name: module for module, names in _NAMES.items() for name in names}

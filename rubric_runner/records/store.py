@@ -157,22 +157,32 @@ def read_task_at(record_dir: Path) -> TaskRecord | None:
         return None
     if inline is not None:
         return inline
-    tasks = [entry.path for entry in _entries(record_dir / TASKS_DIR) if entry.is_dir()]
-    return read_task(Path(tasks[0]) / RESULT_FILE) if len(tasks) == 1 else None
+    tasks = _listed_task_dirs(record_dir)
+    return read_task(tasks[0] / RESULT_FILE) if len(tasks) == 1 else None
+
+
+def _listed_task_dirs(run_dir: Path) -> list[Path]:
+    """Every dir in a run's ``tasks/``, in natural order (``t2-r0`` before ``t10-r0``)."""
+    names = [entry.name for entry in _entries(run_dir / TASKS_DIR) if entry.is_dir()]
+    return [run_dir / TASKS_DIR / name for name in sorted(names, key=_natural_key)]
+
+
+def task_dirs(record: RunRecord) -> list[Path]:
+    """A run's task dirs, in its order: its rows', or every dir in its ``tasks/`` for a run that ended before
+    it counted them."""
+    run_dir = Path(record.run_dir or ".")
+    if record.tasks:
+        return [task_dir(run_dir, row.task_id, row.repeat) for row in record.tasks]
+    return _listed_task_dirs(run_dir)
 
 
 def task_records(record: RunRecord) -> list[TaskRecord]:
-    """A run's task records, in its order, where they are now: its rows' (a version 1 or 2 run of one task:
-    the run's own); each task dir's, for a run that ended before it counted them."""
+    """A run's task records, in its order (``task_dirs``), where they are now (a version 1 or 2 run of one
+    task: the run's own)."""
     if record.inline_task is not None:
         return [record.inline_task.model_copy(update={"run_dir": record.run_dir})]
-    run_dir = Path(record.run_dir or ".")
-    if record.tasks:
-        dirs = [task_dir(run_dir, row.task_id, row.repeat) for row in record.tasks]
-    else:
-        dirs = sorted(Path(entry.path) for entry in _entries(run_dir / TASKS_DIR) if entry.is_dir())
     found = []
-    for path in dirs:
+    for path in task_dirs(record):
         task = load_task(path)
         task.run_dir = str(path)
         found.append(task)
@@ -319,9 +329,7 @@ def turn_dirs(record_dir: Path) -> list[Path]:
 
 def record_dirs(run_dir: Path) -> list[Path]:
     """The dirs of a run's own records: the run dir, and each task's dir."""
-    tasks = run_dir / TASKS_DIR
-    names = sorted(entry.name for entry in _entries(tasks) if entry.is_dir())
-    return [run_dir, *(tasks / name for name in names)]
+    return [run_dir, *_listed_task_dirs(run_dir)]
 
 
 @contextlib.contextmanager

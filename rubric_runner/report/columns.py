@@ -775,13 +775,6 @@ def policy_tables(runs: list[Run], groups: list[Group], prices: dict[str, dict[s
     return on, tables, found, beside
 
 
-def _rating(run: Run, resolved: Resolver) -> Rating:
-    criteria = run.criteria[1] if run.criteria else ()
-    verdict = VERDICTS.get(run.status)
-    return Rating("", resolved(run.transcript) if run.transcript else "", verdict, criteria,
-                  run.verified_final, run.task_key, status=None if verdict is not None else run.status)
-
-
 def people_rows(runs: list[Run], groups: list[Group]) -> list[PeopleRow]:
     """The grader-against-people table: one row per configuration with labelled runs (people's labels,
     ``labels.json`` in the run dirs, as the truth), and people against the hidden checks where both exist."""
@@ -794,7 +787,7 @@ def people_rows(runs: list[Run], groups: list[Group]) -> list[PeopleRow]:
     ratings: dict[str, list[Rating]] = {}
     resolved = Resolver()
     for run in runs:
-        ratings.setdefault(run.group, []).append(_rating(run, resolved))
+        ratings.setdefault(run.group, []).append(run.rating("", resolved))
     rows = []
     for group, own in ratings.items():
         found = against_labels(own, labels)
@@ -832,7 +825,7 @@ def self_rows(runs: list[Run], groups: list[Group]) -> list[SelfRow]:
     resolved = Resolver()
     for run in runs:
         if run.transcript:
-            ratings.setdefault(run.group, []).append(_rating(run, resolved))
+            ratings.setdefault(run.group, []).append(run.rating("", resolved))
     names = {g.key: g.label for g in groups}
     return [SelfRow(names[group], self_agreement(own)) for group, own in ratings.items()
             if len({r.item for r in own}) < len(own)]

@@ -13,16 +13,16 @@ a report of 10,000 tasks holds 10,000 of these at once.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis.judge import Judged, Judgement, judge_all, one_pass
+from ..analysis.agreement import Rating
+from ..analysis.judge import VERDICTS, Judged, Judgement, judge_all, one_pass
 from ..analysis.loop_value import Attempts
 from ..analysis.prices import Billed, billed, cost_of
+from ..paths import Resolver
 from ..records import (
-    TASKS_DIR,
     UNFINISHED,
     CheckOutcome,
     Job,
@@ -34,6 +34,7 @@ from ..records import (
     TaskRecord,
     load_task,
     read_task_at,
+    task_dirs,
     task_key,
 )
 from ..records.store import gc_paused
@@ -179,6 +180,14 @@ class Run:
             transcript=self.transcript, unverified=bool(self.unverified) and self.unverified[-1], one_pass=self.one_pass,
         )
 
+    def rating(self, grader: str, resolved: Resolver) -> Rating:
+        """The run as one grading of its transcript, as the agreement figures read it: its final verdict and,
+        when it gave one, that pass's criteria; the transcript by its real path."""
+        verdict = VERDICTS.get(self.status)
+        criteria = self.criteria[1] if self.criteria and verdict is not None else ()
+        return Rating(grader, resolved(self.transcript) if self.transcript else "", verdict, criteria,
+                      self.verified_final, self.task_key, status=None if verdict is not None else self.status,
+                      first_checked=self.verified_first)
 
     def attempted(self, prices: dict[str, dict[str, float]]) -> Attempts:
         """What the loop's value reads of the run."""
@@ -268,20 +277,6 @@ def _spent(header: RunHeader, record: TaskRecord) -> tuple[Billed, ...]:
     return tuple(billed(header, e.spent) for e in record.evaluations)
 
 
-def _task_dirs(job: Job) -> list[tuple[str, str]]:
-    """A job's task dirs: (name, path) each."""
-    root = os.path.join(job.record.run_dir or ".", TASKS_DIR)
-    if job.record.tasks:
-        names = [task_key(row.task_id, row.repeat) for row in job.record.tasks]
-    else:
-        try:
-            with os.scandir(root) as entries:
-                names = sorted((entry.name for entry in entries if entry.is_dir()), key=_task_order)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-    return [(name, os.path.join(root, name)) for name in names]
-
-
 def _task_order(name: str) -> tuple[str, int]:
     task, _, repeat = name.rpartition("-r")
     return task, int(repeat) if repeat.isdigit() else -1
@@ -324,7 +319,8 @@ def expand(jobs: list[Job], live: bool = False) -> list[Run]:
             continue
         every = job.reused >= max(len(job.record.tasks), 1)  # the job as a whole was kept from a sweep before
         reused = {task_key(row.task_id, row.repeat) for row in job.record.tasks if row.reused}
-        for name, task_dir in _task_dirs(job):
+        for path in task_dirs(job.record):
+            name, task_dir = path.name, str(path)
             record = _task_record(name, task_dir, live)
             runs.append(_run(len(runs), job, record, every or name in reused, keys, shared))
     return runs

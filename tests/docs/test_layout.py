@@ -233,6 +233,11 @@ def test_one_paired_engine_calls_the_paired_tests():
     assert {name: callers(name) for name in PAIRED_TESTS} == dict.fromkeys(PAIRED_TESTS, ["analysis/paired.py"])
 
 
+def test_a_run_becomes_a_rating_in_one_place():
+    # agreement.md's ratings and the report's people and self tables read the runs the reports count
+    assert callers("Rating", home="analysis/agreement.py") == ["report/runs.py"]
+
+
 ROW_BY_KEY = re.compile(r"\b(?:row|g|group|cell|c)\[[\"']")
 """A report row, a configuration's figures or a matrix cell read by a string key."""
 

@@ -228,3 +228,22 @@ def test_golden_refuses_a_threshold_out_of_range_and_a_dir_that_is_not_empty(dem
     assert run_command(["golden", str(run_dir), str(tmp_path / "g")]) == 0
     assert [row["task_id"] for row in json.loads((tmp_path / "g" / "result.json").read_text())["tasks"]] == ["HumanEval-0"]
     assert [p.name for p in (tmp_path / "g" / "tasks").iterdir()] == ["HumanEval-0-r0"]
+
+
+def test_repeats_of_a_task_without_an_id_are_one_task_in_the_agreement_figures(tmp_path):
+    from support.helpers import scripted_overrides, verdict, write_script
+
+    from rubric_runner.report.ratings import ratings_in
+
+    wrong = "def find_duplicates(lst):\n    return []\n"
+    script = write_script(tmp_path / "s.yaml", worker=[{"content": wrong}] * 3,
+                          grader=[{"tool_calls": [{"name": "run_test_suite", "args": {"code": wrong}}]},
+                                  verdict("satisfied", ("All tests pass in run_test_suite", True))] * 9)
+    run_dir = tmp_path / "run"
+    assert rubric_runner.run(scripted_overrides(script, "rubric=code", "run.repeats=3"), run_dir).status.value == "satisfied"
+    regrade = rubric_runner.regrade(run_dir, [f"grader.script={script}", "run.console=false"], repeats=2)
+    ratings = ratings_in(regrade.dir)
+    assert len(ratings) == 6 and len({r.item for r in ratings}) == 3 and {r.checked for r in ratings} == {False}
+    assert len({r.task for r in ratings}) == 1  # the three repeats are one task, the rubric's own message
+    # the interval counts the one task once, not its three transcripts as three tasks (95% CI 43.9-100.0%)
+    assert _row(regrade.agreement.read_text(), f"grader.script={script}", "-")[2] == "6/6 (100.0%, 95% CI 20.7-100.0%, 1 task)"
