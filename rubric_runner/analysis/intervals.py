@@ -108,6 +108,19 @@ def sign_test(differences: Iterable[float]) -> float:
     return mcnemar(sum(difference > 0 for difference in moved), sum(difference < 0 for difference in moved))
 
 
+def holm(ps: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values, in their order (None: no test, outside the
+    family): the i-th smallest of m times (m - i + 1), never below the adjusted p before it, at most 1. An
+    adjusted p under 0.05 keeps the chance of any false finding in the family under 5%."""
+    order = sorted((p, i) for i, p in enumerate(ps) if p is not None)
+    adjusted: list[float | None] = [None] * len(ps)
+    running = 0.0
+    for rank, (p, i) in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * p))
+        adjusted[i] = running
+    return adjusted
+
+
 def rogan_gladen(apparent: float, sensitivity: float, specificity: float) -> float | None:
     """The true rate behind an ``apparent`` one measured by a test of this sensitivity and specificity
     (Rogan and Gladen, 1978): ``(apparent + specificity - 1) / (sensitivity + specificity - 1)``, kept to

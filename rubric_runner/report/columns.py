@@ -28,6 +28,7 @@ from ..analysis.agreement import (
     people_against_checks,
     self_agreement,
 )
+from ..analysis.intervals import holm
 from ..analysis.judge import (
     VERDICTS,
     Judgement,
@@ -37,7 +38,7 @@ from ..analysis.judge import (
     ranking,
     ranking_line,
 )
-from ..analysis.numbers import fmt_num, fmt_pct, fmt_rate, fmt_tokens
+from ..analysis.numbers import fmt_num, fmt_p, fmt_pct, fmt_rate, fmt_tokens
 from ..analysis.paired import PairedRates, fmt_difference, fmt_test
 from ..analysis.views import Window
 from ..paths import Resolver
@@ -116,6 +117,21 @@ class Column:
         if isinstance(sort, (int, float)):
             return f'<td class="num" data-sort="{sort}">{content}</td>'
         return f'<td data-sort="{_escape(sort)}">{content}</td>'
+
+
+HOLM = "Holm p"
+"""The column of a table's p-values adjusted for its tests together (``intervals.holm``)."""
+
+
+def with_holm(columns: tuple[Column, ...], after: str, rows: list[Any], p: Callable[[Any], float | None]) -> tuple[Column, ...]:
+    """``columns`` with, after the column ``after``, each row's p (``p``) adjusted for the table's tests by
+    Holm's method; ``columns`` as they are when the table has fewer than two tests."""
+    adjusted = dict(zip(map(id, rows), holm([p(row) for row in rows])))
+    if sum(value is not None for value in adjusted.values()) < 2:
+        return columns
+    column = Column(HOLM, lambda row: fmt_p(adjusted[id(row)]), sort=lambda row: _or(adjusted[id(row)], 2))
+    at = [c.header for c in columns].index(after) + 1
+    return (*columns[:at], column, *columns[at:])
 
 
 _HTML_SPECIAL = re.compile(r"[&<>'\"]")
@@ -706,7 +722,8 @@ def loop_tables(runs: list[Run], groups: list[Group], prices: dict[str, dict[str
                 for a in loop_value.arms(attempts, on) for g in groups if g.key == a.group]
     pairs = [PairRow(names[c.rubric], names[c.control], c.paired) for c in loop_value.comparisons(attempts, on)]
     curve = [CurveRow(names[group], group, point) for group, points in loop_value.curve(attempts, on).items() for point in points]
-    found = {"loop-arms": Table("loop-arms", LOOP_ARM_COLUMNS, arm_rows), "loop-pairs": Table("loop-pairs", LOOP_PAIR_COLUMNS, pairs),
+    found = {"loop-arms": Table("loop-arms", LOOP_ARM_COLUMNS, arm_rows),
+             "loop-pairs": Table("loop-pairs", with_holm(LOOP_PAIR_COLUMNS, "p (test)", pairs, lambda row: row.c.p), pairs),
              "loop-curve": Table("loop-curve", LOOP_CURVE_COLUMNS, curve)}
     if broken:
         found["loop-broken"] = Table("loop-broken", LOOP_BROKEN_COLUMNS, [BrokenRow(names[b.run.group], b) for b in broken])
@@ -768,7 +785,9 @@ def policy_tables(runs: list[Run], groups: list[Group], prices: dict[str, dict[s
     names = {g.key: g.label for g in groups}
     found = policies.replay_all(attempts, on, returns, up_to)
     beside = policies.beside_real(attempts, on)
-    tables = {"policies": Table("policies", POLICY_COLUMNS, [PolicyRow(names[r.group], r) for r in found])}
+    rows = [PolicyRow(names[r.group], r) for r in found]
+    columns = with_holm(POLICY_COLUMNS, "vs as run (paired)", rows, lambda row: row.r.versus and row.r.versus.p)
+    tables = {"policies": Table("policies", columns, rows)}
     if beside:
         tables["policies-real"] = Table("policies-real", POLICY_REAL_COLUMNS,
                                         [BesideRow(names[b.group], names[b.real], b) for b in beside])

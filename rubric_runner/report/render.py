@@ -47,6 +47,7 @@ from .columns import (
     run_filters,
     run_rows,
     self_rows,
+    with_holm,
 )
 from .partial import Completion
 from .runs import Run, unstarted
@@ -159,7 +160,7 @@ def tables(jobs: list[Job], runs: list[Run], groups: list[Group], prices: dict[s
         del found["matrix"]
     judges = judge_rows(runs, groups, prices)
     if judges:
-        found.update(judges=Table("judges", JUDGE_COLUMNS, judges), answers=Table("answers", ANSWERS_COLUMNS, judges),
+        found.update(judges=Table("judges", JUDGE_COLUMNS, judges), answers=Table("answers", with_holm(ANSWERS_COLUMNS, "lift", judges, lambda row: row.judgement.lift_p), judges),
                      views=Table("views", VIEW_COLUMNS, judges),
                      graders=Table("graders", GRADER_COLUMNS, grader_rows(runs, prices)))
     people = people_rows(runs, groups)

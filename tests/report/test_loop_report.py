@@ -45,6 +45,11 @@ def rows(md: str, first: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in md.splitlines() if line.startswith(f"| {first}")]
 
 
+def pair_rows(md: str) -> list[list[str]]:
+    """The cells of the rows of the rubric loop against each control."""
+    return rows(md[md.index("### The rubric loop against each control"):md.index("### After each pass")], "loop=rubric")
+
+
 def test_every_attempt_is_verified_and_recorded_with_its_verdict(sweep):
     for job in range(3):
         for task_id, record in tasks(sweep, job).items():
@@ -86,11 +91,12 @@ def test_report_md_answers_does_the_loop_help(sweep):
     assert [row[7] for row in arms.values()] == ["0", "0", "0"]  # revisions the grader caused: no verdict was unverified
     assert arms["rubric"][6] == "1" and arms["resample"][6] == "0"  # HumanEval-9's revision broke it
     assert all(re.fullmatch(r"\d+\.\d{4}", row[5]) for row in arms.values())  # priced: USD per verified success
-    pairs = {row[1]: row for row in rows(md, "loop=rubric") if len(row) == 10}
+    pairs = {row[1]: row for row in pair_rows(md)}
     # rubric vs single: rubric only on HumanEval-1, 5, 6; single only on 9
     assert pairs["loop=single"][2:7] == ["10", "4", "3", "1", "2"]
     assert pairs["loop=single"][8] == "p = 0.625 (exact McNemar)"
     assert pairs["loop=resample"][2:7] == ["10", "6", "1", "1", "2"] and pairs["loop=resample"][8] == "p = 1.0 (exact McNemar)"
+    assert pairs["loop=single"][9] == pairs["loop=resample"][9] == "p = 1.0"  # Holm: 2 x 0.625, at most 1
     curve = [row for row in rows(md, "loop=") if len(row) == 8 and row[1] not in ARMS]
     assert [(row[0], row[1], row[3].split(" ")[0], row[4]) for row in curve] == [
         ("loop=rubric", "1", "5/10", "-"), ("loop=rubric", "2", "7/10", "+2"),
@@ -171,7 +177,7 @@ def test_without_hidden_checks_the_section_rests_on_the_verdicts(tmp_path):
     # code_tasks' first four: three first attempts fail their tests and pass once revised
     assert arms["rubric"][3].startswith("4/4 (100.0%") and arms["single"][3].startswith("1/4 (25.0%")
     assert arms["rubric"][6] == arms["single"][6] == "-"  # no checks: no broken revision to tell
-    (pair,) = [row for row in rows(md, "loop=rubric") if len(row) == 10]
+    (pair,) = pair_rows(md)
     assert pair[2:7] == ["4", "1", "3", "0", "0"] and pair[8] == "p = 0.25 (exact McNemar)"  # 2 x (1/2)^3
 
 

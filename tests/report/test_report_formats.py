@@ -116,3 +116,32 @@ def test_the_two_mean_passes_figures_have_their_own_names(reports):
     assert [row["mean_passes_per_run"] for row in rows] == [1.9, 1.9]
     assert [row["mean_passes_per_run"] for row in table] == ["1.9", "1.9"]
     assert "mean_iterations" not in rows[0] and "mean_iterations" not in table[0]
+
+
+def test_a_tables_p_values_are_adjusted_together_by_holms_method():
+    from types import SimpleNamespace
+
+    from rubric_runner.analysis.intervals import holm
+    from rubric_runner.report.columns import ANSWERS_COLUMNS, HOLM, with_holm
+
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])  # R: p.adjust(..., "holm")
+    assert holm([0.2, None, 0.9]) == pytest.approx([0.4, None, 0.9]) and holm([0.6, 0.7]) == [1.0, 1.0]
+    rows = [SimpleNamespace(p=p) for p in (0.01, 0.04, 0.03, 0.005, None)]
+    columns = with_holm(ANSWERS_COLUMNS, "lift", rows, lambda row: row.p)
+    headers = [c.header for c in columns]
+    assert headers[headers.index("lift") + 1] == HOLM and len(columns) == len(ANSWERS_COLUMNS) + 1
+    assert [columns[headers.index(HOLM)].text(row) for row in rows] == ["p = 0.03", "p = 0.06", "p = 0.06", "p = 0.02", "-"]
+    assert with_holm(ANSWERS_COLUMNS, "lift", rows[:1], lambda row: row.p) == ANSWERS_COLUMNS  # one test: nothing to adjust
+
+
+def test_the_answers_table_adjusts_the_lifts_of_its_configurations(reports, tmp_path):
+    from rubric_runner.analysis.intervals import holm
+    from rubric_runner.analysis.numbers import fmt_p
+
+    answers = md_table((reports / "report.md").read_text(), "### Answers against hidden verification")
+    raw = [float(re.search(r"p = ([\d.]+)", row["lift"])[1]) for row in answers]
+    assert [row["Holm p"] for row in answers] == [fmt_p(p) for p in holm(raw)]
+    write_verified_job(tmp_path / "one", 10)
+    write_all(tmp_path / "one", collect(tmp_path / "one"))
+    (alone,) = md_table((tmp_path / "one" / "report.md").read_text(), "### Answers against hidden verification")
+    assert "Holm p" not in alone and alone["lift"].endswith("(exact McNemar); fixed 2, broken 1")
