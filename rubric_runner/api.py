@@ -29,7 +29,7 @@ from .errors import UsageError, unwritable
 from .loop.followup import next_turn, record_dir_of, resumed_turn
 from .loop.launch import launch
 from .loop.regrade import new_regrade_dir, regraded_dirs, transcript_dirs
-from .loop.request import Launch
+from .loop.request import Launch, Regrading
 from .loop.signals import StopRequest
 from .records import (
     REGRADES_DIR,
@@ -107,7 +107,7 @@ def resume(run_dir: str | Path, overrides: Sequence[str] = (), config_dirs: Sequ
         follow_up = resumed_turn(run_dir, task)
     sources = sources.model_copy(update={"overrides": [*sources.overrides, *overrides, "run.resume=true"]})
     _trusted(run_dir, sources, config_dirs, overrides, trust_run_dir)
-    return launch(Launch(sources, run_dir=run_dir, key=RUN_DIR, resume=True, follow_up=follow_up, stop=stop))
+    return launch(Launch(sources, run_dir=run_dir, key=RUN_DIR, resume=True, work=follow_up, stop=stop))
 
 
 def continue_run(run_dir: str | Path, message: str, overrides: Sequence[str] = (), task: str | None = None,
@@ -123,7 +123,7 @@ def continue_run(run_dir: str | Path, message: str, overrides: Sequence[str] = (
         _recorded(run_dir, config_dirs)
     sources = sources.model_copy(update={"overrides": [*sources.overrides, *overrides]})
     _trusted(run_dir, sources, config_dirs, overrides, trust_run_dir)
-    return launch(Launch(sources, run_dir=follow_up.dir(), key=RUN_DIR, follow_up=follow_up, stop=stop))
+    return launch(Launch(sources, run_dir=follow_up.dir(), key=RUN_DIR, work=follow_up, stop=stop))
 
 
 @dataclass(frozen=True)
@@ -205,8 +205,8 @@ def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool =
         for repeat in range(repeats):
             at = base / f"repeat-{repeat}" if repeats > 1 else base
             target = at if source == root else at / source.relative_to(root)
-            records.append(launch(Launch(composed, run_dir=target, key=RUN_DIR, regraded_from=source,
-                                         regraded_with=tuple(grader), regraded_after=before, composed=cfg, stop=stop)))
+            records.append(launch(Launch(composed, run_dir=target, key=RUN_DIR, work=Regrading(source, tuple(grader), before),
+                                         composed=cfg, stop=stop)))
             before = target
     return _findings(out_dir, records, labels, least, several=multirun or repeats > 1)
 
@@ -253,8 +253,8 @@ def _side(root: Path, name: str, prices: dict[str, dict[str, float]]) -> tuple[l
     if not runs:
         raise UsageError(name, f"no runs under {root}", "give a run dir or a sweep dir that holds result.json files")
     headers: dict[str, RunHeader] = {}
-    for found in runs:
-        headers.setdefault(found.group, found.job.record.header)
+    for run in runs:
+        headers.setdefault(run.group, run.job.record.header)
     cases = [Case(config=run.group, task=run.task, repeat=run.repeat or 0, turn=run.turn, status=run.status,
                   verified=run.verified_final, tokens=run.worker_tokens + run.grader_tokens, cost=run.cost(prices))
              for run in runs]

@@ -125,7 +125,7 @@ def _cohen_kappa(summed: Sequence[float]) -> float | None:
 
 
 @dataclass(frozen=True)
-class Paired:
+class TwoRaters:
     """Two raters on the same items (a grader against a person): agreement and Cohen's κ."""
 
     items: int
@@ -134,17 +134,17 @@ class Paired:
     agreed: int
 
 
-def cohen(pairs: Iterable[tuple[bool, bool]], resamples: int = RESAMPLES, seed: int = SEED) -> Paired:
+def cohen(pairs: Iterable[tuple[bool, bool]], resamples: int = RESAMPLES, seed: int = SEED) -> TwoRaters:
     """Percent agreement and Cohen's κ of two raters' yes/no ratings: p_o the share of items they agree
     on, p_e = p_a·p_b + (1 - p_a)(1 - p_b) from each rater's share of yes, κ = (p_o - p_e) / (1 - p_e)."""
     vectors = [(1, int(a == b), int(a), int(b)) for a, b in pairs]
     if not vectors:
-        return Paired(0, Share(None), Coefficient(None), 0)
+        return TwoRaters(0, Share(None), Coefficient(None), 0)
     summed = [sum(column) for column in zip(*vectors)]
     percent_of = lambda s: s[1] / s[0]  # noqa: E731
     found = cluster_bootstrap(vectors, [percent_of, _cohen_kappa], resamples, seed)
     kappa = _cohen_kappa(summed)
-    return Paired(len(vectors), Share(percent_of(summed), found[0], _why(found[0], len(vectors))),
+    return TwoRaters(len(vectors), Share(percent_of(summed), found[0], _why(found[0], len(vectors))),
                   Coefficient(kappa, found[1], _why(found[1], len(vectors))) if kappa is not None else Coefficient(None),
                   int(summed[1]))
 
@@ -357,8 +357,8 @@ class AgainstPeople:
     κ on the verdict and on each criterion labelled."""
 
     judgement: Judgement | None
-    verdict: Paired
-    criteria: dict[str, Paired]
+    verdict: TwoRaters
+    criteria: dict[str, TwoRaters]
 
 
 def against_labels(ratings: Sequence[Rating], labels: dict[str, Label]) -> AgainstPeople:

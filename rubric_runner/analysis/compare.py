@@ -58,7 +58,7 @@ class Case:
 
 
 @dataclass(frozen=True)
-class Paired:
+class CasePair:
     """A case run on both sides."""
 
     base: Case
@@ -110,11 +110,11 @@ class Comparison:
 
     pairing: Pairing
     """Which configurations were paired, and which not."""
-    cases: list[Paired]
+    cases: list[CasePair]
     """Cases run on both sides and decided on both (the figures' cases)."""
-    unfinished: list[Paired]
+    unfinished: list[CasePair]
     """Cases with a run still going, interrupted or stopped by a budget on either side."""
-    crashed: list[Paired]
+    crashed: list[CasePair]
     """Finished cases with a crashed run (``error``, ``grader_error``) on either side."""
     only_base: list[Case]
     only_new: list[Case]
@@ -136,7 +136,7 @@ class Comparison:
         """Every case of either side, a case run on both counted once."""
         return len(self.cases) + len(self.unfinished) + len(self.crashed) + len(self.only_base) + len(self.only_new)
 
-    def by_change(self, change: str) -> list[Paired]:
+    def by_change(self, change: str) -> list[CasePair]:
         return [case for case in self.cases if case.change == change]
 
     @cached_property
@@ -244,7 +244,7 @@ def compare(base: Sequence[Case], new: Sequence[Case], base_parts: dict[str, Par
             only_base.append(case)
         else:
             used.add(id(partner))
-            matched.append(Paired(case, partner))
+            matched.append(CasePair(case, partner))
     only_new = [case for case in new if id(case) not in used]
     compared = [pair for pair in matched if pair.finished and pair.decided]
     return Comparison(

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ..analysis.compare import CHECKS, MIN_PAIRED, Case, Comparison, Gate, Paired, Pairing
+from ..analysis.compare import CHECKS, MIN_PAIRED, Case, CasePair, Comparison, Gate, Pairing
 from ..analysis.numbers import fmt_num, fmt_p, fmt_pct, fmt_rate, fmt_tokens
 from ..analysis.paired import PairedRates, fmt_difference
 from ..errors import UsageError
@@ -86,7 +86,7 @@ def _delta(before: float | None, after: float | None, digits: int) -> str:
     return f"{text if text.startswith('-') else '+' + text}{share}"
 
 
-def _pair_label(pair: Paired, labels: tuple[dict[str, str], dict[str, str]]) -> str:
+def _pair_label(pair: CasePair, labels: tuple[dict[str, str], dict[str, str]]) -> str:
     before, after = labels[0][pair.base.config], labels[1][pair.new.config]
     return before if before == after else f"{before} -> {after}"
 
@@ -107,7 +107,7 @@ def _more(shown: int, total: int) -> list[str]:
     return [f"\n... and {total - shown:,} more (`--max-rows 0` lists them all)"] if total > shown else []
 
 
-def _case_rows(cases: list[Paired], labels: tuple[dict[str, str], dict[str, str]], several: bool, limit: int | None) -> list[str]:
+def _case_rows(cases: list[CasePair], labels: tuple[dict[str, str], dict[str, str]], several: bool, limit: int | None) -> list[str]:
     head = "| task | repeat | " + ("configuration | " if several else "") + "BASE | NEW | judged on |"
     rows = [head, "|" + " --- |" * (head.count("|") - 1)]
     shown = cases[:limit]
@@ -118,7 +118,7 @@ def _case_rows(cases: list[Paired], labels: tuple[dict[str, str], dict[str, str]
     return rows + _more(len(shown), len(cases))
 
 
-def _status(pair: Paired, case: Case) -> str:
+def _status(pair: CasePair, case: Case) -> str:
     if pair.basis == CHECKS:
         return f"{'passed' if case.verified else 'failed'} ({case.status})"
     return str(case.status)
@@ -183,7 +183,7 @@ def _counted(rates: PairedRates) -> str:
     return rates.counted + (" (their repeats are not independent pairs)" if rates.repeated else "")
 
 
-def _statuses(pairs: list[Paired]) -> str:
+def _statuses(pairs: list[CasePair]) -> str:
     counts = Counter(case.status.value for pair in pairs for case in (pair.base, pair.new) if not case.status.decided)
     return ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
 

@@ -120,7 +120,7 @@ class Execution:
     def ready(self) -> Plan:
         """Plan the run and connect to its models (the console says what runs); the plan."""
         request, console, header = self.request, self.console, self.record.header
-        roles = ("grader",) if request.regraded_from is not None else ("grader", "worker")
+        roles = ("grader",) if request.regrading is not None else ("grader", "worker")
         plan = self.plan = prepare(self.cfg, header, self.run_dir, roles, request.follow_up, request.sweep_dir)
         for failure in plan.registry.plugins.failures:
             console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
@@ -129,8 +129,8 @@ class Execution:
                             "will be recorded as unsupported")
         for task, glob in unmatched_protected(plan.tasks):
             console.warning(f"protected glob {glob!r} matches no file of task {task}'s workspace")
-        if request.regraded_from is not None:
-            console.line(f"regrade of {request.regraded_from}: grader={header.grader.model} rubric={header.rubric.name}")
+        if request.regrading is not None:
+            console.line(f"regrade of {request.regrading.source}: grader={header.grader.model} rubric={header.rubric.name}")
         else:
             scripted = {role for role in ("worker", "grader") if getattr(header, role).scripted}
             console.start(header.worker.model, header.grader.model, header.rubric.name, scripted)
@@ -163,10 +163,10 @@ class Execution:
             console.turn(follow_up.number, str(follow_up.previous), carried)
         self.budgets = Budgets(plan.config, header, self.run_dir, request.sweep_dir)
         with isolation_setting(plan.config.sandbox.isolation, sandbox_notices(self.log, console)):
-            if request.regraded_from is not None:
+            if request.regrading is not None:
                 from .regrade import regrade
 
-                await regrade(plan, record, self.log, console, request.regraded_from, request.regraded_after, request.stop)
+                await regrade(plan, record, self.log, console, request.regrading, request.stop)
                 return
             inline = self.previous.inline_task if self.previous is not None else None
             self.tasks = TaskSet(plan, record, self.budgets, self.log, console, request.stop, self._task_ended, inline)

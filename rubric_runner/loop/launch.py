@@ -158,12 +158,12 @@ def _header(request: Launch, previous: RunRecord | None) -> RunHeader:
     sources = request.sources.model_copy(update={"overrides": [redact_override(o) for o in request.sources.overrides]})
     if previous is not None and previous.schema_version >= 2:
         return previous.header.model_copy(deep=True, update={"sources": sources})
-    follow_up, graded = request.follow_up, request.regraded_from
-    turn = follow_up.number if follow_up else turn_number(graded) if graded is not None else 1
+    follow_up, graded = request.follow_up, request.regrading
+    turn = follow_up.number if follow_up else turn_number(graded.source) if graded else 1
     return RunHeader(kind=request.kind, sources=sources, turn=turn if turn > 1 else None,
                      continued_from=str(follow_up.previous) if follow_up else None,
-                     regraded_from=str(request.regraded_from) if request.regraded_from else None,
-                     regraded_with=list(request.regraded_with) if request.regraded_from else None)
+                     regraded_from=str(graded.source) if graded else None,
+                     regraded_with=list(graded.overrides) if graded else None)
 
 
 def _record(run_dir: Path, request: Launch, previous: RunRecord | None) -> RunRecord:

@@ -47,6 +47,7 @@ from ..tasks.workspace import Workspace
 from .agent import grader_middleware
 from .followup import thread_home
 from .plan import Plan
+from .request import Regrading
 from .signals import StopRequest, StopRequested
 from .workspaces import attempt_name, files_at, kept, kept_seed
 
@@ -79,11 +80,12 @@ def new_regrade_dir(parent: Path) -> Path:
             out_dir = parent / f"{stamp}-{number}"
 
 
-async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source: Path, after: Path | None = None,
+async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, regrading: Regrading,
                   stop: StopRequest | None = None) -> None:
-    """One grading pass over each transcript of the run in ``source``, each recorded as a task of ``record``;
-    a repeat's scripted grader goes on from where the one of the repeat ``after`` stood. Once ``stop`` is asked
-    for, the transcripts not yet graded are recorded ``interrupted``."""
+    """One grading pass over each transcript of the run in ``regrading.source``, each recorded as a task of
+    ``record``; a repeat's scripted grader goes on from where the one of the repeat before (``regrading.after``)
+    stood. Once ``stop`` is asked for, the transcripts not yet graded are recorded ``interrupted``."""
+    source, after = regrading.source, regrading.after
     cursors = (after if after is not None else thread_home(source)) / CURSOR_DIR / "grader"
     if cursors.is_dir():  # a scripted grader's place in its script: the regrade's grader goes on from there
         carry_on(cursors, plan.home / CURSOR_DIR / "grader")

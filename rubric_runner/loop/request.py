@@ -13,6 +13,18 @@ from .signals import StopRequest
 
 
 @dataclass(frozen=True)
+class Regrading:
+    """A regrade: the record dir whose transcripts are graded again, and the overrides it puts on the config
+    of the run it grades."""
+
+    source: Path
+    overrides: tuple[str, ...] = ()
+    after: Path | None = None
+    """A repeat of a regrade: the record dir of the repeat before, whose scripted grader's place in its script
+    this one goes on from (instead of the graded run's)."""
+
+
+@dataclass(frozen=True)
 class Launch:
     """What starts work: where its config comes from, where its records go, and what kind of work it is."""
 
@@ -23,15 +35,8 @@ class Launch:
     """The config key or argument ``run_dir`` came from, for errors about it."""
     resume: bool = False
     """Continue the run in ``run_dir`` (also set by ``run.resume=true``)."""
-    follow_up: FollowUp | None = None
-    """A follow-up turn on a finished run's thread."""
-    regraded_from: Path | None = None
-    """A regrade: the record dir whose transcripts are graded again."""
-    regraded_with: tuple[str, ...] = ()
-    """A regrade: the overrides it puts on the config of the run it grades."""
-    regraded_after: Path | None = None
-    """A repeat of a regrade: the record dir of the repeat before, whose scripted grader's place in its
-    script this one goes on from (instead of the graded run's)."""
+    work: FollowUp | Regrading | None = None
+    """What the work is when it is not a new run: a follow-up turn on a finished run's thread, or a regrade."""
     sweep_dir: Path | None = None
     """A sweep's job: the sweep's dir."""
     composed: DictConfig | None = None
@@ -42,6 +47,16 @@ class Launch:
     @property
     def kind(self) -> RunKind:
         """What the launch does."""
-        if self.regraded_from is not None:
+        if isinstance(self.work, Regrading):
             return RunKind.REGRADE
-        return RunKind.TURN if self.follow_up is not None else RunKind.RUN
+        return RunKind.TURN if isinstance(self.work, FollowUp) else RunKind.RUN
+
+    @property
+    def follow_up(self) -> FollowUp | None:
+        """The follow-up turn this launch is, if it is one."""
+        return self.work if isinstance(self.work, FollowUp) else None
+
+    @property
+    def regrading(self) -> Regrading | None:
+        """The regrade this launch is, if it is one."""
+        return self.work if isinstance(self.work, Regrading) else None

@@ -19,10 +19,10 @@ from urllib.parse import urlencode
 from markupsafe import Markup, escape
 
 from ..analysis import loop_value, policies
-from ..analysis.agreement import Paired as AgreementPair
 from ..analysis.agreement import (
     Rating,
     SelfAgreement,
+    TwoRaters,
     against_labels,
     cohen,
     people_against_checks,
@@ -278,9 +278,9 @@ class PeopleRow:
     (or the checks), and per criterion."""
 
     label: str
-    paired: AgreementPair
+    paired: TwoRaters
     judgement: Judgement | None
-    criteria: dict[str, AgreementPair]
+    criteria: dict[str, TwoRaters]
 
 
 @dataclass(frozen=True)
