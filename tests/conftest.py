@@ -17,11 +17,8 @@ from rubric_runner.environment import API_KEY_ENV
 
 sys.path.insert(0, str(DATA))
 
-CLUSTER_MODULES = ("tests/cli/test_clusters.py", "tests/cli/test_ray_cluster.py", "tests/cli/test_launchers.py")
-"""They start SLURM and Ray clusters."""
-RAY_MODULES = ("tests/cli/test_ray_cluster.py", "tests/cli/test_launchers.py")
-"""They start Ray clusters, whose daemons take fixed ports (10001 and 52365): no two may run at once. (A SLURM
-cluster takes free ports.)"""
+CLUSTER_MODULES = ("tests/cli/test_clusters.py", "tests/cli/test_launchers.py")
+"""They start Ray and SLURM clusters, whose daemons take fixed ports (Ray's 10001 and 52365) and the CPUs."""
 
 
 NEEDS = {
@@ -91,8 +88,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadfile`` (pyproject.toml: each module's tests on one worker, in order) with the Ray modules
-    taken as one module, so that no two Ray clusters run at once."""
+    """``--dist loadfile`` (pyproject.toml: each module's tests on one worker, in order) with the cluster
+    modules taken as one module, so that no two clusters run at once."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -100,7 +97,7 @@ def pytest_xdist_make_scheduler(config, log):
     class ClustersTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = super()._split_scope(nodeid)
-            return RAY_MODULES[0] if module in RAY_MODULES else module
+            return CLUSTER_MODULES[0] if module in CLUSTER_MODULES else module
 
     return ClustersTogether(config, log)
 

@@ -1,6 +1,5 @@
-"""Sweeps on a real SLURM cluster on this machine, where they fail as clusters do: a single-node cluster
-(Debian's slurm-wlm and munge, as root, no accounting; test_ray_cluster.py has the two-node Ray cluster), and
-what a sweep's job does however its launcher ran it.
+"""Sweeps on real clusters on this machine, where they fail as clusters do: a single-node SLURM
+cluster (Debian's slurm-wlm and munge, as root, no accounting) and a two-node Ray cluster.
 
 Each cluster is started by its fixture in a directory of its own and stopped afterwards, also when
 a test fails; a test is skipped, saying why, where the machine cannot run the cluster.
@@ -11,11 +10,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,11 +28,12 @@ from support.helpers import (
     only_task,
     run_cli,
     run_json,
-    until,
     verdict,
     write_script,
 )
-from support.sweeps import check_workspace_sweep, read_rows, user_task_set, workspace_sweep
+from support.sweeps import check_workspace_sweep, user_task_set, workspace_sweep
+
+from rubric_runner.environment import JOB_ENV
 
 SLURM_BINARIES = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "scancel")
 SLURM_CONF = """\
@@ -115,7 +117,7 @@ def _accounting(root: Path, conf: str, procs: list[subprocess.Popen], log, env: 
         ["mariadbd", f"--datadir={root / 'db'}", f"--socket={root / 'db.sock'}", f"--port={db_port}",
          "--bind-address=127.0.0.1", "--user=root", f"--pid-file={root / 'db.pid'}", f"--log-error={root / 'db.err'}"],
         stdout=log, stderr=subprocess.STDOUT))
-    until(lambda: (root / "db.sock").exists(), 60, lambda: (root / "db.err").read_text())
+    _until(lambda: (root / "db.sock").exists(), 60, lambda: (root / "db.err").read_text())
     subprocess.run(["mariadb", "-S", str(root / "db.sock"), "-u", "root", "-e",
                     "CREATE USER slurm@'127.0.0.1' IDENTIFIED BY 'slurm'; GRANT ALL ON *.* TO slurm@'127.0.0.1';"],
                    check=True, capture_output=True)
@@ -131,7 +133,7 @@ def _accounting(root: Path, conf: str, procs: list[subprocess.Popen], log, env: 
         return subprocess.run(["sacctmgr", "-i", "add", "cluster", "rr"], env=env, capture_output=True,
                               timeout=30).returncode == 0
 
-    until(registered, 60, lambda: (root / "slurmdbd.log").read_text() if (root / "slurmdbd.log").exists() else "")
+    _until(registered, 60, lambda: (root / "slurmdbd.log").read_text() if (root / "slurmdbd.log").exists() else "")
     return conf
 
 
@@ -154,7 +156,7 @@ def _slurm_cluster(accounting: bool) -> Iterator[dict[str, str]]:
             ["munged", "-F", "--force", f"--key-file={root / 'munge.key'}", f"--socket={root / 'munge.sock'}",
              f"--pid-file={root / 'munged.pid'}", f"--log-file={root / 'munged.log'}", f"--seed-file={root / 'munge.seed'}"],
             stdout=log, stderr=subprocess.STDOUT))
-        until(lambda: (root / "munge.sock").exists(), 20, "munged did not start")
+        _until(lambda: (root / "munge.sock").exists(), 20, "munged did not start")
         if accounting:
             _accounting(root, conf.read_text(), procs, log, env)
         procs.append(subprocess.Popen(["slurmctld", "-D", "-f", str(conf)], env=env, stdout=log, stderr=subprocess.STDOUT))
@@ -165,7 +167,7 @@ def _slurm_cluster(accounting: bool) -> Iterator[dict[str, str]]:
             out = subprocess.run(["sinfo", "-h", "-o", "%T"], env=env, capture_output=True, text=True).stdout
             return out.strip() == "idle"
 
-        until(idle, 60, lambda: (root / "daemons.log").read_text())
+        _until(idle, 60, lambda: (root / "daemons.log").read_text())
         yield {"SLURM_CONF": str(conf)}
     finally:
         subprocess.run(["scancel", "--user=root"], env=env, capture_output=True)
@@ -190,6 +192,14 @@ def slurm_with_accounting() -> Iterator[dict[str, str]]:
         yield env
 
 
+def _until(ready, seconds: float, why) -> None:
+    """Wait for ``ready()``, failing with ``why`` (or its result) after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not ready():
+        assert time.monotonic() < deadline, why() if callable(why) else why
+        time.sleep(0.3)
+
+
 def _sweep(tmp: Path, env: dict[str, str], *args: str) -> contextlib.AbstractContextManager[subprocess.Popen]:
     """``rubric_runner -m ARGS`` in the background with ``env`` added (``cli_process``: killed on the way out)."""
     return cli_process("-m", *args, cwd=tmp, env=env)
@@ -201,6 +211,10 @@ def _scripts(tmp: Path, latency: float) -> tuple[Path, Path]:
     stuck = write_script(tmp / "stuck.yaml", [{"content": "draft 1"}, {"content": "draft 2"}],
                          [verdict("needs_revision", (A, False))] * 2)
     return slow, stuck
+
+
+def _rows(sweep_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (sweep_dir / "summary.jsonl").read_text().splitlines()]
 
 
 def _queue(env: dict[str, str]) -> dict[str, str]:
@@ -217,13 +231,13 @@ def _cancel_a_pending_job(slurm: dict[str, str], tmp_path: Path, ends: tuple[str
     with _sweep(tmp_path, slurm, *SLURM_SWEEP, "worker=scripted", "grader=scripted", "run.console=false",
                 SCRIPTED_EVIDENCE, f"worker.script={slow},{stuck}", "grader.script=${worker.script}",
                 "grader.max_iterations=2", f"hydra.sweep.dir={sweep_dir}") as proc:
-        until(lambda: any(job.endswith("_1") and state == "PENDING" for job, state in _queue(slurm).items()), 60,
+        _until(lambda: any(job.endswith("_1") and state == "PENDING" for job, state in _queue(slurm).items()), 60,
                lambda: f"no pending task: {_queue(slurm)}")
         pending = next(job for job, state in _queue(slurm).items() if job.endswith("_1"))
         subprocess.run(["scancel", pending], env={**os.environ, **slurm}, check=True)
         out, err = proc.communicate(timeout=150)
     assert proc.returncode == 3, err
-    rows = read_rows(sweep_dir)
+    rows = _rows(sweep_dir)
     assert [(row["job"], row["status"]) for row in rows] == [("0", "satisfied"), ("1", "interrupted")]
     assert rows[1]["error"].startswith(tuple(f"DidNotRun: the job did not run: SLURM job {pending} {end}" for end in ends)), rows[1]
     assert rows[0]["where"].split()[-2:] == ["slurm", pending.replace("_1", "_0")]
@@ -260,7 +274,7 @@ def test_a_failing_setup_line_fails_the_job_and_says_so(slurm, tmp_path):
                 "grader=scripted", "run.console=false", f"hydra.sweep.dir={sweep_dir}") as proc:
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
-    (row,) = read_rows(sweep_dir)
+    (row,) = _rows(sweep_dir)
     assert row["status"] == "interrupted" and row["error"].startswith("DidNotRun: the job did not run: SLURM job "), row
     assert "Traceback" not in err
 
@@ -275,7 +289,7 @@ def test_a_slurm_job_signalled_before_its_limit_records_itself_interrupted(slurm
                 SCRIPTED_EVIDENCE, f"worker.script={slow}", "grader.script=${worker.script}",
                 f"hydra.sweep.dir={sweep_dir}") as proc:
         record = sweep_dir / "0" / "result.json"
-        until(lambda: record.is_file() and json.loads(record.read_text() or "{}").get("status") == "running", 90,
+        _until(lambda: record.is_file() and json.loads(record.read_text() or "{}").get("status") == "running", 90,
                "the job never started")
         job = next(iter(_queue(slurm)))
         subprocess.run(["scancel", "--signal=USR2", job], env={**os.environ, **slurm}, check=True)
@@ -284,7 +298,7 @@ def test_a_slurm_job_signalled_before_its_limit_records_itself_interrupted(slurm
     data = json.loads(record.read_text())
     assert (data["status"], data["error"]["message"]) == ("interrupted", "SIGUSR2: stopped at a checkpoint"), data
     assert data["place"]["slurm_job_id"] == job  # one job: submitted alone, not as an array
-    assert read_rows(sweep_dir)[0]["where"].endswith(f"slurm {job}")
+    assert _rows(sweep_dir)[0]["where"].endswith(f"slurm {job}")
 
 
 def test_a_workspace_task_set_sweeps_on_slurm(slurm, workspace_run, tmp_path):
@@ -297,6 +311,145 @@ def test_a_workspace_task_set_sweeps_on_slurm(slurm, workspace_run, tmp_path):
     check_workspace_sweep(sweep_dir, workspace_run)
     places = [run_json(sweep_dir / job)["place"] for job in ("0", "1")]
     assert [place["slurm_array_task_id"] for place in places] == ["0", "1"]
+
+
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token", "RAY_health_check_period_ms": "1000",
+           "RAY_health_check_failure_threshold": "3", "RAY_worker_niceness": "0"}
+"""Token authentication, a node's death noticed in seconds, and workers at the test run's priority (Ray's
+default niceness of 15 starves them beside the rest of a parallel test run)."""
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _ray_node(args: list[str], root: Path, name: str, env: dict[str, str]) -> subprocess.Popen:
+    """``ray start ... --block`` with its log in ``root/name.log``, once it says it is up."""
+    log = root / f"{name}.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "ray"), "start", "--block", "--num-cpus=1",
+                                 "--node-ip-address=127.0.0.1", *args], cwd=root / "cwd", env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    _until(lambda: "will now block" in log.read_text() or proc.poll() is not None, 120, lambda: log.read_text())
+    assert proc.poll() is None, log.read_text()
+    return proc
+
+
+@pytest.fixture
+def two_ray_nodes():
+    """A head and a worker node of one CPU each, a token of their own; yields the address, the worker
+    node's process, and the environment a driver needs. Both stopped afterwards."""
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="pip install 'rubric_runner[ray]'")
+    root = Path(tempfile.mkdtemp(prefix="ray"))
+    (root / "cwd").mkdir()
+    token = root / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    token.chmod(0o600)
+    cluster_env = {**RAY_ENV, "RAY_AUTH_TOKEN_PATH": str(token)}
+    env = {name: value for name, value in os.environ.items() if name not in JOB_ENV and not name.startswith("RAY_AUTH")}
+    address = f"127.0.0.1:{free_port()}"
+    nodes: list[subprocess.Popen] = []
+    try:
+        nodes.append(_ray_node(["--head", "--include-dashboard=false", f"--port={address.split(':')[1]}",
+                                f"--temp-dir={root / 'tmp'}"], root, "head", {**env, **cluster_env}))
+        nodes.append(_ray_node([f"--address={address}"], root, "worker", {**env, **cluster_env}))
+        yield address, nodes[1], cluster_env
+    finally:
+        for node in reversed(nodes):
+            if node.poll() is None:
+                os.killpg(node.pid, signal.SIGTERM)
+        for node in nodes:
+            try:
+                node.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(node.pid, signal.SIGKILL)
+                node.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _kill_the_worker_node_mid_sweep(nodes, tmp: Path, *extra: str):
+    """Two jobs, one on each node; the worker node is killed (SIGKILL, every process of it) while both run.
+    Returns the sweep's (exit code, stdout + stderr), its dir, the killed job and the dead node's id."""
+    address, worker_node, cluster_env = nodes
+    slow = write_script(tmp / "slow.yaml", [{"content": "final", "latency": 8}], [verdict("satisfied", (A, True))])
+    sweep_dir = tmp / "sweep"
+    with _sweep(tmp, cluster_env, "hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address={address}",
+                "worker=scripted", "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE,
+                f"worker.script={slow}", "grader.script=${worker.script}", "worker.model=scripted:a,scripted:b",
+                f"hydra.sweep.dir={sweep_dir}", *extra) as proc:
+
+        def running() -> dict[str, dict]:
+            found = {}
+            for job in ("0", "1"):
+                path = sweep_dir / job / "result.json"
+                data = json.loads(path.read_text() or "{}") if path.is_file() else {}
+                if data.get("status") == "running":
+                    found[job] = data
+            return found
+
+        _until(lambda: len(running()) == 2, 120, lambda: f"both jobs never ran at once: {proc.poll()}")
+        on_worker = set(_descendants(worker_node.pid))
+        (killed,) = [job for job, data in running().items() if data["place"]["pid"] in on_worker]
+        dead_node = running()[killed]["place"]["ray_node_id"]
+        for pid in [worker_node.pid, *on_worker]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=240)
+    return proc.returncode, out + err, sweep_dir, killed, dead_node
+
+
+def test_a_ray_job_whose_node_died_is_retried_and_resumed(two_ray_nodes, tmp_path):
+    """Ray retries the killed job on the head; the retry takes over the dead attempt's dir, and both jobs
+    end satisfied."""
+    code, said, sweep_dir, killed, dead_node = _kill_the_worker_node_mid_sweep(two_ray_nodes, tmp_path)
+    assert code == 0, said
+    rows = _rows(sweep_dir)
+    assert [row["status"] for row in rows] == ["satisfied", "satisfied"]
+    assert "still says running" not in said
+    record = run_json(sweep_dir / killed)
+    assert [place["ray_node_id"] for place in record["taken_over"]] == [dead_node]
+    assert record["place"]["ray_node_id"] not in (None, dead_node)
+    assert rows[int(killed)]["attempts"] == 2 and rows[1 - int(killed)]["attempts"] == 1
+
+
+def test_a_ray_job_lost_without_retries_is_still_a_row(two_ray_nodes, tmp_path):
+    """With ``max_retries=0`` Ray gives the killed job up and the launcher stops at it: the other job still
+    ends as it would (the sweep waits for it), each job has its row, and the sweep exits 3."""
+    code, said, sweep_dir, killed, dead_node = _kill_the_worker_node_mid_sweep(
+        two_ray_nodes, tmp_path, "hydra.launcher.ray.remote.max_retries=0")
+    assert code == 3, said
+    rows = _rows(sweep_dir)
+    assert rows[1 - int(killed)]["status"] == "satisfied"
+    assert rows[int(killed)]["status"] == "error" and "process died" in rows[int(killed)]["error"]
+    assert rows[int(killed)]["where"].endswith(f"ray {dead_node[:12]}")
+    assert "note: the launcher ended with " in said and "Traceback" not in said
+
+
+def test_a_workspace_task_set_sweeps_on_two_ray_nodes(two_ray_nodes, workspace_run, tmp_path):
+    """A job on each node, in the node's working dir rather than the shell's: each finds its tasks' files (the
+    package's, and a user's named relative to the shell's dir) and ends them as a local run does."""
+    address, _, cluster_env = two_ray_nodes
+    user_task_set(tmp_path)
+    sweep_dir = tmp_path / "sweep"
+    proc = run_cli(*workspace_sweep("hydra/launcher=ray_cluster", f"hydra.launcher.ray.init.address={address}"),
+                   f"hydra.sweep.dir={sweep_dir}", cwd=tmp_path, env=cluster_env, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check_workspace_sweep(sweep_dir, workspace_run)
+    nodes = {run_json(sweep_dir / job)["place"]["ray_node_id"] for job in ("0", "1")}
+    assert len(nodes) == 2, nodes
 
 
 def test_a_slurm_job_at_its_time_limit_records_itself_interrupted(slurm, tmp_path):
@@ -336,7 +489,7 @@ def test_a_new_attempt_takes_over_a_dead_attempts_dir_and_resumes_it(tmp_path):
                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     record = run_dir / "result.json"
     try:
-        until(lambda: (run_dir / "events.jsonl").is_file() and "needs_revision" in (run_dir / "events.jsonl").read_text(),
+        _until(lambda: (run_dir / "events.jsonl").is_file() and "needs_revision" in (run_dir / "events.jsonl").read_text(),
                60, "the first grading pass never ended")
     finally:
         first.kill()
@@ -362,14 +515,14 @@ def test_a_submitit_job_signalled_records_itself_interrupted_without_slurm(tmp_p
                 "grader=scripted", "run.console=false", SCRIPTED_EVIDENCE, f"worker.script={slow}",
                 "grader.script=${worker.script}", f"hydra.sweep.dir={sweep_dir}") as proc:
         record = sweep_dir / "0" / "result.json"
-        until(lambda: record.is_file() and json.loads(record.read_text() or "{}").get("status") == "running", 90,
+        _until(lambda: record.is_file() and json.loads(record.read_text() or "{}").get("status") == "running", 90,
                "the job never started")
         os.kill(json.loads(record.read_text())["place"]["pid"], signal.SIGUSR2)
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
     data = json.loads(record.read_text())
     assert (data["status"], data["error"]["message"]) == ("interrupted", "SIGUSR2: stopped at a checkpoint"), data
-    assert [row["status"] for row in read_rows(sweep_dir)] == ["interrupted"]
+    assert [row["status"] for row in _rows(sweep_dir)] == ["interrupted"]
     assert "Traceback" not in err
 
 

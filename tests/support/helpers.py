@@ -9,7 +9,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -176,14 +175,6 @@ def on_terminal(args: list[str], cwd: Path) -> tuple[int, bytes]:
         shown += chunk
     os.close(primary)
     return proc.returncode, shown
-
-
-def until(ready, seconds: float, why) -> None:
-    """Wait for ``ready()``, failing with ``why`` (or its result) after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not ready():
-        assert time.monotonic() < deadline, why() if callable(why) else why
-        time.sleep(0.3)
 
 
 def free_port() -> int:
