@@ -145,8 +145,8 @@ def cohen(pairs: Iterable[tuple[bool, bool]], resamples: int = RESAMPLES, seed: 
     found = cluster_bootstrap(vectors, [percent_of, _cohen_kappa], resamples, seed)
     kappa = _cohen_kappa(summed)
     return TwoRaters(len(vectors), Share(percent_of(summed), found[0], _why(found[0], len(vectors))),
-                  Coefficient(kappa, found[1], _why(found[1], len(vectors))) if kappa is not None else Coefficient(None),
-                  int(summed[1]))
+                     Coefficient(kappa, found[1], _why(found[1], len(vectors))) if kappa is not None else Coefficient(None),
+                     int(summed[1]))
 
 
 def _alpha(data: list[list[float]]) -> float | None:

@@ -31,7 +31,7 @@ from support.helpers import (
     verdict,
     write_script,
 )
-from support.sweeps import check_workspace_sweep, user_task_set, workspace_sweep
+from support.sweeps import check_workspace_sweep, read_rows, user_task_set, workspace_sweep
 
 from rubric_runner.environment import JOB_ENV
 
@@ -213,10 +213,6 @@ def _scripts(tmp: Path, latency: float) -> tuple[Path, Path]:
     return slow, stuck
 
 
-def _rows(sweep_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (sweep_dir / "summary.jsonl").read_text().splitlines()]
-
-
 def _queue(env: dict[str, str]) -> dict[str, str]:
     out = subprocess.run(["squeue", "-h", "-r", "-o", "%i|%T"], env={**os.environ, **env}, capture_output=True,
                          text=True).stdout
@@ -237,7 +233,7 @@ def _cancel_a_pending_job(slurm: dict[str, str], tmp_path: Path, ends: tuple[str
         subprocess.run(["scancel", pending], env={**os.environ, **slurm}, check=True)
         out, err = proc.communicate(timeout=150)
     assert proc.returncode == 3, err
-    rows = _rows(sweep_dir)
+    rows = read_rows(sweep_dir)
     assert [(row["job"], row["status"]) for row in rows] == [("0", "satisfied"), ("1", "interrupted")]
     assert rows[1]["error"].startswith(tuple(f"DidNotRun: the job did not run: SLURM job {pending} {end}" for end in ends)), rows[1]
     assert rows[0]["where"].split()[-2:] == ["slurm", pending.replace("_1", "_0")]
@@ -274,7 +270,7 @@ def test_a_failing_setup_line_fails_the_job_and_says_so(slurm, tmp_path):
                 "grader=scripted", "run.console=false", f"hydra.sweep.dir={sweep_dir}") as proc:
         out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, err
-    (row,) = _rows(sweep_dir)
+    (row,) = read_rows(sweep_dir)
     assert row["status"] == "interrupted" and row["error"].startswith("DidNotRun: the job did not run: SLURM job "), row
     assert "Traceback" not in err
 
@@ -298,7 +294,7 @@ def test_a_slurm_job_signalled_before_its_limit_records_itself_interrupted(slurm
     data = json.loads(record.read_text())
     assert (data["status"], data["error"]["message"]) == ("interrupted", "SIGUSR2: stopped at a checkpoint"), data
     assert data["place"]["slurm_job_id"] == job  # one job: submitted alone, not as an array
-    assert _rows(sweep_dir)[0]["where"].endswith(f"slurm {job}")
+    assert read_rows(sweep_dir)[0]["where"].endswith(f"slurm {job}")
 
 
 def test_a_workspace_task_set_sweeps_on_slurm(slurm, workspace_run, tmp_path):
@@ -416,7 +412,7 @@ def test_a_ray_job_whose_node_died_is_retried_and_resumed(two_ray_nodes, tmp_pat
     end satisfied."""
     code, said, sweep_dir, killed, dead_node = _kill_the_worker_node_mid_sweep(two_ray_nodes, tmp_path)
     assert code == 0, said
-    rows = _rows(sweep_dir)
+    rows = read_rows(sweep_dir)
     assert [row["status"] for row in rows] == ["satisfied", "satisfied"]
     assert "still says running" not in said
     record = run_json(sweep_dir / killed)
@@ -431,7 +427,7 @@ def test_a_ray_job_lost_without_retries_is_still_a_row(two_ray_nodes, tmp_path):
     code, said, sweep_dir, killed, dead_node = _kill_the_worker_node_mid_sweep(
         two_ray_nodes, tmp_path, "hydra.launcher.ray.remote.max_retries=0")
     assert code == 3, said
-    rows = _rows(sweep_dir)
+    rows = read_rows(sweep_dir)
     assert rows[1 - int(killed)]["status"] == "satisfied"
     assert rows[int(killed)]["status"] == "error" and "process died" in rows[int(killed)]["error"]
     assert rows[int(killed)]["where"].endswith(f"ray {dead_node[:12]}")
@@ -522,7 +518,7 @@ def test_a_submitit_job_signalled_records_itself_interrupted_without_slurm(tmp_p
     assert proc.returncode == 3, err
     data = json.loads(record.read_text())
     assert (data["status"], data["error"]["message"]) == ("interrupted", "SIGUSR2: stopped at a checkpoint"), data
-    assert [row["status"] for row in _rows(sweep_dir)] == ["interrupted"]
+    assert [row["status"] for row in read_rows(sweep_dir)] == ["interrupted"]
     assert "Traceback" not in err
 
 
