@@ -219,7 +219,7 @@ def _findings(out_dir: Path, records: list[RunRecord], labels: dict[str, Label],
     runs = expand(jobs)
     ranking = ranking_lines(runs, load_prices(prices))
     if several:
-        write_all(out_dir, jobs, prices=prices)
+        write_all(out_dir, jobs, runs, prices=prices)
     ratings = ratings_of(runs)
     people = graders_against_labels(ratings, labels)
     lines = agreement_lines(ratings, labels, people)
