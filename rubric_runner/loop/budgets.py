@@ -44,6 +44,11 @@ class SpendLedger:
                 (task, tokens, usd),
             )
 
+    def rename(self, task: str, to: str) -> None:
+        """Book what ``task`` spent under the key ``to`` instead (the task was laid out anew)."""
+        with self._lock:
+            self._connection.execute("UPDATE OR REPLACE spend SET task = ? WHERE task = ?", (to, task))
+
     def total(self) -> tuple[int, float | None]:
         """Tokens and USD spent by every task; USD is None when some task's models have no price."""
         with self._lock:
@@ -115,6 +120,11 @@ class Budgets:
         usd = cost_of(billed(self.header, result.usage), self.prices)
         for budget in self.budgets:
             budget.ledger.book(os.path.relpath(task_dir, budget.root), tokens, usd)
+
+    def moved(self, task_dir: Path, to: Path) -> None:
+        """A task's spend, booked under ``task_dir``, is now under ``to`` (``run.move_inline_task``)."""
+        for budget in self.budgets:
+            budget.ledger.rename(os.path.relpath(task_dir, budget.root), os.path.relpath(to, budget.root))
 
     def reached(self) -> LimitHit | None:
         """The first budget reached, if any."""

@@ -28,7 +28,7 @@ from ..tasks.workspace import unmatched_protected
 from .budgets import Budgets
 from .plan import Plan, connect, prepare
 from .request import Launch
-from .run import TaskSet
+from .run import TaskSet, move_inline_task
 
 
 class Execution:
@@ -169,7 +169,10 @@ class Execution:
                 await regrade(plan, record, self.log, console, request.regrading, request.stop)
                 return
             inline = self.previous.inline_task if self.previous is not None else None
-            self.tasks = TaskSet(plan, record, self.budgets, self.log, console, request.stop, self._task_ended, inline)
+            moved = move_inline_task(plan, inline) if inline is not None else None
+            if moved is not None:
+                self.budgets.moved(self.run_dir, moved)
+            self.tasks = TaskSet(plan, record, self.budgets, self.log, console, request.stop, self._task_ended)
             await self.tasks.run(request.resume)
         self.tasks.tally.fill(record, plan.config.run.repeats)
         record.budgets = self.budgets.infos()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -22,18 +23,22 @@ from ..records import (
     CHECKPOINT_FILE,
     EVENTS_FILE,
     RESULT_FILE,
+    SCHEMA_VERSION,
+    TRANSCRIPT_FILE,
     RunRecord,
     Status,
     TaskRecord,
     TaskTally,
     Usage,
     read_task,
+    write_record,
 )
 from ..redaction import scrub_sqlite
 from .agent import build_agent
 from .budgets import Budgets
 from .plan import Plan
 from .task import Shared, TaskRun
+from .workspaces import WORKSPACE_DIR
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -110,16 +115,31 @@ def logged_usage(events: Path) -> dict[tuple[str | None, int | None], dict[str, 
     return usage
 
 
+def move_inline_task(plan: Plan, inline: TaskRecord) -> Path | None:
+    """Lay out the task that a version 1 or 2 run of one task kept in its run's file as version 3 does: its
+    files (transcript, kept workspaces) moved from the run dir into its task dir, and its record written
+    there (unless an earlier resume did). The task dir; None when the inline task is none of the plan's."""
+    target = next((plan.task_dir(task, repeat) for task, repeat in plan.keys()
+                   if (inline.repeat or 0) == repeat and inline.task_id in (None, task.id)), None)
+    if target is None:
+        return None
+    target.mkdir(parents=True, exist_ok=True)
+    for name in (TRANSCRIPT_FILE, WORKSPACE_DIR):
+        if (plan.run_dir / name).exists():
+            os.replace(plan.run_dir / name, target / name)
+    if not (target / RESULT_FILE).exists():
+        write_record(target / RESULT_FILE, inline.model_copy(update={"run_dir": str(target), "schema_version": SCHEMA_VERSION}))
+    return target
+
+
 class TaskSet:
     """The run of a plan's tasks: each task x repeat in turn as a worker is free, its record counted as it
-    ends (``tally``). ``inline``: the task record a version 1 or 2 run of one task kept in its run's file,
-    when such a run is resumed."""
+    ends (``tally``)."""
 
     def __init__(self, plan: Plan, record: RunRecord, budgets: Budgets, log: Any, console: Any, stop: Any,
-                 ended: Callable[[TaskEnded], None], inline: TaskRecord | None = None) -> None:
+                 ended: Callable[[TaskEnded], None]) -> None:
         self.plan, self.record, self.budgets = plan, record, budgets
         self.log, self.console, self.stop, self.ended = log, console, stop, ended
-        self.inline = inline
         self.shared: Shared | None = None
         self.tally = TaskTally(0)
         self.reused = 0
@@ -131,7 +151,7 @@ class TaskSet:
     def previous(self, task: Any, repeat: int) -> TaskRecord | None:
         """A task's record of the run before, if any; what it spent counts against the budgets. A task whose
         process died (its record still says running) spent what its model calls logged."""
-        previous = read_task(self.plan.task_dir(task, repeat) / RESULT_FILE) or self._inline(task, repeat)
+        previous = read_task(self.plan.task_dir(task, repeat) / RESULT_FILE)
         if previous is not None and previous.status is Status.RUNNING:
             if self.logged is None:
                 self.logged = logged_usage(self.plan.run_dir / EVENTS_FILE)
@@ -139,13 +159,6 @@ class TaskSet:
         if previous is not None:
             self.budgets.book(previous, self.plan.task_dir(task, repeat))
         return previous
-
-    def _inline(self, task: Any, repeat: int) -> TaskRecord | None:
-        """The inline record of a version 1 or 2 run of one task, if it is this task x repeat's."""
-        inline = self.inline
-        if inline is None or (inline.repeat or 0) != repeat or inline.task_id not in (None, task.id):
-            return None
-        return inline
 
     async def run(self, resume: bool) -> None:
         """Run every task and repeat, at most ``run.concurrency`` at once; each task counts into ``tally``

@@ -86,6 +86,7 @@ def test_resume_finishes_an_interrupted_v1_run(v1):
     assert (task.resumed, task.thread_id) == (1, before.thread_id)
     saved = json.loads((v1 / "interrupted" / "result.json").read_text())
     assert saved["schema_version"] == 3 and "task" not in saved and saved["tasks"][0]["status"] == "satisfied"
+    assert not (v1 / "interrupted" / "transcript.json").exists()  # moved into the task's dir, then continued
 
 
 def test_continue_of_a_v1_run_of_one_task(v1, tmp_path):

@@ -5,10 +5,11 @@ write the one layout (``tasks/<id>-r<k>/``) beside what they read."""
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from fixtures import fixture_dirs
-from support.helpers import next_turn_overrides
+from support.helpers import next_turn_overrides, run_cli
 
 import rubric_runner
 from rubric_runner.cli import run_command
@@ -61,6 +62,7 @@ def test_resume_finishes_an_interrupted_v2_run_in_the_one_layout(v2):
     assert [e.result for e in task.evaluations] == ["needs_revision", "satisfied"]
     saved = json.loads((v2 / "interrupted" / "result.json").read_text())
     assert saved["schema_version"] == 3 and "task" not in saved and saved["tasks"][0]["status"] == "satisfied"
+    assert not (v2 / "interrupted" / "transcript.json").exists()  # moved into the task's dir, then continued
 
 
 def test_continue_of_a_v2_run_of_one_task_and_of_its_turn(v2, tmp_path):
@@ -78,3 +80,25 @@ def test_the_review_queue_lists_a_v2_run_of_one_task_and_a_task_set(v2):
 
     assert [(item.key, item.record.status) for item in items(v2 / "single")] == [(".", Status.SATISFIED)]
     assert [item.key for item in items(v2 / "tasks")] == [f"tasks/{name}-r0" for name in ("find_duplicates", "flatten", "is_palindrome")]
+
+
+def test_a_finished_v2_sweep_resumed_keeps_its_tasks_in_the_one_layout_and_counts_their_spend_once(v2, tmp_path):
+    sweep = v2 / "sweep"
+    spent = {job: load_record(sweep / job).inline_task.tokens() for job in ("0", "1")}
+    with sqlite3.connect(sweep / "spend.sqlite") as ledger:  # version 2 booked a run of one task under its job dir
+        ledger.execute("CREATE TABLE spend (task TEXT PRIMARY KEY, tokens INTEGER NOT NULL, usd REAL)")
+        ledger.executemany("INSERT INTO spend VALUES (?, ?, NULL)", spent.items())
+    proc = run_cli("-m", "worker=scripted", "grader=scripted", "rubric=code", "grader.max_iterations=2,3",
+                   f"hydra.sweep.dir={sweep}", "run.resume=true", "sweep.budget_tokens=1000000", "run.console=false",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    with sqlite3.connect(sweep / "spend.sqlite") as ledger:
+        rows = dict(ledger.execute("SELECT task, tokens FROM spend").fetchall())
+    assert rows == {f"{job}/tasks/task-r0": tokens for job, tokens in spent.items()}
+    summary = [json.loads(line) for line in (sweep / "summary.jsonl").read_text().splitlines()]
+    assert [(row["satisfied"], row["crashed"], row["reused"]) for row in summary] == [(1, 0, 1)] * 2
+    for job in ("0", "1"):
+        assert load_record(sweep / job).budgets[-1].spent_tokens == sum(spent.values())
+        assert load_task(sweep / job / "tasks" / "task-r0").status is Status.SATISFIED
+        assert (sweep / job / "tasks" / "task-r0" / "transcript.json").is_file()
+        assert not (sweep / job / "transcript.json").exists()
