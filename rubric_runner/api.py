@@ -26,9 +26,10 @@ from .compat.hydra import combinations, first_sweep
 from .config.compose import compose
 from .config.trust import check_code, check_config_dirs, trusted_names
 from .errors import UsageError, unwritable
+from .loop.cells import transcript_dirs
 from .loop.followup import next_turn, record_dir_of, resumed_turn
 from .loop.launch import launch
-from .loop.regrade import new_regrade_dir, regraded_dirs, transcript_dirs
+from .loop.regrade import new_regrade_dir, regraded_dirs
 from .loop.request import Launch, Regrading
 from .loop.signals import StopRequest
 from .records import (

@@ -120,8 +120,7 @@ class Execution:
     def ready(self) -> Plan:
         """Plan the run and connect to its models (the console says what runs); the plan."""
         request, console, header = self.request, self.console, self.record.header
-        roles = ("grader",) if request.regrading is not None else ("grader", "worker")
-        plan = self.plan = prepare(self.cfg, header, self.run_dir, roles, request.follow_up, request.sweep_dir)
+        plan = self.plan = prepare(self.cfg, header, self.run_dir, request.work, request.sweep_dir)
         for failure in plan.registry.plugins.failures:
             console.warning(f"plugin {failure.name!r} not loaded: {failure.error}")
         for name in self.unavailable_evidence(plan):
@@ -155,18 +154,12 @@ class Execution:
                       rubric=header.rubric.name, overrides=header.sources.overrides, tasks=len(plan.tasks),
                       repeats=plan.config.run.repeats)
         console.strategy(plan.config.grader.structured_output, plan.strategy or "", header.grader.probe)
-        follow_up = request.follow_up
-        if follow_up is not None:
-            carried = follow_up.carries_over(plan.tasks[0].rubric)
-            self.log.info("turn_start", turn=follow_up.number, thread_id=follow_up.thread_id,
-                          continues=str(follow_up.previous), rubric_carried_over=carried)
-            console.turn(follow_up.number, str(follow_up.previous), carried)
         self.budgets = Budgets(plan.config, header, self.run_dir, request.sweep_dir)
         with isolation_setting(plan.config.sandbox.isolation, sandbox_notices(self.log, console)):
             if request.regrading is not None:
                 from .regrade import regrade
 
-                await regrade(plan, record, self.log, console, request.regrading, request.stop)
+                await regrade(plan, record, self.log, console, request.regrading.source, request.stop)
                 return
             inline = self.previous.inline_task if self.previous is not None else None
             moved = move_inline_task(plan, inline) if inline is not None else None
@@ -176,7 +169,7 @@ class Execution:
             await self.tasks.run(request.resume)
         self.tasks.tally.fill(record, plan.config.run.repeats)
         record.budgets = self.budgets.infos()
-        if self.tasks.reused == len(plan.keys()):
+        if self.tasks.reused == len(plan.cells):
             self.log.info("run_already_complete", status=record.status)
             console.line(f"already complete: {record.status} (nothing to resume)")
 

@@ -9,7 +9,6 @@ verdict can come back.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,13 +29,15 @@ from ..observe.recorder import TaskCallback, ToolCallWatch
 from ..plugins.extensions import LoopExtensions
 from ..plugins.manager import Plugins
 from ..plugins.registry import ToolRegistry, validate_settings
-from ..records import CHECKPOINT_FILE, GraderInfo, ModelInfo, RubricInfo, RunHeader, task_dir, task_key
+from ..records import CHECKPOINT_FILE, GraderInfo, ModelInfo, RubricInfo, RunHeader
 from ..redaction import redact_config
 from ..tasks.checks import Check, resolve_checks
 from ..tasks.sets import Task, load_tasks
 from ..tasks.trajectory import Rules
 from .arms import grading_passes
-from .followup import FollowUp, check_thread_kept
+from .cells import Cell, new_cells, regraded_cells, turn_cell
+from .followup import FollowUp, check_thread_kept, thread_home
+from .request import Regrading
 
 
 @dataclass
@@ -55,7 +56,8 @@ class Plan:
     extensions: LoopExtensions
     models: dict[str, Any]
     """The chat models by role (``worker``, ``grader``)."""
-    follow_up: FollowUp | None = None
+    cells: list[Cell]
+    """Each task x repeat the run works on, and how (``cells``)."""
     sweep_dir: Path | None = None
     """A sweep's job: the sweep dir, which holds the sweep's budget ledger."""
     strategy: str | None = None
@@ -63,29 +65,9 @@ class Plan:
     subagent_tools: dict[str, list[Any]] | None = None
     """Each of ``worker.subagents``' own tools, by its name (none: the worker's)."""
 
-    def keys(self) -> list[tuple[Task, int]]:
-        """Each task x repeat, in the run's order: a follow-up turn's, the one it continues."""
-        if self.follow_up is not None:
-            return [(self.tasks[0], self.follow_up.repeat or 0)]
-        return [(task, repeat) for task in self.tasks for repeat in range(self.config.run.repeats)]
-
-    def task_dir(self, task: Task, repeat: int) -> Path:
-        """Where a task x repeat's files go."""
-        return task_dir(self.run_dir, task.id, repeat)
-
     def watched(self) -> bool:
-        """Whether the console follows the run's one task x repeat as it goes (else it shows the tasks' progress)."""
-        return self.follow_up is not None or len(self.tasks) * self.config.run.repeats == 1
-
-    def thread_id(self, task: Task, repeat: int) -> str:
-        """A new thread for a task: ``run.thread_id`` (with the task's key when the run has several), else a
-        fresh id."""
-        if self.follow_up is not None:
-            return self.follow_up.thread_id
-        base = self.config.run.thread_id
-        if base:
-            return base if self.watched() else f"{base}:{task_key(task.id, repeat)}"
-        return uuid.uuid4().hex
+        """Whether the console follows the run's one cell as it goes (else it shows the tasks' progress)."""
+        return len(self.cells) == 1
 
 
 def note_config(header: RunHeader, cfg: DictConfig, config: Config) -> None:
@@ -102,16 +84,24 @@ def note_config(header: RunHeader, cfg: DictConfig, config: Config) -> None:
     header.tags = list(config.tags)
 
 
-def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str, ...] = ("grader", "worker"),
-            follow_up: FollowUp | None = None, sweep_dir: Path | None = None) -> Plan:
-    """The plan of a run of ``cfg`` in ``run_dir`` with the models of ``roles`` (a regrade needs no worker);
-    fills the run's ``header``. Raises ``UsageError`` for whatever the user must fix."""
+def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, work: FollowUp | Regrading | None = None,
+            sweep_dir: Path | None = None, roles: tuple[str, ...] | None = None) -> Plan:
+    """The plan of ``work`` (a new run, a follow-up turn or a regrade) of ``cfg`` in ``run_dir``, with the
+    models of ``roles`` (by default the worker's and the grader's; a regrade's grader's alone); fills the run's
+    ``header``. Raises ``UsageError`` for whatever the user must fix."""
     config = validate(cfg)
     note_config(header, cfg, config)
     tasks = load_tasks(config)
-    if follow_up is not None:
+    if isinstance(work, FollowUp):
         check_thread_kept(config)
-        tasks = [follow_up.task(tasks)]
+        tasks = [work.task(tasks)]
+        cells = [turn_cell(work, tasks[0], run_dir)]
+    elif isinstance(work, Regrading):
+        cells = regraded_cells(work, tasks, run_dir)
+    else:
+        cells = new_cells(tasks, config.run.repeats, run_dir, config.run.thread_id)
+    if roles is None:
+        roles = ("grader",) if isinstance(work, Regrading) else ("grader", "worker")
     registry = ToolRegistry(Plugins.load())
     rubric = config.rubric.name
     grader_tools = registry.resolve(config.grader.tools, "grader", rubric)
@@ -127,17 +117,19 @@ def prepare(cfg: DictConfig, header: RunHeader, run_dir: Path, roles: tuple[str,
     worker_own = {ToolCallContent.__name__, ReplyRetry.__name__, ToolCallWatch.__name__}
     extensions = LoopExtensions(config, registry.plugins, grader_own, worker_own)
     check_keys(config, roles)
-    home = follow_up.home if follow_up is not None else run_dir
-    models = build_models(config, roles, home)
+    home = work.home if isinstance(work, FollowUp) else run_dir
+    # a regrade's models go on from the graded run's (a scripted grader: from its place in its script)
+    goes_on_from = (work.after or thread_home(work.source)) if isinstance(work, Regrading) else None
+    models = build_models(config, roles, home, goes_on_from)
     if config.run.checkpointer == Checkpointer.sqlite:
         path = home / CHECKPOINT_FILE
         check_database(path, "run.checkpointer", f"restore {path} from a copy, or move it aside and resume: the "
                        "finished tasks keep their records, the others run again from the start")
     return Plan(config, run_dir, home, tasks, registry, worker_tools, grader_tools, checks, extensions, models,
-                follow_up, sweep_dir, subagent_tools=subagent_tools)
+                cells, sweep_dir, subagent_tools=subagent_tools)
 
 
-def build_models(config: Config, roles: tuple[str, ...], home: Path) -> dict[str, Any]:
+def build_models(config: Config, roles: tuple[str, ...], home: Path, goes_on_from: Path | None = None) -> dict[str, Any]:
     """The chat models of ``roles``, with the run's response cache and rate limiters (no network yet), each
     call handed to the recorder and the guard of the task at hand (the guard refuses one past a limit), and
     a reply that is no answer failed (``ReplyCheck``); with the worker, each subagent's (``subagent:NAME``),
@@ -156,7 +148,7 @@ def build_models(config: Config, roles: tuple[str, ...], home: Path) -> dict[str
         node = getattr(config, role)
         provider = split_model(node.model)[0]
         own = {**extras, **({"rate_limiter": limiters[provider]} if provider in limiters else {})}
-        models[role] = build_chat_model(node, role, home, own)
+        models[role] = build_chat_model(node, role, home, own, goes_on_from=goes_on_from)
     for spec in config.worker.subagents if "worker" in roles else ():
         node = subagent_model(config.worker, spec.model)
         provider = split_model(node.model)[0]

@@ -24,12 +24,10 @@ from ..config.schema import OnCutView
 from ..context import CURRENT_TASK, TaskContext, TaskRef
 from ..grader.evidence import final_status
 from ..grader.notes import TaskGrading
-from ..models.scripted import CURSOR_DIR, carry_on
 from ..observe.events import bind_task, unbind_task
 from ..observe.recorder import Recorder
 from ..records import (
     RESULT_FILE,
-    TASKS_DIR,
     TRANSCRIPT_FILE,
     RunRecord,
     Status,
@@ -38,26 +36,16 @@ from ..records import (
     now,
     read_task_at,
     record_dirs,
-    task_dir,
     turn_dirs,
     write_record,
 )
 from ..tasks.sets import Task
 from ..tasks.workspace import Workspace
 from .agent import grader_middleware
-from .followup import thread_home
+from .cells import Cell
 from .plan import Plan
-from .request import Regrading
 from .signals import StopRequest, StopRequested
 from .workspaces import attempt_name, files_at, kept, kept_seed
-
-
-def transcript_dirs(record_dir: Path) -> list[Path]:
-    """The dirs under a run's record dir that hold a transcript: each task's (itself, for a version 1 or 2 run
-    of one task)."""
-    if (record_dir / TRANSCRIPT_FILE).is_file():
-        return [record_dir]
-    return sorted(path.parent for path in record_dir.glob(f"{TASKS_DIR}/*/{TRANSCRIPT_FILE}"))
 
 
 def regraded_dirs(run_dir: Path) -> list[Path]:
@@ -80,41 +68,29 @@ def new_regrade_dir(parent: Path) -> Path:
             out_dir = parent / f"{stamp}-{number}"
 
 
-async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, regrading: Regrading,
+async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source: Path,
                   stop: StopRequest | None = None) -> None:
-    """One grading pass over each transcript of the run in ``regrading.source``, each recorded as a task of
-    ``record``; a repeat's scripted grader goes on from where the one of the repeat before (``regrading.after``)
-    stood. Once ``stop`` is asked for, the transcripts not yet graded are recorded ``interrupted``."""
-    source, after = regrading.source, regrading.after
-    cursors = (after if after is not None else thread_home(source)) / CURSOR_DIR / "grader"
-    if cursors.is_dir():  # a scripted grader's place in its script: the regrade's grader goes on from there
-        carry_on(cursors, plan.home / CURSOR_DIR / "grader")
+    """One grading pass over each of the plan's cells (the transcripts of the run in ``source``), each
+    recorded as a task of ``record``. Once ``stop`` is asked for, the transcripts not yet graded are recorded
+    ``interrupted``."""
     # no worker can revise: needs_revision ends the pass; a workspace task's files are in the state graded
     middleware = grader_middleware(plan, max_iterations=1)
-    dirs = transcript_dirs(source)
-    tally = TaskTally(len(dirs))
-    for index, transcript_dir in enumerate(dirs):
-        target = _target(plan, source, transcript_dir)
+    tally = TaskTally(len(plan.cells))
+    for index, cell in enumerate(plan.cells):
+        transcript_dir = cell.graded
+        assert transcript_dir is not None, "a regrade's cells each grade a transcript"
         try:
             if stop is not None:
                 stop.check()
-            task = await _graded(plan, middleware, source, transcript_dir, target, log, console)
+            task = await _graded(plan, middleware, source, cell, transcript_dir, log, console)
         except StopRequested as exc:
-            task = _not_graded(transcript_dir, target, str(exc))
+            task = _not_graded(transcript_dir, cell.dir, str(exc))
             log.warning("interrupted", task_dir=str(transcript_dir), reason=str(exc))
         log.info("regrade_end", task_dir=str(transcript_dir), status=task.status)
         reason = f": {task.error.message}" if task.error is not None else ""
         console.line(f"{transcript_dir.relative_to(source.parent)}: {task.status}{reason}")
         tally.add(index, task)
     tally.fill(record, 1)
-
-
-def _target(plan: Plan, source: Path, transcript_dir: Path) -> Path:
-    """Where a transcript's new grading goes: its task's dir in the regrade's run dir."""
-    if transcript_dir != source:
-        return plan.run_dir / transcript_dir.relative_to(source)
-    original = read_task_at(transcript_dir) or TaskRecord()  # a version 1 or 2 run of one task
-    return task_dir(plan.run_dir, original.task_id, original.repeat)
 
 
 def _not_graded(transcript_dir: Path, target: Path, reason: str) -> TaskRecord:
@@ -144,16 +120,16 @@ def saved_workspace(task: Task, original: TaskRecord, source: Path, transcript_d
     return Workspace(seed, task.workspace.protected), files
 
 
-async def _graded(plan: Plan, middleware: Any, source: Path, transcript_dir: Path, target: Path, log: Any,
+async def _graded(plan: Plan, middleware: Any, source: Path, cell: Cell, transcript_dir: Path, log: Any,
                   console: Any) -> TaskRecord:
-    """One transcript graded once, into a task record at ``target``; its failure is its own record. A task of
-    a task set logs its events with its id and repeat, as in the run. A workspace task's grader reads the
-    files the transcript's last pass read (``saved_workspace``), kept in ``target`` as that pass's."""
+    """A cell's transcript (in ``transcript_dir``) graded once, into a task record in the cell's dir; its
+    failure is its own record. A task of a task set logs its events with its id and repeat, as in the run. A
+    workspace task's grader reads the files the transcript's last pass read (``saved_workspace``), kept in
+    the cell's dir as that pass's."""
     from deepagents.backends.utils import create_file_data
 
-    started = time.monotonic()
+    started, task, target = time.monotonic(), cell.task, cell.dir
     original = read_task_at(transcript_dir) or TaskRecord()
-    task = next((t for t in plan.tasks if t.id == original.task_id), plan.tasks[0])
     # the answers and their hidden verification stay the original's: the truth a new verdict is measured against
     result = TaskRecord(task_id=original.task_id, repeat=original.repeat or 0, task=original.task, rubric=task.rubric,
                         final_answer=original.final_answer, first_answer=original.first_answer,
@@ -163,7 +139,7 @@ async def _graded(plan: Plan, middleware: Any, source: Path, transcript_dir: Pat
     recorder = Recorder(log, result, console, plan.config.run.preview_chars)
     recorder.attempt = result.final_answer
     grading = TaskGrading(plan.config.grader, plan.strategy or "", task.rubric, log, console)
-    ref = TaskRef(task.id, original.repeat or 0, str(target), original.thread_id)
+    ref = TaskRef(task.id, cell.repeat, str(target), original.thread_id)
     context = TaskContext(ref, task.tools, recorder, grading, workspace_diff_cap=plan.config.rubric.workspace_diff_max_bytes)
     token = CURRENT_TASK.set(context)
     bound = bind_task(task_id=result.task_id, repeat=result.repeat)

@@ -36,6 +36,7 @@ from ..records import (
 from ..redaction import scrub_sqlite
 from .agent import build_agent
 from .budgets import Budgets
+from .cells import Cell
 from .plan import Plan
 from .task import Shared, TaskRun
 from .workspaces import WORKSPACE_DIR
@@ -119,8 +120,8 @@ def move_inline_task(plan: Plan, inline: TaskRecord) -> Path | None:
     """Lay out the task that a version 1 or 2 run of one task kept in its run's file as version 3 does: its
     files (transcript, kept workspaces) moved from the run dir into its task dir, and its record written
     there (unless an earlier resume did). The task dir; None when the inline task is none of the plan's."""
-    target = next((plan.task_dir(task, repeat) for task, repeat in plan.keys()
-                   if (inline.repeat or 0) == repeat and inline.task_id in (None, task.id)), None)
+    target = next((cell.dir for cell in plan.cells
+                   if (inline.repeat or 0) == cell.repeat and inline.task_id in (None, cell.task.id)), None)
     if target is None:
         return None
     target.mkdir(parents=True, exist_ok=True)
@@ -148,16 +149,16 @@ class TaskSet:
         """The usage in the run's events, read when a task whose process died is resumed."""
         self.done = self.satisfied = self.tokens = 0
 
-    def previous(self, task: Any, repeat: int) -> TaskRecord | None:
-        """A task's record of the run before, if any; what it spent counts against the budgets. A task whose
+    def previous(self, cell: Cell) -> TaskRecord | None:
+        """A cell's record of the run before, if any; what it spent counts against the budgets. A task whose
         process died (its record still says running) spent what its model calls logged."""
-        previous = read_task(self.plan.task_dir(task, repeat) / RESULT_FILE)
+        previous = read_task(cell.dir / RESULT_FILE)
         if previous is not None and previous.status is Status.RUNNING:
             if self.logged is None:
                 self.logged = logged_usage(self.plan.run_dir / EVENTS_FILE)
             previous.usage = self.logged.get((previous.task_id, previous.repeat), previous.usage)
         if previous is not None:
-            self.budgets.book(previous, self.plan.task_dir(task, repeat))
+            self.budgets.book(previous, cell.dir)
         return previous
 
     async def run(self, resume: bool) -> None:
@@ -167,23 +168,22 @@ class TaskSet:
         async with checkpointer(plan) as saver:
             shared = self.shared = Shared(plan, self.record, build_agent(plan, saver), saver, self.budgets, self.log,
                                           self.console, self.stop)
-            keys = plan.keys()
-            self.tally = TaskTally(len(keys))
+            self.tally = TaskTally(len(plan.cells))
             pending = []
-            for index, (task, repeat) in enumerate(keys):
-                previous = self.previous(task, repeat) if resume else None
+            for index, cell in enumerate(plan.cells):
+                previous = self.previous(cell) if resume else None
                 if previous is not None and previous.status is not Status.NOT_RUN and previous.status.terminal:
                     self.reused += 1
-                    self._end(index, task, repeat, previous, reused=True)  # complete: kept as it is
+                    self._end(index, cell, previous, reused=True)  # complete: kept as it is
                 else:  # a task the budget kept from starting starts afresh
                     kept = None if previous is None or previous.status is Status.NOT_RUN else previous
-                    pending.append((index, task, repeat, kept))
+                    pending.append((index, cell, kept))
             work = iter(pending)
 
             async def worker() -> None:
-                for index, task, repeat, previous in work:
-                    record = await asyncio.create_task(TaskRun(shared, task, repeat, previous)())
-                    self._end(index, task, repeat, record)
+                for index, cell, previous in work:
+                    record = await asyncio.create_task(TaskRun(shared, cell, previous)())
+                    self._end(index, cell, record)
 
             with tasks_running():
                 workers = [asyncio.ensure_future(worker()) for _ in range(min(plan.config.run.concurrency, len(pending)))]
@@ -195,7 +195,7 @@ class TaskSet:
                     await asyncio.gather(*workers, return_exceptions=True)
                     raise
 
-    def _end(self, index: int, task: Any, repeat: int, record: TaskRecord, reused: bool = False) -> None:
+    def _end(self, index: int, cell: Cell, record: TaskRecord, reused: bool = False) -> None:
         """A task is done (``reused``: complete in the run before): count it, tell the progress line and the hooks."""
         self.tally.add(index, record, reused)
         self.done += 1
@@ -203,7 +203,7 @@ class TaskSet:
         self.tokens += record.tokens()
         if not self.plan.watched():
             self.console.progress(self.done, len(self.tally.rows), self.satisfied, self.tokens, self.budgets.progress())
-        ref = TaskRef(task.id, repeat, str(self.plan.task_dir(task, repeat)), record.thread_id)
+        ref = TaskRef(cell.task.id, cell.repeat, str(cell.dir), record.thread_id)
         self.ended(TaskEnded(record, ref, self.record.header, str(self.plan.run_dir), self.done, len(self.tally.rows)))
 
     def interrupt_all(self, reason: str) -> list[TaskRecord]:

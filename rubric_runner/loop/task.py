@@ -48,12 +48,12 @@ from ..records import (
     write_record,
 )
 from ..tasks.checks import verify
-from ..tasks.sets import Task
 from ..tasks.trajectory import Rules, worker_calls
 from ..tasks.workspace import Workspace
 from .answers import attempt_messages, final_answer, first_answer, graded_attempts
 from .backends import LIVE_DIR, seed
 from .budgets import Budgets
+from .cells import Cell
 from .limits import LimitExceeded, TaskGuard
 from .mirror import restore
 from .plan import Plan
@@ -83,23 +83,23 @@ class Shared:
 
 
 class TaskRun:
-    """One task x repeat of a run (``previous``: its unfinished record, when the run is resumed)."""
+    """One cell of a run: a task x repeat afresh or a follow-up turn (``previous``: its unfinished record, when
+    the run is resumed)."""
 
-    def __init__(self, shared: Shared, task: Task, repeat: int, previous: TaskRecord | None) -> None:
-        plan = shared.plan
-        self.shared, self.task, self.repeat, self.previous = shared, task, repeat, previous
-        self.dir = plan.task_dir(task, repeat)
+    def __init__(self, shared: Shared, cell: Cell, previous: TaskRecord | None) -> None:
+        plan, task, repeat = shared.plan, cell.task, cell.repeat
+        self.shared, self.task, self.repeat, self.previous, self.turn = shared, task, repeat, previous, cell.turn
+        self.dir = cell.dir
         self.key = task_key(task.id, repeat)
-        follow_up = plan.follow_up
         self.record = TaskRecord(run_dir=str(self.dir), started_at=now(), task=task.message, rubric=task.rubric,
                                  task_id=task.id if task.named else None, repeat=repeat,
                                  workspace_seed=task.workspace.digest if task.workspace is not None else None)
-        if follow_up is not None:
-            self.record.rubric_carried_over = follow_up.carries_over(task.rubric)
+        if cell.turn is not None:
+            self.record.rubric_carried_over = cell.turn.carries_over(task.rubric)
         if previous is not None:
             self.record.evaluations, self.record.usage = previous.evaluations, previous.usage
             self.record.resumed, self.record.thread_id = previous.resumed + 1, previous.thread_id
-        self.record.thread_id = self.record.thread_id or plan.thread_id(task, repeat)
+        self.record.thread_id = self.record.thread_id or cell.thread_id
         self.log = shared.log
         self.console = shared.console if plan.watched() else Console(enabled=False)
         # a resumed task's time counts the part it ran before too
@@ -122,6 +122,11 @@ class TaskRun:
         shared, record = self.shared, self.record
         self.dir.mkdir(parents=True, exist_ok=True)
         bind_task(task_id=self.record.task_id, repeat=self.repeat)  # its own asyncio task's context: the binding stays its own
+        if self.turn is not None:
+            carried, continues = bool(record.rubric_carried_over), str(self.turn.previous)
+            self.log.info("turn_start", turn=self.turn.number, thread_id=self.turn.thread_id, continues=continues,
+                          rubric_carried_over=carried)
+            self.console.turn(self.turn.number, continues, carried)
         spent = shared.budgets.reached()
         if spent is not None:  # no task starts once a budget is spent; one begun earlier was cut short
             record.stop(Status.NOT_RUN if self.previous is None else Status.BUDGET_EXCEEDED, spent)
@@ -186,7 +191,7 @@ class TaskRun:
         if on_disk:  # the dir made what the thread goes on with (empty for a new one), before any tool reads it
             await restore(shared.agent, run_config, self.dir / LIVE_DIR)
         saved = await shared.agent.aget_state(run_config) if record.resumed else None
-        if workspace is not None and plan.follow_up is None and not (saved is not None and saved.values.get("messages")):
+        if workspace is not None and self.turn is None and not (saved is not None and saved.values.get("messages")):
             agent_input.update(seed(plan.config.worker.backend, workspace))  # the task's first turn: never again on its thread
         ended = saved is not None and not saved.tasks and self._turn_ended(saved.values)
         if saved is not None and saved.tasks:  # steps begun (``next`` leaves out those whose writes are saved)
@@ -234,19 +239,19 @@ class TaskRun:
     def _turn_ended(self, values: dict[str, Any]) -> bool:
         """Whether the thread's saved state holds this turn's final verdict (its process died before the
         record was written); a follow-up turn's verdict is that of a grading run of its own."""
-        loop, follow_up = LoopState.of(values), self.shared.plan.follow_up
+        loop, turn = LoopState.of(values), self.turn
         return (loop.status is not None and Status.of_loop(loop.status).terminal
-                and (follow_up is None or loop.grading_run_id != follow_up.grading_run_id))
+                and (turn is None or loop.grading_run_id != turn.grading_run_id))
 
     def _read_back(self, values: dict[str, Any]) -> None:
         """The transcript, answers, verdicts and status, as the thread's state holds them."""
-        record, follow_up = self.record, self.shared.plan.follow_up
+        record, turn = self.record, self.turn
         messages = values.get("messages", [])
         write_json(self.dir / TRANSCRIPT_FILE, {"thread_id": record.thread_id, "messages": transcript_messages(messages)})
         record.final_answer = final_answer(messages)
         record.attempts = graded_attempts(messages)
         loop = LoopState.of(values)
-        if follow_up is not None and loop.grading_run_id == follow_up.grading_run_id:
+        if turn is not None and loop.grading_run_id == turn.grading_run_id:
             loop = LoopState.of({})  # stopped before this turn's grading run began: the turn before's verdict is not this one's
         record.iterations = loop.iterations
         if loop.evaluations:  # the checkpoint is the truth, also across resumes

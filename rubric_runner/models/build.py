@@ -50,16 +50,18 @@ def client_kwargs(node: ModelConfig) -> dict[str, Any]:
 
 def build_chat_model(
     node: ModelConfig, role: str, state_dir: Path | None = None, extras: dict[str, Any] | None = None,
-    section: str | None = None,
+    section: str | None = None, goes_on_from: Path | None = None,
 ) -> BaseChatModel:
     """Build the chat model a config node describes; ``role`` names the config key.
 
     ``state_dir`` (the run dir) keeps a scripted model's position in its script, whose ``section``
-    (default: ``role``) it replays; ``extras`` (``cache``, ``rate_limiter``) go to the chat model class as they are.
+    (default: ``role``) it replays; ``goes_on_from``: the state dir of an earlier run whose position it starts
+    from (a regrade's: the graded run's, or the repeat's before). ``extras`` (``cache``, ``rate_limiter``) go
+    to the chat model class as they are.
     """
     extras = extras or {}
     if is_scripted(node):
-        return _build_scripted(node, role, state_dir, extras, section or role)
+        return _build_scripted(node, role, state_dir, extras, section or role, goes_on_from)
     from deepagents.profiles.provider.provider_profiles import apply_provider_profile
     from langchain.chat_models import init_chat_model
 
@@ -86,8 +88,9 @@ def build_chat_model(
         raise UsageError(f"{role}.model", problem, fix) from None
 
 
-def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None, extras: dict[str, Any], section: str) -> BaseChatModel:
-    from .scripted import CURSOR_DIR, ScriptedChatModel, ScriptError, load_script
+def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None, extras: dict[str, Any], section: str,
+                    goes_on_from: Path | None) -> BaseChatModel:
+    from .scripted import CURSOR_DIR, ScriptedChatModel, ScriptError, carry_on, load_script
 
     if not node.script:
         raise UsageError(f"{role}.script", "the scripted model needs a script file", f"set {role}.script=PATH")
@@ -96,4 +99,7 @@ def _build_scripted(node: ModelConfig, role: str, state_dir: Path | None, extras
     except ScriptError as exc:
         raise UsageError(f"{role}.script", str(exc), "fix the script file") from None
     cursor_dir = state_dir / CURSOR_DIR / section if state_dir else None
+    earlier = goes_on_from / CURSOR_DIR / section if goes_on_from else None
+    if cursor_dir is not None and earlier is not None and earlier.is_dir():
+        carry_on(earlier, cursor_dir)
     return ScriptedChatModel(model=node.model, turns=turns, turns_by_task=turns_by_task, cursor_dir=cursor_dir, **extras)
