@@ -47,9 +47,7 @@ class Launch:
     @property
     def kind(self) -> RunKind:
         """What the launch does."""
-        if isinstance(self.work, Regrading):
-            return RunKind.REGRADE
-        return RunKind.TURN if isinstance(self.work, FollowUp) else RunKind.RUN
+        return RunKind.REGRADE if self.regrading else RunKind.TURN if self.follow_up else RunKind.RUN
 
     @property
     def follow_up(self) -> FollowUp | None:

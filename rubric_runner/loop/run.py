@@ -25,6 +25,7 @@ from ..records import (
     RESULT_FILE,
     SCHEMA_VERSION,
     TRANSCRIPT_FILE,
+    TURNS_DIR,
     RunRecord,
     Status,
     TaskRecord,
@@ -118,14 +119,15 @@ def logged_usage(events: Path) -> dict[tuple[str | None, int | None], dict[str, 
 
 def move_inline_task(plan: Plan, inline: TaskRecord) -> Path | None:
     """Lay out the task that a version 1 or 2 run of one task kept in its run's file as version 3 does: its
-    files (transcript, kept workspaces) moved from the run dir into its task dir, and its record written
-    there (unless an earlier resume did). The task dir; None when the inline task is none of the plan's."""
+    files (transcript, kept workspaces, follow-up turns) moved from the run dir into its task dir, and its
+    record written there (unless an earlier resume did). The task dir; None when the inline task is none of
+    the plan's."""
     target = next((cell.dir for cell in plan.cells
                    if (inline.repeat or 0) == cell.repeat and inline.task_id in (None, cell.task.id)), None)
     if target is None:
         return None
     target.mkdir(parents=True, exist_ok=True)
-    for name in (TRANSCRIPT_FILE, WORKSPACE_DIR):
+    for name in (TRANSCRIPT_FILE, WORKSPACE_DIR, TURNS_DIR):
         if (plan.run_dir / name).exists():
             os.replace(plan.run_dir / name, target / name)
     if not (target / RESULT_FILE).exists():

@@ -75,6 +75,18 @@ def test_continue_of_a_v2_run_of_one_task_and_of_its_turn(v2, tmp_path):
     assert (v2 / "single_turn" / "turns" / "3" / "tasks" / "task-r0" / "transcript.json").is_file()
 
 
+def test_a_finished_v2_run_with_a_turn_resumed_keeps_the_turn_below_its_task_and_continues_after_it(v2, tmp_path):
+    run_dir = v2 / "single_turn"
+    first = read_task_at(run_dir)
+    assert rubric_runner.resume(run_dir).status is Status.SATISFIED  # nothing left to do: laid out anew
+    task_dir = run_dir / "tasks" / "task-r0"
+    assert not (run_dir / "turns").exists() and read_task_at(task_dir / "turns" / "2").status is Status.SATISFIED
+    overrides = next_turn_overrides(tmp_path / "third.yaml", "third turn")
+    record = rubric_runner.continue_run(run_dir, "Now make it return nothing", overrides)
+    assert (record.status, record.header.turn, record.run_dir) == (Status.SATISFIED, 3, str(task_dir / "turns" / "3"))
+    assert read_task_at(task_dir / "turns" / "3").thread_id == first.thread_id
+
+
 def test_the_review_queue_lists_a_v2_run_of_one_task_and_a_task_set(v2):
     from rubric_runner.review.queue import items
 
