@@ -26,14 +26,11 @@ from .compat.hydra import combinations, first_sweep
 from .config.compose import compose
 from .config.trust import check_code, check_config_dirs, trusted_names
 from .errors import UsageError, unwritable
-from .loop.cells import transcript_dirs
 from .loop.followup import next_turn, record_dir_of, resumed_turn
 from .loop.launch import launch
-from .loop.regrade import new_regrade_dir, regraded_dirs
 from .loop.request import Launch, Regrading
 from .loop.signals import StopRequest
 from .records import (
-    REGRADES_DIR,
     RESULT_FILE,
     ConfigSources,
     ExitCode,
@@ -42,9 +39,12 @@ from .records import (
     RunRecord,
     collect,
     find_run_dirs,
+    new_regrade_dir,
     read_record,
     read_task_at,
     recorded_sources,
+    run_and_turns,
+    transcript_dirs,
 )
 from .report import configs, expand, load_prices, ranking_lines, write_all
 from .report.columns import Table, policy_tables
@@ -177,7 +177,7 @@ def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool =
     launches = []
     trusted = None if trust_run_dir else trusted_names(_dirs(config_dirs), list(overrides))
     for grader in graders:  # every config composes before any regrade starts
-        for source in (record_dir for run in find_run_dirs(root) for record_dir in regraded_dirs(run)):
+        for source in (record_dir for run in find_run_dirs(root) for record_dir in run_and_turns(run)):
             recorded = _recorded(source, config_dirs)  # the graded run's configuration, not its console
             kept = [o for o in recorded.overrides if not o.lstrip("+~").startswith("run.console")]
             composed = recorded.model_copy(update={"overrides": [*kept, *grader]})
@@ -196,7 +196,7 @@ def regrade(run_dir: str | Path, overrides: Sequence[str] = (), multirun: bool =
         raise UsageError("run.cache", "a response cache gives every repeat the first grading's replies",
                          "regrade with run.cache=null")
     try:
-        out_dir = new_regrade_dir(root / REGRADES_DIR)
+        out_dir = new_regrade_dir(root)
     except OSError as exc:
         raise unwritable(exc, RUN_DIR, "copy the run dir to a place you may write, and regrade the copy") from None
     records = []

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..records import TASKS_DIR, TRANSCRIPT_FILE, TaskRecord, read_task_at, task_dir, task_key
+from ..records import TaskRecord, read_task_at, task_dir, task_key, transcript_dirs
 from ..tasks.sets import Task
 from .followup import FollowUp
 from .request import Regrading
@@ -49,14 +49,6 @@ def turn_cell(turn: FollowUp, task: Task, run_dir: Path) -> Cell:
     """A follow-up turn's one cell: the task it continues (``FollowUp.task``), on that task's thread."""
     repeat = turn.repeat or 0
     return Cell(task, repeat, task_dir(run_dir, task.id, repeat), turn.thread_id, turn=turn)
-
-
-def transcript_dirs(record_dir: Path) -> list[Path]:
-    """The dirs under a run's record dir that hold a transcript: each task's (itself, for a version 1 or 2 run
-    of one task)."""
-    if (record_dir / TRANSCRIPT_FILE).is_file():
-        return [record_dir]
-    return sorted(path.parent for path in record_dir.glob(f"{TASKS_DIR}/*/{TRANSCRIPT_FILE}"))
 
 
 def regraded_cells(regrading: Regrading, tasks: list[Task], run_dir: Path) -> list[Cell]:

@@ -15,14 +15,17 @@ from ..config.schema import Checkpointer, Config
 from ..errors import UsageError
 from ..records import (
     RESULT_FILE,
-    TASKS_DIR,
-    TURNS_DIR,
     Status,
     TaskRecord,
+    listed_task_dirs,
     read_task_at,
     task_dir,
     task_key,
+    thread_home,
+    turn_dir,
     turn_dirs,
+    turn_number,
+    turn_root,
 )
 from ..tasks.sets import Task
 
@@ -64,40 +67,25 @@ class FollowUp:
 
     def dir(self) -> Path:
         """Where this turn's record goes."""
-        return turn_root(self.previous) / TURNS_DIR / str(self.number)
-
-
-def turn_root(record_dir: Path) -> Path:
-    """The record dir of a thread's first turn, from the dir of any of its turns."""
-    return record_dir.parent.parent if record_dir.parent.name == TURNS_DIR else record_dir
-
-
-def thread_home(record_dir: Path) -> Path:
-    """The run dir a thread started in (its checkpoints are there), from the dir of any of its turns."""
-    first = turn_root(record_dir)
-    return first.parent.parent if first.parent.name == TASKS_DIR else first
+        return turn_dir(turn_root(self.previous), self.number)
 
 
 def record_dir_of(run_dir: Path, task_id: str | None, repeat: int) -> Path:
     """The dir of the task x repeat a follow-up continues (``task_id`` None: the run's one task)."""
-    tasks = sorted(path.name for path in (run_dir / TASKS_DIR).glob("*") if (path / RESULT_FILE).is_file())
-    if not tasks:  # a version 1 or 2 run of one task: its record is the run's own
+    found = [path for path in listed_task_dirs(run_dir) if (path / RESULT_FILE).is_file()]
+    tasks = [path.name for path in found]
+    if not found:  # a version 1 or 2 run of one task: its record is the run's own
         inline = read_task_at(run_dir)
         if task_id is not None and inline is not None and task_id != inline.task_id:
             raise UsageError("--task", f"{run_dir} ran one task, not {task_id!r}", "leave out --task")
         return run_dir
     if task_id is None:
-        if len(tasks) == 1:
-            return run_dir / TASKS_DIR / tasks[0]
+        if len(found) == 1:
+            return found[0]
         raise UsageError("--task", f"{run_dir} ran {len(tasks)} tasks", f"name the task to continue, one of: {', '.join(tasks)}")
     if task_key(task_id, repeat) not in tasks:
         raise UsageError("--task", f"{run_dir} has no task {task_id!r} (repeat {repeat})", f"one of: {', '.join(tasks)}")
     return task_dir(run_dir, task_id, repeat)
-
-
-def turn_number(record_dir: Path) -> int:
-    """The turn a record dir holds: n for ``turns/<n>/``, else 1."""
-    return int(record_dir.name) if record_dir.parent.name == TURNS_DIR and record_dir.name.isdigit() else 1
 
 
 def next_turn(record_dir: Path, message: str) -> FollowUp:
@@ -116,12 +104,12 @@ def next_turn(record_dir: Path, message: str) -> FollowUp:
                     record.grading_run_id, record.task_id, record.repeat)
 
 
-def resumed_turn(turn_dir: Path, record: TaskRecord) -> FollowUp:
-    """The follow-up an interrupted turn's task record describes, to resume it."""
-    number = turn_number(turn_dir)
-    previous = turn_root(turn_dir) if number == 2 else turn_root(turn_dir) / TURNS_DIR / str(number - 1)
+def resumed_turn(record_dir: Path, record: TaskRecord) -> FollowUp:
+    """The follow-up an interrupted turn's task record (in ``record_dir``) describes, to resume it."""
+    number = turn_number(record_dir)
+    previous = turn_root(record_dir) if number == 2 else turn_dir(turn_root(record_dir), number - 1)
     before = read_task_at(previous)
-    return FollowUp(record.task or "", number, previous, thread_home(turn_dir), record.thread_id or "",
+    return FollowUp(record.task or "", number, previous, thread_home(record_dir), record.thread_id or "",
                     before and before.rubric, before and before.grading_run_id, record.task_id, record.repeat)
 
 

@@ -32,10 +32,10 @@ from ..records import (
     now,
     read_record,
     recorded_sources,
+    turn_number,
 )
 from ..redaction import config_secrets, redact, redact_override
 from .execute import Execution
-from .followup import turn_number
 from .lock import run_dir_lock
 from .request import Launch
 

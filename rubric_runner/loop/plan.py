@@ -29,14 +29,14 @@ from ..observe.recorder import TaskCallback, ToolCallWatch
 from ..plugins.extensions import LoopExtensions
 from ..plugins.manager import Plugins
 from ..plugins.registry import ToolRegistry, validate_settings
-from ..records import CHECKPOINT_FILE, GraderInfo, ModelInfo, RubricInfo, RunHeader
+from ..records import CHECKPOINT_FILE, GraderInfo, ModelInfo, RubricInfo, RunHeader, thread_home
 from ..redaction import redact_config
 from ..tasks.checks import Check, resolve_checks
 from ..tasks.sets import Task, load_tasks
 from ..tasks.trajectory import Rules
 from .arms import grading_passes
 from .cells import Cell, new_cells, regraded_cells, turn_cell
-from .followup import FollowUp, check_thread_kept, thread_home
+from .followup import FollowUp, check_thread_kept
 from .request import Regrading
 
 

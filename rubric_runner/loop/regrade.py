@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +34,6 @@ from ..records import (
     TaskTally,
     now,
     read_task_at,
-    record_dirs,
-    turn_dirs,
     write_record,
 )
 from ..tasks.sets import Task
@@ -46,26 +43,6 @@ from .cells import Cell
 from .plan import Plan
 from .signals import StopRequest, StopRequested
 from .workspaces import attempt_name, files_at, kept, kept_seed
-
-
-def regraded_dirs(run_dir: Path) -> list[Path]:
-    """A run dir and the dirs of its follow-up turns (each a run of its own, graded again on its own)."""
-    return [run_dir, *(turn for record_dir in record_dirs(run_dir) for turn in turn_dirs(record_dir))]
-
-
-def new_regrade_dir(parent: Path) -> Path:
-    """A new dir in ``parent`` named by the time, ``-2``, ``-3``, ... added when another regrade made one in
-    the same second (making it is atomic, so regrades started at once never share one)."""
-    parent.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    out_dir, number = parent / stamp, 1
-    while True:
-        try:
-            out_dir.mkdir()
-            return out_dir
-        except FileExistsError:
-            number += 1
-            out_dir = parent / f"{stamp}-{number}"
 
 
 async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source: Path,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -24,13 +23,12 @@ from ..records import (
     EVENTS_FILE,
     RESULT_FILE,
     SCHEMA_VERSION,
-    TRANSCRIPT_FILE,
-    TURNS_DIR,
     RunRecord,
     Status,
     TaskRecord,
     TaskTally,
     Usage,
+    move_task_files,
     read_task,
     write_record,
 )
@@ -127,9 +125,7 @@ def move_inline_task(plan: Plan, inline: TaskRecord) -> Path | None:
     if target is None:
         return None
     target.mkdir(parents=True, exist_ok=True)
-    for name in (TRANSCRIPT_FILE, WORKSPACE_DIR, TURNS_DIR):
-        if (plan.run_dir / name).exists():
-            os.replace(plan.run_dir / name, target / name)
+    move_task_files(plan.run_dir, target, (WORKSPACE_DIR,))
     if not (target / RESULT_FILE).exists():
         write_record(target / RESULT_FILE, inline.model_copy(update={"run_dir": str(target), "schema_version": SCHEMA_VERSION}))
     return target

@@ -18,10 +18,14 @@ _NAMES = {
         "Verification", "Verifications", "now",
     ),
     "status": ("ExitCode", "Outcome", "Status", "gated_share", "satisfied_rate", "sweep_exit_code"),
+    "layout": (
+        "CHECKPOINT_FILE", "EVENTS_FILE", "HYDRA_DIR", "MESSAGE_TASK", "REGRADES_DIR", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE",
+        "TURNS_DIR", "find_run_dirs", "is_task_dir", "listed_task_dirs", "move_task_files", "new_regrade_dir", "record_dirs", "run_and_turns", "task_dir", "task_key",
+        "thread_home", "transcript_dirs", "turn_dir", "turn_dirs", "turn_number", "turn_root",
+    ),
     "store": (
-        "CHECKPOINT_FILE", "EVENTS_FILE", "MESSAGE_TASK", "REGRADES_DIR", "RESULT_FILE", "TASKS_DIR", "TRANSCRIPT_FILE", "TURNS_DIR",
-        "UNFINISHED", "BAD_RECORD", "Job", "collect", "crash_record", "find_run_dirs", "load_record", "load_task", "read_record",
-        "read_task", "read_task_at", "record_dirs", "recorded_sources", "task_dir", "task_dirs", "task_key", "task_records", "turn_dirs", "write_atomic", "write_json", "write_record",
+        "UNFINISHED", "BAD_RECORD", "Job", "collect", "crash_record", "load_record", "load_task", "read_record",
+        "read_task", "read_task_at", "recorded_sources", "task_dirs", "task_records", "write_atomic", "write_json", "write_record",
     ),
 }
 _MODULE_OF = {name: module for module, names in _NAMES.items() for name in names}

@@ -1,4 +1,4 @@
-"""Records on disk: the files of a run dir, writing records, and the one reader every command uses.
+"""Records on disk: writing records, and the one reader every command uses (where each file is: ``layout``).
 
 Readers never trust a run to have ended well: a dir whose ``result.json`` is missing, unreadable
 or still says ``running`` still yields a record (``load_record``), with status ``error`` and its
@@ -23,20 +23,18 @@ from pydantic_core import to_json
 
 from ..redaction import redact
 from . import v1
+from .layout import (
+    HYDRA_DIR,
+    RESULT_FILE,
+    is_task_dir,
+    jobs_below,
+    listed_task_dirs,
+    run_and_turns,
+    task_dir,
+)
 from .models import ConfigSources, ErrorInfo, RunRecord, TaskRecord
 from .status import Status
 
-RESULT_FILE = "result.json"
-EVENTS_FILE = "events.jsonl"
-TRANSCRIPT_FILE = "transcript.json"
-CHECKPOINT_FILE = "checkpoints.sqlite"
-HYDRA_DIR = v1.HYDRA_DIR
-REGRADES_DIR = "regrades"
-"""Below a run or sweep dir: ``regrades/<time>/``, the records of its transcripts graded again."""
-TASKS_DIR = "tasks"
-"""Where a run keeps each task's files: ``tasks/<id>-r<repeat>/``."""
-TURNS_DIR = "turns"
-"""Below a record's dir: ``turns/<n>/``, the records of its follow-up turns (n = 2, 3, ...)."""
 UNFINISHED = "Unfinished"
 """The error type of a record that still says ``running``: its process died, or it is still going."""
 BAD_RECORD = "BadRecord"
@@ -96,20 +94,6 @@ def _object(raw: bytes) -> dict[str, Any]:
     return data
 
 
-MESSAGE_TASK = "task"
-"""The name of a task that has no id (the rubric's own message) in its run's ``tasks/``."""
-
-
-def task_key(task_id: str | None, repeat: int | None) -> str:
-    """A task x repeat's name in its run: ``<id>-r<k>``, its dir's name below ``tasks/``."""
-    return f"{task_id or MESSAGE_TASK}-r{repeat or 0}"
-
-
-def task_dir(run_dir: Path, task_id: str | None, repeat: int | None) -> Path:
-    """Where a run keeps a task x repeat's files."""
-    return run_dir / TASKS_DIR / task_key(task_id, repeat)
-
-
 def _parsed_run(raw: bytes, run_dir: Path) -> RunRecord:
     version = _version(raw)
     if version >= 3:
@@ -150,21 +134,15 @@ def read_task_at(record_dir: Path) -> TaskRecord | None:
     there is none, or the run has several."""
     try:
         raw = (record_dir / RESULT_FILE).read_bytes()
-        if record_dir.parent.name == TASKS_DIR:
+        if is_task_dir(record_dir):
             return _parsed_task(raw)
         inline = _parsed_run(raw, record_dir).inline_task
     except (OSError, ValueError):
         return None
     if inline is not None:
         return inline
-    tasks = _listed_task_dirs(record_dir)
+    tasks = listed_task_dirs(record_dir)
     return read_task(tasks[0] / RESULT_FILE) if len(tasks) == 1 else None
-
-
-def _listed_task_dirs(run_dir: Path) -> list[Path]:
-    """Every dir in a run's ``tasks/``, in natural order (``t2-r0`` before ``t10-r0``)."""
-    names = [entry.name for entry in _entries(run_dir / TASKS_DIR) if entry.is_dir()]
-    return [run_dir / TASKS_DIR / name for name in sorted(names, key=_natural_key)]
 
 
 def task_dirs(record: RunRecord) -> list[Path]:
@@ -173,7 +151,7 @@ def task_dirs(record: RunRecord) -> list[Path]:
     run_dir = Path(record.run_dir or ".")
     if record.tasks:
         return [task_dir(run_dir, row.task_id, row.repeat) for row in record.tasks]
-    return _listed_task_dirs(run_dir)
+    return listed_task_dirs(run_dir)
 
 
 def task_records(record: RunRecord) -> list[TaskRecord]:
@@ -275,63 +253,6 @@ def load_task(task_dir: str | Path) -> TaskRecord:
     return record
 
 
-def _is_run_dir(path: str) -> bool:
-    return os.path.isfile(os.path.join(path, RESULT_FILE)) or os.path.isfile(os.path.join(path, HYDRA_DIR, "overrides.yaml"))
-
-
-def _natural_key(path: str) -> list[Any]:
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
-
-
-def _entries(path: str | Path) -> list[os.DirEntry]:
-    """What is in dir ``path``; nothing when it is not a readable dir."""
-    if not os.path.isdir(path):  # most runs have no turns, most dirs no tasks: cheaper than a failed scandir
-        return []
-    try:
-        with os.scandir(path) as entries:
-            return list(entries)
-    except OSError:
-        return []
-
-
-def _run_dirs_below(path: str, relative: str, found: list[tuple[str, str]]) -> None:
-    for entry in _entries(path):
-        if not entry.is_dir(follow_symlinks=False) or entry.name.startswith(".") or entry.name == REGRADES_DIR:
-            continue
-        name = f"{relative}/{entry.name}" if relative else entry.name
-        if _is_run_dir(entry.path):
-            found.append((name, entry.path))
-        else:
-            _run_dirs_below(entry.path, name, found)
-
-
-def _jobs_below(root: Path) -> list[tuple[str, Path]]:
-    """``find_run_dirs``, each run dir with its path relative to ``root`` (``.`` for ``root``)."""
-    if _is_run_dir(str(root)):
-        return [(".", root)]
-    found: list[tuple[str, str]] = []
-    _run_dirs_below(str(root), "", found)
-    return [(job, Path(path)) for job, path in sorted(found, key=lambda item: _natural_key(item[0]))]
-
-
-def find_run_dirs(root: Path) -> list[Path]:
-    """``root`` if it is a run dir, else every run dir below it (a sweep's jobs), in job order; the
-    regrades of a sweep below it are not its runs."""
-    return [path for _, path in _jobs_below(root)]
-
-
-def turn_dirs(record_dir: Path) -> list[Path]:
-    """The dirs of the follow-up turns on a record's thread, in turn order."""
-    found = [entry for entry in _entries(os.path.join(record_dir, TURNS_DIR))
-             if entry.name.isdigit() and os.path.isfile(os.path.join(entry.path, RESULT_FILE))]
-    return [record_dir / TURNS_DIR / entry.name for entry in sorted(found, key=lambda entry: int(entry.name))]
-
-
-def record_dirs(run_dir: Path) -> list[Path]:
-    """The dirs of a run's own records: the run dir, and each task's dir."""
-    return [run_dir, *_listed_task_dirs(run_dir)]
-
-
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection inside (in the whole process, for that long): while thousands of
@@ -366,9 +287,8 @@ def collect(root: str | Path, since: str | None = None) -> list[Job]:
     """
     root = Path(root)
     jobs = []
-    for job, run_dir in _jobs_below(root):
-        turns = [turn for record_dir in record_dirs(run_dir) for turn in turn_dirs(record_dir)]
-        for path in [run_dir, *turns]:
+    for job, run_dir in jobs_below(root):
+        for path in run_and_turns(run_dir):
             record = load_record(path)
             record.run_dir = str(path)
             ended = record.ended_at

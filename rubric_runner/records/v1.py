@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from .layout import HYDRA_DIR
 from .models import (
     ConfigSources,
     RubricInfo,
@@ -21,7 +22,6 @@ from .models import (
     Usage,
 )
 
-HYDRA_DIR = ".hydra"
 COMMAND_LINE_SOURCES = ("command-line", "hydra.searchpath in command-line")
 """Hydra's providers of the config dirs a command line added (``--config-dir``, ``hydra.searchpath``)."""
 

@@ -14,6 +14,7 @@ the form carries a token drawn when the page starts, and a post from another ori
 from __future__ import annotations
 
 import secrets
+import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -149,9 +150,14 @@ def serve(run_dir: Path, port: int, blind: bool = False) -> None:
     except BaseException:
         sock.close()
         raise
-    print(f"review page: http://127.0.0.1:{sock.getsockname()[1]}/ (labels go to {Path(run_dir) / 'labels.json'}; Ctrl-C stops)", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    # a Ctrl-C before uvicorn takes the signal (while its event loop is made) stops the server as one after
+    previous = signal.signal(signal.SIGINT, lambda number, frame: setattr(server, "should_exit", True))
+    print(f"review page: http://127.0.0.1:{sock.getsockname()[1]}/ (labels go to {Path(run_dir) / 'labels.json'}; Ctrl-C stops)", flush=True)
     try:
         server.run(sockets=[sock])
     finally:
+        signal.signal(signal.SIGINT, previous)
         sock.close()
+    if server.should_exit:  # stopped by Ctrl-C: the command line says so and exits 130
+        raise KeyboardInterrupt

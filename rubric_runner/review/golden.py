@@ -22,12 +22,11 @@ from pathlib import Path
 from ..errors import UsageError
 from ..records import (
     RESULT_FILE,
-    TASKS_DIR,
     TRANSCRIPT_FILE,
     now,
     read_task_at,
     record_dirs,
-    task_key,
+    task_dir,
 )
 from .labels import LABELS_FILE, PersonLabel, read_labels, write_labels
 
@@ -81,7 +80,8 @@ def _keep_only(out_dir: Path, keys: set[str]) -> None:
     path = out_dir / RESULT_FILE
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("tasks"):
-        data["tasks"] = [row for row in data["tasks"] if f"{TASKS_DIR}/{task_key(row.get('task_id'), row.get('repeat'))}" in keys]
+        kept = {out_dir / key for key in keys}
+        data["tasks"] = [row for row in data["tasks"] if task_dir(out_dir, row.get("task_id"), row.get("repeat")) in kept]
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 

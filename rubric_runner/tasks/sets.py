@@ -16,7 +16,7 @@ from typing import Any
 
 from ..config.schema import Config
 from ..errors import UsageError
-from ..records.store import MESSAGE_TASK
+from ..records.layout import MESSAGE_TASK
 from .formats import Row, read_rows
 from .workspace import Workspace, load_workspace
 

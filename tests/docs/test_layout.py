@@ -247,3 +247,33 @@ def test_report_rows_are_typed_not_read_by_string_keys():
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if ROW_BY_KEY.search(line)]
     assert found == []
     assert ROW_BY_KEY.search('Column("k", lambda g: g["k"] or "-")') and not ROW_BY_KEY.search("lambda g: g.k or '-'")
+
+
+LAYOUT_NAMES = {"TASKS_DIR", "TURNS_DIR", "REGRADES_DIR"}
+"""The names of a run dir's own dirs (``records/layout.py``)."""
+
+
+def spelled_layout(root=PACKAGE, home: str = "records/layout.py") -> list[str]:
+    """Where a module under ``root`` but ``home`` names a run dir's own dirs: a layout constant, or the literal
+    ``"turns"`` or ``"regrades"``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        where = str(path.relative_to(root))
+        if where == home:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named = isinstance(node, ast.Name) and node.id in LAYOUT_NAMES
+            spelled = isinstance(node, ast.Constant) and node.value in ("turns", "regrades")
+            if named or spelled:
+                found.append((where, node.lineno))
+    return [f"{where}:{line}" for where, line in sorted(found)]
+
+
+def test_only_the_layout_spells_a_run_dirs_paths():
+    # the loop, the reports, the review page and follow-ups ask records.layout where a record goes
+    assert spelled_layout() == []
+
+
+def test_a_path_spelled_outside_the_layout_is_found(tmp_path):
+    (tmp_path / "turn.py").write_text('TURN = run_dir / TURNS_DIR / "2"\nREGRADES = run_dir / "regrades"\n', encoding="utf-8")
+    assert spelled_layout(tmp_path) == ["turn.py:1", "turn.py:2"]

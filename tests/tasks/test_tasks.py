@@ -458,17 +458,17 @@ def test_grader_errors_among_repeats_are_outside_satisfied_k(tmp_path):
 
 
 def test_regrades_started_in_one_second_get_dirs_of_their_own(tmp_path, monkeypatch):
-    from rubric_runner.loop import regrade
+    from rubric_runner.records import layout
 
     class Frozen(datetime):
         @classmethod
         def now(cls, tz=None):
             return datetime(2026, 12, 1, 10, 0, 0, tzinfo=tz)
 
-    monkeypatch.setattr(regrade, "datetime", Frozen)
-    made = [regrade.new_regrade_dir(tmp_path / "regrades") for _ in range(3)]
+    monkeypatch.setattr(layout, "datetime", Frozen)
+    made = [layout.new_regrade_dir(tmp_path) for _ in range(3)]
     assert [path.name for path in made] == ["20261201T100000", "20261201T100000-2", "20261201T100000-3"]
-    assert all(path.is_dir() for path in made)
+    assert all(path.is_dir() and path.parent == tmp_path / "regrades" for path in made)
 
 
 def test_regrade_applies_the_grader_settings_of_a_run(tmp_path):
