@@ -27,6 +27,7 @@ class Cell:
     dir: Path
     """Where its files go: ``tasks/<id>-r<k>/`` in the run dir."""
     thread_id: str
+    """The thread it runs on (a regrade's: the one the transcript ran on, or none)."""
     turn: FollowUp | None = None
     graded: Path | None = None
     """A regrade's: the record dir of the transcript graded again."""

@@ -57,7 +57,7 @@ class Plan:
     models: dict[str, Any]
     """The chat models by role (``worker``, ``grader``)."""
     cells: list[Cell]
-    """Each task x repeat the run works on, and how (``cells``)."""
+    """Each task x repeat the run works on: a new run's, a follow-up turn's or a regrade's (``loop.cells``)."""
     sweep_dir: Path | None = None
     """A sweep's job: the sweep dir, which holds the sweep's budget ledger."""
     strategy: str | None = None
