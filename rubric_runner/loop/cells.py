@@ -31,6 +31,8 @@ class Cell:
     turn: FollowUp | None = None
     graded: Path | None = None
     """A regrade's: the record dir of the transcript graded again."""
+    ran: TaskRecord | None = None
+    """A regrade's: the task record of the transcript graded again, as the run left it."""
 
 
 def new_cells(tasks: list[Task], repeats: int, run_dir: Path, base_thread: str | None) -> list[Cell]:
@@ -62,5 +64,5 @@ def regraded_cells(regrading: Regrading, tasks: list[Task], run_dir: Path) -> li
         repeat = original.repeat or 0
         target = (run_dir / graded.relative_to(regrading.source) if graded != regrading.source
                   else task_dir(run_dir, original.task_id, repeat))  # a version 1 or 2 run of one task
-        cells.append(Cell(task, repeat, target, original.thread_id or "", graded=graded))
+        cells.append(Cell(task, repeat, target, original.thread_id or "", graded=graded, ran=original))
     return cells

@@ -33,7 +33,6 @@ from ..records import (
     TaskRecord,
     TaskTally,
     now,
-    read_task_at,
     write_record,
 )
 from ..tasks.sets import Task
@@ -54,14 +53,14 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
     middleware = grader_middleware(plan, max_iterations=1)
     tally = TaskTally(len(plan.cells))
     for index, cell in enumerate(plan.cells):
-        transcript_dir = cell.graded
-        assert transcript_dir is not None, "a regrade's cells each grade a transcript"
+        transcript_dir, original = cell.graded, cell.ran
+        assert transcript_dir is not None and original is not None, "a regrade's cells each grade a transcript"
         try:
             if stop is not None:
                 stop.check()
-            task = await _graded(plan, middleware, source, cell, transcript_dir, log, console)
+            task = await _graded(plan, middleware, source, cell, transcript_dir, original, log, console)
         except StopRequested as exc:
-            task = _not_graded(transcript_dir, cell.dir, str(exc))
+            task = _not_graded(transcript_dir, original, cell.dir, str(exc))
             log.warning("interrupted", task_dir=str(transcript_dir), reason=str(exc))
         log.info("regrade_end", task_dir=str(transcript_dir), status=task.status)
         reason = f": {task.error.message}" if task.error is not None else ""
@@ -70,9 +69,9 @@ async def regrade(plan: Plan, record: RunRecord, log: Any, console: Any, source:
     tally.fill(record, 1)
 
 
-def _not_graded(transcript_dir: Path, target: Path, reason: str) -> TaskRecord:
-    """A transcript a stop left ungraded, recorded ``interrupted`` at ``target``."""
-    original = read_task_at(transcript_dir) or TaskRecord()
+def _not_graded(transcript_dir: Path, original: TaskRecord, target: Path, reason: str) -> TaskRecord:
+    """A transcript a stop left ungraded (``original``: its record as the run left it), recorded
+    ``interrupted`` at ``target``."""
     result = TaskRecord(task_id=original.task_id, repeat=original.repeat or 0, task=original.task, thread_id=original.thread_id,
                         regraded_from=str(transcript_dir), run_dir=str(target), started_at=now())
     result.interrupt(reason)
@@ -97,16 +96,15 @@ def saved_workspace(task: Task, original: TaskRecord, source: Path, transcript_d
     return Workspace(seed, task.workspace.protected), files
 
 
-async def _graded(plan: Plan, middleware: Any, source: Path, cell: Cell, transcript_dir: Path, log: Any,
-                  console: Any) -> TaskRecord:
-    """A cell's transcript (in ``transcript_dir``) graded once, into a task record in the cell's dir; its
-    failure is its own record. A task of a task set logs its events with its id and repeat, as in the run. A
-    workspace task's grader reads the files the transcript's last pass read (``saved_workspace``), kept in
-    the cell's dir as that pass's."""
+async def _graded(plan: Plan, middleware: Any, source: Path, cell: Cell, transcript_dir: Path, original: TaskRecord,
+                  log: Any, console: Any) -> TaskRecord:
+    """A cell's transcript (in ``transcript_dir``, its record as the run left it in ``original``) graded once,
+    into a task record in the cell's dir; its failure is its own record. A task of a task set logs its events
+    with its id and repeat, as in the run. A workspace task's grader reads the files the transcript's last pass
+    read (``saved_workspace``), kept in the cell's dir as that pass's."""
     from deepagents.backends.utils import create_file_data
 
     started, task, target = time.monotonic(), cell.task, cell.dir
-    original = read_task_at(transcript_dir) or TaskRecord()
     # the answers and their hidden verification stay the original's: the truth a new verdict is measured against
     result = TaskRecord(task_id=original.task_id, repeat=original.repeat or 0, task=original.task, rubric=task.rubric,
                         final_answer=original.final_answer, first_answer=original.first_answer,

@@ -46,6 +46,7 @@ def test_a_regrades_cells_are_the_transcripts_it_grades_with_their_tasks_and_thr
     graded = sorted((v2 / "tasks" / "tasks").iterdir())
     assert _cells(plan) == [(read_task_at(d).task_id, 0, out / "tasks" / d.name, read_task_at(d).thread_id, None, d)
                             for d in graded]
+    assert all(cell.ran == read_task_at(cell.graded) for cell in plan.cells)  # read once, graded from it
     single = prepare(compose_config(["rubric=code", "worker=scripted", "grader=scripted"]), RunHeader(), out,
                      Regrading(v2 / "single"), roles=())  # a version 2 run of one task: its transcript is the run dir's
     assert _cells(single) == [("task", 0, out / "tasks" / "task-r0", read_task_at(v2 / "single").thread_id, None, v2 / "single")]
