@@ -249,7 +249,11 @@ def test_two_sweeps_started_at_once_into_one_dir_are_refused_but_one(tmp_path):
     assert len(read_rows(sweep_dir)) == 2
     with cli_process(*args, "run.resume=true", cwd=tmp_path) as third:  # a resume, while a sweep works there
         wait_for(third, lambda: status_of(sweep_dir / "0") == "running", "job 0 running again")
-        fourth = run_cli(*args, "run.resume=true", cwd=tmp_path)
+        third.send_signal(signal.SIGSTOP)  # it holds the dir however long the fourth takes to start
+        try:
+            fourth = run_cli(*args, "run.resume=true", cwd=tmp_path)
+        finally:
+            third.send_signal(signal.SIGCONT)
         third.communicate(timeout=120)
     assert fourth.returncode == 2 and third.returncode == 0, fourth.stderr
     assert re.fullmatch(rf"error: hydra.sweep.dir: {re.escape(str(sweep_dir))} is in use by pid {third.pid} on \S+ "
