@@ -302,6 +302,9 @@ COMMANDS: dict[str, dict[str, Runs | StopsAtKey | Composes | Skipped]] = {
             "takes about 25 minutes; its figures are in benchmarks/results/"),
         ".venv/bin/python benchmarks/run.py --only workspace": Skipped("takes a minute; its figures are in benchmarks/results/"),
     },
+    "benchmarks.md > The test suite's cost": {
+        ".venv/bin/python benchmarks/suite_cpu.py": Skipped("runs the whole suite; its figures are in benchmarks/results/"),
+    },
     "architecture.md > How the docs stay true": {
         ".venv/bin/mkdocs build --strict": Skipped(BUILT),
         ".venv/bin/mkdocs serve": Skipped("serves the site until stopped; test_the_site_builds_in_strict_mode builds it"),
