@@ -29,7 +29,7 @@ LOG_ENV = "SUITE_CPU_LOG"
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Loaded into each pytest worker (``-p suite_cpu``): one line per test with its CPU seconds."""
+    """Loaded into each pytest worker (``-p benchmarks.suite_cpu``): one line per test with its CPU seconds."""
     before, started = os.times(), time.monotonic()
     yield
     after = os.times()
@@ -61,11 +61,14 @@ def _by_module(lines: list[dict]) -> list[dict]:
 def main(args: list[str]) -> int:
     log = RESULT.with_suffix(".jsonl")
     log.unlink(missing_ok=True)
-    env = {**os.environ, LOG_ENV: str(log),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))}
     busy, idle, started = *_machine_cpu(), time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "suite_cpu", *args], cwd=ROOT, env=env)
+    # the probe is imported from the repository root (``python -m`` puts it on the path), not the tests' path
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "benchmarks.suite_cpu", *args], cwd=ROOT,
+                          env={**os.environ, LOG_ENV: str(log)})
     busy_after, idle_after = _machine_cpu()
+    if not log.is_file():  # no test ran: the saved figures stay as they are
+        print(f"no test ran (pytest exited {proc.returncode}); {RESULT} is left as it was", file=sys.stderr)
+        return proc.returncode or 1
     lines = [json.loads(text) for text in log.read_text(encoding="utf-8").splitlines()]
     log.unlink()
     modules = _by_module(lines)
